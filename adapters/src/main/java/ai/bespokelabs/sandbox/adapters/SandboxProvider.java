@@ -1,0 +1,37 @@
+package ai.bespokelabs.sandbox.adapters;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+
+/**
+ * The adapter SPI: one implementation per backend. Methods block (process pipes, sockets, SDK-free HTTP
+ * calls made synchronously) and are only ever called off the event loop by {@link AdapterVerticle}.
+ * Failures are {@link ai.bespokelabs.sandbox.core.error.ProviderException}s carrying the error contract;
+ * anything else is normalized to an outcome-unknown error by the verticle.
+ */
+public interface SandboxProvider extends AutoCloseable {
+
+  /** The backend name clients pass, e.g. {@code local}. */
+  String backend();
+
+  /**
+   * True when a sandbox's runtime lives on the node that created it (local processes, containers on the
+   * node's engine); such sandboxes are created and operated through the node's own address.
+   */
+  boolean nodeBound();
+
+  /** Creates the sandbox and returns the provider's id for it (its "provider resource id"). */
+  String create(CreateSandbox request);
+
+  /** Runs one program to completion inside the sandbox. */
+  ExecResult exec(ExecSandbox request);
+
+  /** Destroys the sandbox from its provider resource id; succeeds when it is already gone. */
+  SandboxDestroyed destroy(DestroySandbox request);
+
+  @Override
+  default void close() {}
+}

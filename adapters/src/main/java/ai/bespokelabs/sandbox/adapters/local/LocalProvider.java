@@ -1,0 +1,220 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import java.io.IOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code local} backend: a sandbox is a host directory and its executions are plain host processes
+ * (no isolation beyond a clean environment and a working directory inside the sandbox). Runtimes live in
+ * this node's memory, so after a control-plane restart a sandbox can still be destroyed from its provider
+ * resource id (its directory) but no longer executed in.
+ */
+public final class LocalProvider implements SandboxProvider {
+  public static final String BACKEND = "local";
+
+  private static final Logger LOG = LoggerFactory.getLogger(LocalProvider.class);
+  private static final Pattern SANDBOX_ID = Pattern.compile("[A-Za-z0-9_-]{1,128}");
+  private static final int DELETE_ATTEMPTS = 3;
+
+  private final Path root;
+  private final Clock clock;
+  private final ProcessRunner runner = new ProcessRunner(BACKEND);
+  private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
+
+  /**
+   * @param root the directory holding owned sandbox directories (created on first use)
+   * @param clock the clock stamping sandbox creation
+   */
+  public LocalProvider(Path root, Clock clock) {
+    this.root = root.toAbsolutePath().normalize();
+    this.clock = clock;
+  }
+
+  @Override
+  public String backend() {
+    return BACKEND;
+  }
+
+  @Override
+  public boolean nodeBound() {
+    return true;
+  }
+
+  /**
+   * Uses {@code config.workdir} as is (never deleted) or creates {@code <root>/<sandboxId>} (owned);
+   * repeating a create for the same sandbox returns the same directory.
+   *
+   * @throws ApiException 422 when the workdir is not an existing absolute directory
+   */
+  @Override
+  public String create(CreateSandbox request) {
+    SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(), id -> newRuntime(id, request));
+    return runtime.dir.toString();
+  }
+
+  private SandboxRuntime newRuntime(String sandboxId, CreateSandbox request) {
+    Map<String, String> env = request.config().envVars() == null ? Map.of() : request.config().envVars();
+    String workdir = request.config().workdir();
+    if (workdir != null) {
+      return new SandboxRuntime(existingWorkdir(workdir), false, env, clock.instant());
+    }
+    if (!SANDBOX_ID.matcher(sandboxId).matches()) {
+      throw new IllegalArgumentException("sandbox id is not a safe directory name");
+    }
+    Path dir = root.resolve(sandboxId);
+    try {
+      Files.createDirectories(dir);
+    } catch (IOException e) {
+      throw new ProviderException(
+          ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false, ProviderError.Outcome.FAILED), e);
+    }
+    return new SandboxRuntime(dir, true, env, clock.instant());
+  }
+
+  private static Path existingWorkdir(String workdir) {
+    try {
+      Path dir = Path.of(workdir);
+      if (dir.isAbsolute() && Files.isDirectory(dir)) {
+        return dir.normalize();
+      }
+    } catch (InvalidPathException ignored) {
+      // rejected below like any other unusable workdir
+    }
+    throw new ApiException(422, "workdir must be an existing absolute directory");
+  }
+
+  /**
+   * Runs the request in its sandbox. The process group stays tracked after the run while it still has
+   * members (background processes), so destroy can kill it.
+   *
+   * @throws ApiException 409 when this node holds no runtime for the sandbox (e.g. after a restart)
+   */
+  @Override
+  public ExecResult exec(ExecSandbox request) {
+    SandboxRuntime runtime = runtimes.get(request.sandboxId());
+    if (runtime == null) {
+      throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
+    }
+    ProcessSpec spec = ProcessSpec.of(runtime.dir, runtime.env, request);
+    AtomicLong group = new AtomicLong(-1);
+    try {
+      return runner.run(spec, pgid -> {
+        group.set(pgid);
+        if (!runtime.track(pgid)) {
+          ProcessGroups.kill(List.of(pgid));
+        }
+      });
+    } finally {
+      long pgid = group.get();
+      if (pgid > 0 && !ProcessGroups.isPopulated(pgid)) {
+        runtime.untrack(pgid);
+      }
+    }
+  }
+
+  /**
+   * Kills every process group the sandbox started and deletes its directory when owned. Without a
+   * runtime (after a restart) only a directory directly under the root is deleted; processes started
+   * before the restart are not tracked any more.
+   */
+  @Override
+  public SandboxDestroyed destroy(DestroySandbox request) {
+    SandboxRuntime runtime = runtimes.remove(request.sandboxId());
+    if (runtime != null) {
+      ProcessGroups.kill(runtime.close());
+      if (runtime.owned) {
+        deleteTree(runtime.dir);
+      }
+      LOG.debug("destroyed local sandbox {} after {}", request.sandboxId(),
+          Duration.between(runtime.createdAt, clock.instant()));
+      return new SandboxDestroyed(false);
+    }
+    Path dir = ownedDirectory(request.providerResourceId());
+    if (dir == null) {
+      return new SandboxDestroyed(true);
+    }
+    deleteTree(dir);
+    return new SandboxDestroyed(false);
+  }
+
+  /** The resource id as a directory directly under the root, or null when it is not one. */
+  private Path ownedDirectory(String resourceId) {
+    if (resourceId == null) {
+      return null;
+    }
+    try {
+      Path dir = Path.of(resourceId).toAbsolutePath().normalize();
+      boolean under = root.equals(dir.getParent()) && Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS);
+      return under ? dir : null;
+    } catch (InvalidPathException e) {
+      return null;
+    }
+  }
+
+  /** Deletes {@code dir} and everything in it (symlinks are removed, never followed). */
+  private static void deleteTree(Path dir) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+          @Override
+          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+            Files.deleteIfExists(file);
+            return FileVisitResult.CONTINUE;
+          }
+
+          @Override
+          public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+            if (e != null) {
+              throw e;
+            }
+            Files.deleteIfExists(d);
+            return FileVisitResult.CONTINUE;
+          }
+        });
+        return;
+      } catch (NoSuchFileException e) {
+        return;
+      } catch (DirectoryNotEmptyException e) {
+        if (attempt == DELETE_ATTEMPTS) {
+          throw destroyFailed(e);
+        }
+        // a process killed a moment ago may still have been writing: walk again
+      } catch (IOException e) {
+        throw destroyFailed(e);
+      }
+    }
+  }
+
+  private static ProviderException destroyFailed(IOException cause) {
+    return new ProviderException(
+        ProviderError.of(ErrorCode.COMMAND_FAILED, BACKEND, "destroy", true, ProviderError.Outcome.UNKNOWN), cause);
+  }
+}

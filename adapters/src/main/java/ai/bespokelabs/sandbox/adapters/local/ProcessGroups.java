@@ -1,0 +1,87 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * Process-group control through the host's {@code setsid} and {@code kill} binaries. A child started as
+ * {@code setsid program…} leads a new group whose id is its pid, so killing {@code -pgid} reaches every
+ * process it spawned, including background ones that outlive it.
+ */
+final class ProcessGroups {
+  private static final Optional<Path> SETSID = binary("setsid");
+  private static final Optional<Path> KILL = binary("kill");
+
+  private ProcessGroups() {}
+
+  /** The {@code setsid} binary: {@code /usr/bin/setsid}, else the first one on the gateway's PATH. */
+  static Optional<Path> setsid() {
+    return SETSID;
+  }
+
+  /**
+   * Sends SIGKILL to every listed group; groups that no longer exist are ignored. Without a {@code kill}
+   * binary, falls back to killing the leader and its live descendants (orphaned grandchildren escape).
+   */
+  static void kill(Collection<Long> groups) {
+    // "-0" is the caller's own group and "-1" every process it may signal: never pass those on
+    List<Long> pgids = groups.stream().filter(pgid -> pgid > 1).toList();
+    if (pgids.isEmpty()) {
+      return;
+    }
+    if (KILL.isEmpty()) {
+      pgids.forEach(pgid -> ProcessHandle.of(pgid).ifPresent(h -> {
+        h.descendants().forEach(ProcessHandle::destroyForcibly);
+        h.destroyForcibly();
+      }));
+      return;
+    }
+    List<String> argv = new ArrayList<>(List.of(KILL.get().toString(), "-KILL", "--"));
+    pgids.forEach(pgid -> argv.add("-" + pgid));
+    runQuietly(argv);
+  }
+
+  /**
+   * False once no process (zombies count as members) is left in group {@code pgid}; true when it has
+   * members or that cannot be told, so a caller never forgets a group that may still need killing.
+   */
+  static boolean isPopulated(long pgid) {
+    if (pgid <= 1) {
+      return false;
+    }
+    if (KILL.isEmpty()) {
+      return ProcessHandle.of(pgid).map(ProcessHandle::isAlive).orElse(false);
+    }
+    return runQuietly(List.of(KILL.get().toString(), "-0", "--", "-" + pgid)) != 1;
+  }
+
+  private static int runQuietly(List<String> argv) {
+    try {
+      Process p = new ProcessBuilder(argv).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+      return p.waitFor();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
+
+  private static Optional<Path> binary(String name) {
+    String path = System.getenv().getOrDefault("PATH", "");
+    return Stream.concat(Stream.of("/usr/bin", "/bin"), Stream.of(path.split(File.pathSeparator)))
+        .filter(dir -> !dir.isEmpty())
+        .map(dir -> Path.of(dir, name))
+        .filter(Files::isExecutable)
+        .findFirst();
+  }
+}
+

@@ -1,0 +1,45 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The in-memory state of one live host-process sandbox: its directory (deleted on destroy only when
+ * {@code owned}), its env vars (never persisted anywhere) and the process groups its executions started
+ * that may still have members. Thread-safe: executions run concurrently with each other and with destroy.
+ */
+final class SandboxRuntime {
+  final Path dir;
+  final boolean owned;
+  final Map<String, String> env;
+  final Instant createdAt;
+  private final Set<Long> groups = new HashSet<>();
+  private boolean closed;
+
+  SandboxRuntime(Path dir, boolean owned, Map<String, String> env, Instant createdAt) {
+    this.dir = dir;
+    this.owned = owned;
+    this.env = Map.copyOf(env);
+    this.createdAt = createdAt;
+  }
+
+  /** Records a started group; false when the sandbox is already being destroyed (kill it yourself). */
+  synchronized boolean track(long pgid) {
+    return !closed && groups.add(pgid);
+  }
+
+  /** Forgets a group that has no members left. */
+  synchronized void untrack(long pgid) {
+    groups.remove(pgid);
+  }
+
+  /** Refuses further groups and returns every group to kill. */
+  synchronized List<Long> close() {
+    closed = true;
+    return List.copyOf(groups);
+  }
+}

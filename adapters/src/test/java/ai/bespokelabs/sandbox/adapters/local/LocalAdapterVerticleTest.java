@@ -1,0 +1,112 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The local provider behind a real {@link AdapterVerticle} on a real event bus. */
+class LocalAdapterVerticleTest {
+  private static final String ADDRESS = Addresses.adapter(LocalProvider.BACKEND, "node1");
+
+  @TempDir
+  Path data;
+
+  private Vertx vertx;
+
+  @BeforeEach
+  void deploy() throws Exception {
+    vertx = Vertx.vertx();
+    Messages.registerCodecs(vertx.eventBus());
+    await(vertx.deployVerticle(new AdapterVerticle(new LocalProvider(data, Clock.systemUTC()), "node1")));
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    await(vertx.close());
+  }
+
+  private static <T> T await(Future<T> future) throws Exception {
+    return future.toCompletionStage().toCompletableFuture().get(10, SECONDS);
+  }
+
+  private <T> T request(String action, Object body) throws Exception {
+    Future<Message<T>> reply = vertx.eventBus().request(ADDRESS, body,
+        new DeliveryOptions().addHeader(Addresses.ACTION, action));
+    return await(reply).body();
+  }
+
+  /** The failure a request ends with, decoded the way the gateway decodes it. */
+  private RuntimeException failure(Object body) {
+    try {
+      request(Addresses.EXEC, body);
+    } catch (ExecutionException e) {
+      assertThat(e.getCause()).isInstanceOf(ReplyException.class);
+      return BusFailures.decode(e.getCause(), LocalProvider.BACKEND, "execute");
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+    throw new AssertionError("request succeeded");
+  }
+
+  @Test
+  void createExecAndDestroyRoundTrip() throws Exception {
+    SandboxCreated created = request(Addresses.CREATE, Fixtures.create("sbx_a", Map.of("WHO", "bus"), null));
+    assertThat(created.nodeId()).isEqualTo("node1");
+
+    ExecSandbox exec = new ExecSandbox("sbx_a", "exe_1", created.providerResourceId(), "print('hi', __import__('os').environ['WHO'])",
+        "python", null, null, Map.of(), null, 10, 1024);
+    ExecResult result = request(Addresses.EXEC, exec);
+    assertThat(result.exitCode()).isZero();
+    assertThat(result.stdout()).isEqualTo("hi bus\n");
+
+    SandboxDestroyed destroyed = request(Addresses.DESTROY, new DestroySandbox("sbx_a", created.providerResourceId()));
+    assertThat(destroyed.alreadyGone()).isFalse();
+  }
+
+  @Test
+  void providerExceptionArrivesAsTheSameProviderError() throws Exception {
+    request(Addresses.CREATE, Fixtures.create("sbx_a", null, null));
+
+    RuntimeException decoded = failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of(), Map.of(), null));
+
+    assertThat(decoded).isInstanceOfSatisfying(ProviderException.class, e -> assertThat(e.error()).isEqualTo(
+        ProviderError.of(ErrorCode.EXECUTION_FAILED, "local", "execute", false, ProviderError.Outcome.FAILED)));
+  }
+
+  @Test
+  void apiExceptionArrivesWithItsStatusAndDetail() {
+    RuntimeException decoded = failure(Fixtures.shell("sbx_unknown", "true"));
+
+    assertThat(decoded).isInstanceOfSatisfying(ApiException.class, e -> {
+      assertThat(e.status()).isEqualTo(409);
+      assertThat(e.detail()).isEqualTo("sandbox runtime is unavailable after a control-plane restart");
+    });
+  }
+}

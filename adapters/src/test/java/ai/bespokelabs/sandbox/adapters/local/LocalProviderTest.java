@@ -1,0 +1,150 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import static ai.bespokelabs.sandbox.adapters.local.Fixtures.create;
+import static ai.bespokelabs.sandbox.adapters.local.Fixtures.exec;
+import static ai.bespokelabs.sandbox.adapters.local.Fixtures.shell;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LocalProviderTest {
+  @TempDir
+  Path data;
+
+  private Path root;
+  private LocalProvider provider;
+
+  @org.junit.jupiter.api.BeforeEach
+  void setUp() {
+    root = data.resolve("sandboxes");
+    provider = new LocalProvider(root, Clock.systemUTC());
+  }
+
+  @AfterEach
+  void destroyAll() {
+    for (String id : List.of("sbx_a", "sbx_b")) {
+      provider.destroy(new DestroySandbox(id, null));
+    }
+  }
+
+  private static void assertApi(Throwable t, int status, String detail) {
+    assertThat(t).isInstanceOfSatisfying(ApiException.class, e -> {
+      assertThat(e.status()).isEqualTo(status);
+      assertThat(e.detail()).isEqualTo(detail);
+    });
+  }
+
+  @Test
+  void createMakesAnOwnedDirectoryUsedAsHomeAndCwd() {
+    String resourceId = provider.create(create("sbx_a", Map.of("TOKEN", "s3cret"), null));
+
+    assertThat(resourceId).isEqualTo(root.resolve("sbx_a").toAbsolutePath().toString());
+    assertThat(Path.of(resourceId)).isDirectory();
+    assertThat(provider.create(create("sbx_a", Map.of(), null))).as("repeated create").isEqualTo(resourceId);
+
+    ExecResult r = provider.exec(shell("sbx_a", "pwd; echo $HOME $TOKEN; echo hi > f.txt"));
+    assertThat(r.stdout()).isEqualTo(resourceId + "\n" + resourceId + " s3cret\n");
+    assertThat(Path.of(resourceId, "f.txt")).hasContent("hi");
+  }
+
+  @Test
+  void cwdIsResolvedInsideTheSandboxAndMayNotEscape() throws Exception {
+    Path dir = Path.of(provider.create(create("sbx_a", null, null)));
+    Files.createDirectory(dir.resolve("sub"));
+
+    assertThat(provider.exec(exec("sbx_a", null, "pwd", List.of(), Map.of(), "sub")).stdout())
+        .isEqualTo(dir.resolve("sub") + "\n");
+    assertThatThrownBy(() -> provider.exec(exec("sbx_a", null, "pwd", List.of(), Map.of(), "../..")))
+        .satisfies(t -> assertApi(t, 422, "cwd must stay inside the sandbox"));
+  }
+
+  @Test
+  void execEnvOverridesSandboxEnv() {
+    provider.create(create("sbx_a", Map.of("A", "sandbox", "B", "sandbox"), null));
+
+    ExecResult r = provider.exec(exec("sbx_a", "import os; print(os.environ['A'], os.environ['B'])", null, null,
+        Map.of("B", "exec"), null));
+
+    assertThat(r.stdout()).isEqualTo("sandbox exec\n");
+  }
+
+  @Test
+  void givenWorkdirIsUsedAndNeverDeleted() throws Exception {
+    Path workdir = Files.createDirectory(data.resolve("project"));
+
+    assertThat(provider.create(create("sbx_a", null, workdir.toString()))).isEqualTo(workdir.toString());
+    assertThat(provider.exec(shell("sbx_a", "pwd")).stdout()).isEqualTo(workdir + "\n");
+    assertThat(provider.destroy(new DestroySandbox("sbx_a", workdir.toString())).alreadyGone()).isFalse();
+    assertThat(workdir).isDirectory();
+  }
+
+  @Test
+  void unusableWorkdirIsRejected() {
+    for (String workdir : List.of("relative/dir", data.resolve("missing").toString())) {
+      assertThatThrownBy(() -> provider.create(create("sbx_b", null, workdir)))
+          .satisfies(t -> assertApi(t, 422, "workdir must be an existing absolute directory"));
+    }
+  }
+
+  @Test
+  void destroyKillsBackgroundProcessesAndRemovesTheOwnedDirectory() throws InterruptedException {
+    String resourceId = provider.create(create("sbx_a", null, null));
+    ExecResult r = provider.exec(shell("sbx_a", "sleep 100 >/dev/null 2>&1 & echo $!"));
+    long background = Long.parseLong(r.stdout().trim());
+    assertThat(Fixtures.isRunning(background)).isTrue();
+
+    assertThat(provider.destroy(new DestroySandbox("sbx_a", resourceId)).alreadyGone()).isFalse();
+
+    assertThat(Fixtures.awaitDeath(background)).as("background process killed").isTrue();
+    assertThat(Path.of(resourceId)).doesNotExist();
+  }
+
+  @Test
+  void afterARestartExecIsUnavailableButDestroyStillCleansUp() throws Exception {
+    String resourceId = provider.create(create("sbx_a", null, null));
+    Path workdir = Files.createDirectory(data.resolve("project"));
+    LocalProvider restarted = new LocalProvider(root, Clock.systemUTC());
+
+    assertThatThrownBy(() -> restarted.exec(shell("sbx_a", "true")))
+        .satisfies(t -> assertApi(t, 409, "sandbox runtime is unavailable after a control-plane restart"));
+    assertThat(restarted.destroy(new DestroySandbox("sbx_a", resourceId)).alreadyGone()).isFalse();
+    assertThat(Path.of(resourceId)).doesNotExist();
+    assertThat(restarted.destroy(new DestroySandbox("sbx_a", resourceId)).alreadyGone()).isTrue();
+    assertThat(restarted.destroy(new DestroySandbox("sbx_b", workdir.toString())).alreadyGone()).isTrue();
+    assertThat(workdir).isDirectory();
+  }
+
+  @Test
+  void concurrentExecsInOneSandboxRunInParallel() throws Exception {
+    provider.create(create("sbx_a", null, null));
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      long start = System.nanoTime();
+      List<Future<ExecResult>> runs = IntStream.range(0, 8)
+          .mapToObj(i -> pool.submit(() -> provider.exec(
+              exec("sbx_a", null, "sleep 0.5; echo $N", null, Map.of("N", Integer.toString(i)), null))))
+          .toList();
+      for (int i = 0; i < runs.size(); i++) {
+        assertThat(runs.get(i).get().stdout()).isEqualTo(i + "\n");
+      }
+      assertThat((System.nanoTime() - start) / 1_000_000).isLessThan(3000);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+}

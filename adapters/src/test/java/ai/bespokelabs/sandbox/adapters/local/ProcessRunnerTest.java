@@ -1,0 +1,153 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ProcessRunnerTest {
+  private final ProcessRunner runner = new ProcessRunner("local");
+  private final AtomicLong group = new AtomicLong();
+
+  @TempDir
+  Path dir;
+
+  @AfterEach
+  void killLeftovers() {
+    ProcessGroups.kill(List.of(group.get()));
+  }
+
+  private ExecResult run(List<String> argv, Map<String, String> env, int timeoutSecs, int cap) {
+    ProcessSpec spec = new ProcessSpec(argv, dir, ProcessSpec.environment(dir, Map.of(), env), timeoutSecs, cap);
+    return runner.run(spec, group::set);
+  }
+
+  private ExecResult run(List<String> argv) {
+    return run(argv, Map.of(), 10, 64 * 1024);
+  }
+
+  @Test
+  void pythonCodePrints() {
+    ExecResult r = run(CommandLine.forCode("print(6 * 7)", "python"));
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).isEqualTo("42\n");
+    assertThat(r.stderr()).isEmpty();
+    assertThat(r.timedOut()).isFalse();
+    assertThat(r.durationMs()).isNotNegative();
+  }
+
+  @Test
+  void shellCommandLineCapturesBothStreamsAndTheExitCode() {
+    ExecResult r = run(CommandLine.forCommand("echo one; echo two >&2; exit 17", null));
+
+    assertThat(r.stdout()).isEqualTo("one\n");
+    assertThat(r.stderr()).isEqualTo("two\n");
+    assertThat(r.exitCode()).isEqualTo(17);
+  }
+
+  @Test
+  void programArgsAreNotSplitByAShell() {
+    ExecResult r = run(CommandLine.forCommand("printf", List.of("[%s]", "a b", "$HOME", "c")));
+
+    assertThat(r.stdout()).isEqualTo("[a b][$HOME][c]");
+  }
+
+  @Test
+  void childLeadsItsOwnProcessGroup() {
+    ExecResult r = run(CommandLine.forCode("import os; print(os.getpgid(0), os.getpid())", "python"));
+
+    String pid = Long.toString(group.get());
+    assertThat(r.stdout()).isEqualTo(pid + " " + pid + "\n");
+  }
+
+  @Test
+  void timeoutKillsTheWholeGroupAndReports124() throws InterruptedException {
+    ExecResult r = run(CommandLine.forCommand("sleep 100 & echo $!; sleep 100", null), Map.of(), 1, 1024);
+
+    assertThat(r.exitCode()).isEqualTo(124);
+    assertThat(r.timedOut()).isTrue();
+    assertThat(r.durationMs()).isBetween(1000L, 2500L);
+    long grandchild = Long.parseLong(r.stdout().trim());
+    assertThat(Fixtures.awaitDeath(grandchild)).as("background grandchild killed").isTrue();
+    assertThat(Fixtures.awaitDeath(group.get())).as("main process killed").isTrue();
+  }
+
+  @Test
+  void outputBeyondTheCapIsDrainedAndFlagged() {
+    String code = "import sys; sys.stdout.write('x' * 1000000); sys.stderr.write('y' * 1000)";
+    ExecResult r = run(CommandLine.forCode(code, "python"), Map.of(), 10, 1000);
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).hasSize(1000).matches("x+");
+    assertThat(r.stdoutTruncated()).isTrue();
+    assertThat(r.stderr()).hasSize(1000);
+    assertThat(r.stderrTruncated()).as("exactly the cap is not truncated").isFalse();
+  }
+
+  @Test
+  void multiByteCharacterCutAtTheCapDecodesWithReplacement() {
+    ExecResult r = run(CommandLine.forCode("print('é' * 10)", "python"), Map.of(), 10, 5);
+
+    assertThat(r.stdout()).isEqualTo("éé\uFFFD");
+    assertThat(r.stdoutTruncated()).isTrue();
+  }
+
+  @Test
+  void environmentHoldsOnlyTheBaseAndGivenVariables() {
+    ExecResult r = run(List.of("env"), Map.of("GREETING", "hello world"), 10, 64 * 1024);
+
+    Map<String, String> seen = new HashMap<>();
+    r.stdout().lines().forEach(line -> seen.put(line.substring(0, line.indexOf('=')), line.substring(line.indexOf('=') + 1)));
+    assertThat(seen).containsOnly(
+        Map.entry("PATH", ProcessSpec.BASE_PATH),
+        Map.entry("HOME", dir.toString()),
+        Map.entry("LANG", "C.UTF-8"),
+        Map.entry("TMPDIR", dir.toString()),
+        Map.entry("GREETING", "hello world"));
+    Set<String> gatewayOnly = new java.util.HashSet<>(System.getenv().keySet());
+    gatewayOnly.removeAll(seen.keySet());
+    assertThat(gatewayOnly).as("the test JVM has variables of its own").isNotEmpty();
+    assertThat(System.getenv("PATH")).isNotEqualTo(ProcessSpec.BASE_PATH);
+  }
+
+  @Test
+  void backgroundChildHoldingThePipesDoesNotHoldTheResult() {
+    ExecResult r = run(CommandLine.forCommand("sleep 5 & echo started", null));
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).isEqualTo("started\n");
+    assertThat(r.durationMs()).isLessThan(1500);
+  }
+
+  @Test
+  void missingProgramIsAnExecutionFailureWithNoSideEffect() {
+    assertThatThrownBy(() -> run(List.of("no-such-program-4f1c")))
+        .isInstanceOfSatisfying(ProviderException.class, e -> assertThat(e.error()).isEqualTo(
+            ProviderError.of(ErrorCode.EXECUTION_FAILED, "local", "execute", false, ProviderError.Outcome.FAILED)));
+    assertThatThrownBy(() -> run(List.of("./missing.sh")))
+        .isInstanceOf(ProviderException.class);
+  }
+
+  @Test
+  void missingWorkingDirectoryIsRejected() {
+    ProcessSpec spec = new ProcessSpec(List.of("true"), dir.resolve("nope"), ProcessSpec.environment(dir, Map.of(),
+        Map.of()), 10, 1024);
+
+    assertThatThrownBy(() -> runner.run(spec, group::set))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(422));
+  }
+}

@@ -1,0 +1,170 @@
+package ai.bespokelabs.sandbox.core.config;
+
+import ai.bespokelabs.sandbox.core.Secret;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Builds {@link GatewayConfig} from three layers, later ones winning: the defaults in
+ * {@code conf/gateway.json} (on the classpath), an optional JSON file named by {@code BESPOKE_CONFIG_FILE},
+ * and environment variables. Every layer uses the same names (the environment variable names).
+ */
+public final class ConfigLoader {
+  public static final String DEFAULTS_RESOURCE = "conf/gateway.json";
+
+  /** Every setting the gateway understands. */
+  public static final Set<String> KEYS = Set.of(
+      "HOST", "PORT", "BESPOKE_CONFIG_FILE", "BESPOKE_DATA_DIR", "BESPOKE_DATABASE_URL",
+      "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
+      "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
+      "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS",
+      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS");
+
+  private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+
+  private ConfigLoader() {}
+
+  /** Loads from the classpath defaults, the optional file and the process environment. */
+  public static GatewayConfig load(Map<String, String> env) {
+    Map<String, String> merged = new HashMap<>(readDefaults());
+    String file = env.get("BESPOKE_CONFIG_FILE");
+    if (file != null && !file.isBlank()) {
+      merged.putAll(readFile(Path.of(file)));
+    }
+    for (String key : KEYS) {
+      String value = env.get(key);
+      if (value != null) {
+        merged.put(key, value);
+      }
+    }
+    return fromMap(merged, env.getOrDefault("HOME", System.getProperty("user.home")));
+  }
+
+  /** Builds the record from already merged values; pure, used by tests. */
+  public static GatewayConfig fromMap(Map<String, String> v, String home) {
+    String dataDir = nonBlank(v.get("BESPOKE_DATA_DIR")).orElse(Path.of(home, ".bespoke-sandbox").toString());
+    Optional<List<String>> allowed = nonBlank(v.get("BESPOKE_ALLOWED_BACKENDS")).map(ConfigLoader::backendList);
+    BigDecimal markup;
+    try {
+      markup = new BigDecimal(v.getOrDefault("BESPOKE_CUSTOMER_MARKUP", "1").trim());
+    } catch (NumberFormatException e) {
+      throw new ConfigException("BESPOKE_CUSTOMER_MARKUP must be a decimal number");
+    }
+    if (markup.signum() < 0) {
+      throw new ConfigException("BESPOKE_CUSTOMER_MARKUP must not be negative");
+    }
+    int cores = Runtime.getRuntime().availableProcessors();
+    return new GatewayConfig(
+        v.getOrDefault("HOST", "127.0.0.1").trim(),
+        intIn(v, "PORT", 8000, 0, 65535),
+        Path.of(dataDir).toAbsolutePath().normalize(),
+        nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
+        intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 16, 1, 1000),
+        nonBlank(v.get("BESPOKE_API_KEY_PEPPER")).map(Secret::new),
+        nonBlank(v.get("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN")).map(Secret::new),
+        allowed,
+        markup,
+        intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 30, 0, 86400),
+        intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1 << 20, 1024, Integer.MAX_VALUE),
+        intIn(v, "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", 1 << 20, 1024, 256 << 20),
+        intIn(v, "BESPOKE_EXEC_TIMEOUT_SECS", 600, 1, 7 * 86400),
+        nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
+        intIn(v, "BESPOKE_HTTP_INSTANCES", cores, 1, 1024),
+        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600));
+  }
+
+  private static List<String> backendList(String raw) {
+    List<String> list = Arrays.stream(raw.split(","))
+        .map(s -> s.trim().toLowerCase(Locale.ROOT))
+        .filter(s -> !s.isEmpty())
+        .distinct()
+        .sorted()
+        .toList();
+    for (String b : list) {
+      if (!NAME.matcher(b).matches()) {
+        throw new ConfigException("BESPOKE_ALLOWED_BACKENDS contains an invalid backend name: " + b);
+      }
+    }
+    return list;
+  }
+
+  private static String nodeName(String raw) {
+    String id = raw.trim();
+    if (!NAME.matcher(id).matches()) {
+      throw new ConfigException("BESPOKE_NODE_ID must be 1-63 characters of a-z, 0-9, '_' or '-'");
+    }
+    return id;
+  }
+
+  private static int intIn(Map<String, String> v, String key, int def, int min, int max) {
+    String raw = v.get(key);
+    if (raw == null || raw.isBlank()) {
+      return def;
+    }
+    try {
+      int n = Integer.parseInt(raw.trim());
+      if (n < min || n > max) {
+        throw new ConfigException(key + " must be between " + min + " and " + max);
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new ConfigException(key + " must be an integer");
+    }
+  }
+
+  private static Optional<String> nonBlank(String s) {
+    return s == null || s.isBlank() ? Optional.empty() : Optional.of(s.trim());
+  }
+
+  private static Map<String, String> readDefaults() {
+    try (InputStream in = ConfigLoader.class.getClassLoader().getResourceAsStream(DEFAULTS_RESOURCE)) {
+      if (in == null) {
+        return Map.of();
+      }
+      return flatten(new String(in.readAllBytes(), StandardCharsets.UTF_8), DEFAULTS_RESOURCE);
+    } catch (IOException e) {
+      throw new ConfigException("cannot read " + DEFAULTS_RESOURCE + ": " + e.getMessage());
+    }
+  }
+
+  private static Map<String, String> readFile(Path file) {
+    try {
+      return flatten(Files.readString(file), file.toString());
+    } catch (IOException e) {
+      throw new ConfigException("cannot read BESPOKE_CONFIG_FILE " + file + ": " + e.getMessage());
+    }
+  }
+
+  static Map<String, String> flatten(String json, String source) {
+    JsonObject obj;
+    try {
+      obj = new JsonObject(json);
+    } catch (DecodeException e) {
+      throw new ConfigException(source + " is not a JSON object");
+    }
+    Map<String, String> out = new HashMap<>();
+    for (Map.Entry<String, Object> e : obj) {
+      if (!KEYS.contains(e.getKey())) {
+        throw new ConfigException(source + ": unknown setting " + e.getKey());
+      }
+      if (e.getValue() != null) {
+        out.put(e.getKey(), String.valueOf(e.getValue()));
+      }
+    }
+    return out;
+  }
+}

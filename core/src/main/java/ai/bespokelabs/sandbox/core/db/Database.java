@@ -1,0 +1,116 @@
+package ai.bespokelabs.sandbox.core.db;
+
+import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.config.ConfigException;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.pgclient.PgBuilder;
+import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.PoolOptions;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import org.flywaydb.core.Flyway;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Where the gateway's PostgreSQL lives: an external server named by a URL, or an embedded server (real
+ * PostgreSQL binaries) whose data directory survives restarts. Opening it applies the versioned migrations.
+ * Blocking: call from the composition root before deploying verticles.
+ */
+public final class Database implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Database.class);
+
+  private final EmbeddedPostgres embedded;
+  private final PgConnectOptions connect;
+
+  private Database(EmbeddedPostgres embedded, PgConnectOptions connect) {
+    this.embedded = embedded;
+    this.connect = connect;
+  }
+
+  /** Connects to {@code url} if present, else starts (or reuses) the embedded server under {@code dataDir}. */
+  public static Database open(Optional<Secret> url, Path dataDir) {
+    Database db = url.isPresent() ? external(url.get()) : embedded(dataDir.resolve("postgres"));
+    db.migrate();
+    return db;
+  }
+
+  static Database external(Secret url) {
+    String raw = url.reveal();
+    if (raw.startsWith("jdbc:")) {
+      raw = raw.substring("jdbc:".length());
+    }
+    PgConnectOptions opts;
+    try {
+      opts = PgConnectOptions.fromUri(raw);
+    } catch (RuntimeException e) {
+      throw new ConfigException("BESPOKE_DATABASE_URL must be a postgresql://user:password@host:port/db URL");
+    }
+    return new Database(null, opts);
+  }
+
+  static Database embedded(Path dir) {
+    try {
+      Files.createDirectories(dir.getParent());
+      EmbeddedPostgres pg = EmbeddedPostgres.builder()
+          .setDataDirectory(dir)
+          .setCleanDataDirectory(false)
+          .setServerConfig("max_connections", "200")
+          .start();
+      LOG.info("Embedded PostgreSQL started on port {} with data in {}", pg.getPort(), dir);
+      PgConnectOptions opts = new PgConnectOptions()
+          .setHost("localhost").setPort(pg.getPort()).setDatabase("postgres").setUser("postgres");
+      return new Database(pg, opts);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot start the embedded PostgreSQL in " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  private void migrate() {
+    String jdbc = "jdbc:postgresql://" + connect.getHost() + ":" + connect.getPort() + "/" + connect.getDatabase();
+    Flyway.configure()
+        .dataSource(jdbc, connect.getUser(), connect.getPassword())
+        .locations("classpath:db/migration")
+        .load()
+        .migrate();
+  }
+
+  /** A reactive pool over this database; owned by the caller. */
+  public Pool pool(Vertx vertx, int maxSize) {
+    PgConnectOptions opts = new PgConnectOptions(connect).setCachePreparedStatements(true).setPipeliningLimit(256);
+    return PgBuilder.pool()
+        .with(new PoolOptions().setMaxSize(maxSize).setName("sandbox-gateway").setShared(false))
+        .connectingTo(opts)
+        .using(vertx)
+        .build();
+  }
+
+  public PgConnectOptions connectOptions() {
+    return new PgConnectOptions(connect);
+  }
+
+  public boolean isEmbedded() {
+    return embedded != null;
+  }
+
+  @Override
+  public void close() {
+    if (embedded != null) {
+      try {
+        embedded.close();
+      } catch (IOException e) {
+        LOG.warn("Embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+      }
+    }
+  }
+
+  /** Completes when a trivial query succeeds; used at start-up to fail fast on a bad URL. */
+  public static Future<Void> ping(Pool pool) {
+    return pool.query("SELECT 1").execute().mapEmpty();
+  }
+}

@@ -1,0 +1,117 @@
+package ai.bespokelabs.sandbox.core.repo;
+
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+import java.math.BigDecimal;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Executions, unique per (organization, sandbox, request id). Each write is a single statement that also
+ * appends its lifecycle event, so the hot path costs one round trip per state change.
+ */
+public final class ExecutionRepository {
+  private final Pool pool;
+
+  public ExecutionRepository(Pool pool) {
+    this.pool = pool;
+  }
+
+  /** The sandbox as seen when an execution starts. */
+  public record Target(String sandboxId, String status, String backend, String nodeId, String providerResourceId,
+      Integer timeoutSecs, BigDecimal hourlyRateUsd) {}
+
+  /**
+   * The result of {@link #start}: {@code started} when a new running row was inserted; otherwise
+   * {@code existing} holds the earlier execution with the same request id, if any.
+   */
+  public record Start(Target target, boolean started, Optional<ExecutionRecord> existing) {}
+
+  private static final String START = """
+      WITH s AS (
+        SELECT id, status, backend, node_id, provider_resource_id, (config->>'timeout_secs')::int AS timeout_secs,
+               hourly_rate_usd
+        FROM sandboxes WHERE id = $1 AND organization_id = $2),
+      ins AS (
+        INSERT INTO executions (id, organization_id, sandbox_id, request_id, api_key_id, status, created_at)
+        SELECT $3, $2, s.id, $4, $5, 'running', $6 FROM s WHERE s.status = 'running'
+        ON CONFLICT (organization_id, sandbox_id, request_id) DO NOTHING
+        RETURNING id),
+      ev AS (
+        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, execution_id, type, status, occurred_at)
+        SELECT $7, $2, $1, ins.id, 'execution.started', 'running', $6 FROM ins)
+      SELECT s.*, (SELECT count(*) FROM ins) AS inserted FROM s""";
+
+  /** Looks up the sandbox and, if it is running, inserts the running execution, in one statement. */
+  public Future<Start> start(String orgId, String sandboxId, String executionId, String requestId, String keyId,
+      OffsetDateTime now) {
+    return pool.preparedQuery(START)
+        .execute(Tuple.of(sandboxId, orgId, executionId, requestId, keyId, now, Ids.newId("evt")))
+        .compose(rows -> {
+          Row r = ApiKeyRepository.first(rows).orElseThrow(() -> ApiException.notFound("sandbox not found"));
+          Target t = new Target(r.getString("id"), r.getString("status"), r.getString("backend"),
+              r.getString("node_id"), r.getString("provider_resource_id"), r.getInteger("timeout_secs"),
+              r.getBigDecimal("hourly_rate_usd"));
+          if (r.getLong("inserted") == 1) {
+            return Future.succeededFuture(new Start(t, true, Optional.empty()));
+          }
+          if (!"running".equals(t.status())) {
+            return Future.succeededFuture(new Start(t, false, Optional.empty()));
+          }
+          return find(orgId, sandboxId, requestId).map(e -> new Start(t, false, e));
+        });
+  }
+
+  public Future<Optional<ExecutionRecord>> find(String orgId, String sandboxId, String requestId) {
+    return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS
+            + " FROM executions WHERE organization_id = $1 AND sandbox_id = $2 AND request_id = $3")
+        .execute(Tuple.of(orgId, sandboxId, requestId))
+        .map(rows -> ApiKeyRepository.first(rows).map(ExecutionRecord::from));
+  }
+
+  private static final String FINISH = """
+      WITH e AS (
+        UPDATE executions SET status = $2, response = $3, error = $4, exit_code = $5, duration_ms = $6,
+          completed_at = $7
+        WHERE id = $1 AND status = 'running'
+        RETURNING id, organization_id, sandbox_id)
+      INSERT INTO lifecycle_events (id, organization_id, sandbox_id, execution_id, type, status, occurred_at, data)
+      SELECT $8, e.organization_id, e.sandbox_id, e.id, $9, $2, $7, $10 FROM e""";
+
+  /** Stores the response of a completed execution. */
+  public Future<Void> complete(String executionId, JsonObject response, int exitCode, long durationMs,
+      OffsetDateTime now) {
+    return pool.preparedQuery(FINISH)
+        .execute(Tuple.of(executionId, "completed", response, null, exitCode, durationMs, now, Ids.newId("evt"),
+            "execution.completed", new JsonObject().put("exit_code", exitCode).put("duration_ms", durationMs)))
+        .mapEmpty();
+  }
+
+  /** Stores the error payload of a failed execution. */
+  public Future<Void> fail(String executionId, JsonObject error, long durationMs, OffsetDateTime now) {
+    return pool.preparedQuery(FINISH)
+        .execute(Tuple.of(executionId, "failed", null, error, null, durationMs, now, Ids.newId("evt"),
+            "execution.failed", new JsonObject().put("code", error.getString("code"))))
+        .mapEmpty();
+  }
+
+  /** The sandbox's executions, newest first. */
+  public Future<List<ExecutionRecord>> list(String sandboxId, int limit) {
+    return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS
+            + " FROM executions WHERE sandbox_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2")
+        .execute(Tuple.of(sandboxId, limit))
+        .map(rows -> {
+          List<ExecutionRecord> out = new ArrayList<>(rows.size());
+          rows.forEach(r -> out.add(ExecutionRecord.from(r)));
+          return out;
+        });
+  }
+}

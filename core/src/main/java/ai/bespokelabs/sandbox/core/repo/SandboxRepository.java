@@ -1,0 +1,226 @@
+package ai.bespokelabs.sandbox.core.repo;
+
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.model.AttemptRecord;
+import ai.bespokelabs.sandbox.core.model.SandboxRecord;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.SqlClient;
+import io.vertx.sqlclient.Tuple;
+import java.math.BigDecimal;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Sandboxes and their creation attempts. Every state change bumps {@code version} and appends its
+ * lifecycle event in the same transaction.
+ */
+public final class SandboxRepository {
+  private static final String SELECT = "SELECT " + SandboxRecord.COLUMNS + " FROM sandboxes s";
+  private static final String BY_ID = SELECT + " WHERE s.id = $1";
+
+  private final Pool pool;
+
+  public SandboxRepository(Pool pool) {
+    this.pool = pool;
+  }
+
+  /** What a create request asks to insert. */
+  public record NewSandbox(String id, String organizationId, String backend, JsonObject storedConfig,
+      String idempotencyKey, String fingerprint, String createToken, String nodeId, String creatorKeyId,
+      BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {}
+
+  /** The outcome of {@link #claimCreation}: a fresh row to provision, or the original of a replay. */
+  public record Claim(SandboxRecord sandbox, boolean replay) {}
+
+  /**
+   * Inserts the sandbox ({@code creating}) with attempt #1 and its event, or returns the row already bound
+   * to the idempotency key. A different fingerprint under the same key is a 409.
+   */
+  public Future<Claim> claimCreation(NewSandbox n) {
+    return pool.withTransaction(conn -> conn.preparedQuery("""
+            INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
+              request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
+              requested_at, provisioning_at, expires_at, version)
+            VALUES ($1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1)
+            ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING id""")
+        .execute(Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
+            n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
+            n.expiresAt()))
+        .compose(inserted -> {
+          if (inserted.rowCount() == 1) {
+            return conn.preparedQuery("INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number,"
+                    + " status, started_at) VALUES ($1, $2, 1, 'creating', $3)")
+                .execute(Tuple.of(Ids.newId("att"), n.id(), n.now()))
+                .compose(r -> LifecycleEvents.append(conn, n.organizationId(), n.id(), null, "sandbox.requested",
+                    "creating", n.now(), new JsonObject().put("backend", n.backend())))
+                .compose(v -> find(conn, n.id()))
+                .map(s -> new Claim(s.orElseThrow(), false));
+          }
+          return conn.preparedQuery(SELECT + " WHERE s.organization_id = $1 AND s.idempotency_key = $2")
+              .execute(Tuple.of(n.organizationId(), n.idempotencyKey()))
+              .map(rows -> {
+                SandboxRecord existing = SandboxRecord.from(rows.iterator().next());
+                if (!existing.requestFingerprint().equals(n.fingerprint())) {
+                  throw ApiException.conflict("idempotency key was already used with a different request");
+                }
+                return new Claim(existing, true);
+              });
+        }));
+  }
+
+  /** Marks a creation successful: {@code running}, attempt succeeded. */
+  public Future<SandboxRecord> completeCreation(String id, String providerResourceId, String nodeId,
+      OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery("""
+            UPDATE sandboxes SET status = 'running', running_at = $2, provider_resource_id = $3, node_id = $4,
+              version = version + 1
+            WHERE id = $1 AND status = 'creating' RETURNING organization_id""")
+        .execute(Tuple.of(id, now, providerResourceId, nodeId))
+        .compose(rows -> conn.preparedQuery("UPDATE sandbox_creation_attempts SET status = 'succeeded',"
+                + " completed_at = $2, provider_resource_id = $3 WHERE sandbox_id = $1 AND status = 'creating'")
+            .execute(Tuple.of(id, now, providerResourceId))
+            .compose(r -> rows.rowCount() == 0 ? Future.succeededFuture()
+                : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
+                    "sandbox.running", "running", now, new JsonObject().put("provider_resource_id",
+                        providerResourceId))))
+        .compose(v -> find(conn, id))
+        .map(Optional::orElseThrow));
+  }
+
+  /** Marks a creation failed with the provider payload; the attempt records the same error. */
+  public Future<SandboxRecord> failCreation(String id, ProviderError error, OffsetDateTime now) {
+    String cleanup = (String) error.context().get("cleanup_status");
+    String retry = retryStatus(error, cleanup);
+    JsonObject payload = error.toJson();
+    return pool.withTransaction(conn -> conn.preparedQuery("""
+            UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3, retry_status = $4,
+              cleanup_status = $5, error = 'Sandbox operation failed.', version = version + 1
+            WHERE id = $1 AND status = 'creating' RETURNING organization_id""")
+        .execute(Tuple.of(id, now, payload, retry, cleanup))
+        .compose(rows -> conn.preparedQuery("UPDATE sandbox_creation_attempts SET status = 'failed',"
+                + " completed_at = $2, error = $3, retry_status = $4, cleanup_status = $5"
+                + " WHERE sandbox_id = $1 AND status = 'creating'")
+            .execute(Tuple.of(id, now, payload, retry, cleanup))
+            .compose(r -> rows.rowCount() == 0 ? Future.succeededFuture()
+                : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
+                    "sandbox.failed", "failed", now, new JsonObject().put("code", error.code().wire())
+                        .put("op", error.op()))))
+        .compose(v -> find(conn, id))
+        .map(Optional::orElseThrow));
+  }
+
+  static String retryStatus(ProviderError e, String cleanup) {
+    if (e.outcome() == ProviderError.Outcome.UNKNOWN || "unknown".equals(cleanup)) {
+      return "blocked_cleanup_unknown";
+    }
+    return e.retryable() ? "retryable" : "not_retryable";
+  }
+
+  public Future<Optional<SandboxRecord>> find(String orgId, String id) {
+    return pool.preparedQuery(SELECT + " WHERE s.id = $1 AND s.organization_id = $2")
+        .execute(Tuple.of(id, orgId))
+        .map(rows -> ApiKeyRepository.first(rows).map(SandboxRecord::from));
+  }
+
+  static Future<Optional<SandboxRecord>> find(SqlClient conn, String id) {
+    return conn.preparedQuery(BY_ID).execute(Tuple.of(id))
+        .map(rows -> ApiKeyRepository.first(rows).map(SandboxRecord::from));
+  }
+
+  /**
+   * A page of the organization's sandboxes, newest first. {@code after} is the last row of the previous
+   * page ({@code created_at}, {@code id}); {@code limit <= 0} means all.
+   */
+  public Future<List<SandboxRecord>> list(String orgId, int limit, OffsetDateTime afterCreatedAt, String afterId) {
+    return pool.preparedQuery(SELECT + " WHERE s.organization_id = $1"
+            + " AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3::timestamptz, $4::text))"
+            + " ORDER BY s.created_at DESC, s.id DESC LIMIT $2")
+        .execute(Tuple.of(orgId, limit > 0 ? limit : null, afterCreatedAt, afterId))
+        .map(SandboxRepository::all);
+  }
+
+  public Future<List<AttemptRecord>> attempts(String sandboxId) {
+    return pool.preparedQuery("SELECT " + AttemptRecord.COLUMNS
+            + " FROM sandbox_creation_attempts WHERE sandbox_id = $1 ORDER BY attempt_number")
+        .execute(Tuple.of(sandboxId))
+        .map(rows -> {
+          List<AttemptRecord> out = new ArrayList<>();
+          rows.forEach(r -> out.add(AttemptRecord.from(r)));
+          return out;
+        });
+  }
+
+  /**
+   * Starts an operator termination: checks the expected version and moves the sandbox to {@code stopping}.
+   * Returns empty when the sandbox is already destroyed (the caller returns it unchanged).
+   */
+  public Future<SandboxRecord> beginTermination(String orgId, String id, Integer expectedVersion,
+      OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery(SELECT + " WHERE s.id = $1 AND s.organization_id = $2"
+            + " FOR UPDATE OF s")
+        .execute(Tuple.of(id, orgId))
+        .compose(rows -> {
+          SandboxRecord s = ApiKeyRepository.first(rows).map(SandboxRecord::from)
+              .orElseThrow(() -> ApiException.notFound("sandbox not found"));
+          if ("destroyed".equals(s.status())) {
+            return Future.succeededFuture(s);
+          }
+          if (expectedVersion != null && expectedVersion != s.version()) {
+            throw ApiException.conflict("sandbox changed; refresh before terminating");
+          }
+          if ("stopping".equals(s.status())) {
+            throw ApiException.conflict("sandbox termination is already in progress");
+          }
+          return conn.preparedQuery("UPDATE sandboxes SET status = 'stopping', stopping_at = COALESCE(stopping_at, $2),"
+                  + " version = version + 1 WHERE id = $1")
+              .execute(Tuple.of(id, now))
+              .compose(r -> LifecycleEvents.append(conn, orgId, id, null, "sandbox.stopping", "stopping", now, null))
+              .compose(v -> find(conn, id))
+              .map(Optional::orElseThrow);
+        }));
+  }
+
+  /** The provider confirmed the sandbox is gone. */
+  public Future<SandboxRecord> finishTermination(String id, String byKeyId, String reason, OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery("""
+            UPDATE sandboxes SET status = 'destroyed', terminated_at = $2, terminated_by_api_key_id = $3,
+              termination_reason = $4, version = version + 1
+            WHERE id = $1 AND status = 'stopping' RETURNING organization_id""")
+        .execute(Tuple.of(id, now, byKeyId, reason))
+        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture()
+            : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
+                "sandbox.destroyed", "destroyed", now, new JsonObject().put("reason", reason)))
+        .compose(v -> find(conn, id))
+        .map(Optional::orElseThrow));
+  }
+
+  /** The provider destroy failed: the sandbox is {@code failed} and not retried automatically. */
+  public Future<SandboxRecord> failTermination(String id, ProviderError error, OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery("""
+            UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3,
+              retry_status = 'not_retryable', error = 'Sandbox operation failed.', version = version + 1
+            WHERE id = $1 AND status = 'stopping' RETURNING organization_id""")
+        .execute(Tuple.of(id, now, error.toJson()))
+        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture()
+            : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
+                "sandbox.failed", "failed", now, new JsonObject().put("code", error.code().wire())
+                    .put("op", error.op())))
+        .compose(v -> find(conn, id))
+        .map(Optional::orElseThrow));
+  }
+
+  static List<SandboxRecord> all(RowSet<Row> rows) {
+    List<SandboxRecord> out = new ArrayList<>(rows.size());
+    rows.forEach(r -> out.add(SandboxRecord.from(r)));
+    return out;
+  }
+}

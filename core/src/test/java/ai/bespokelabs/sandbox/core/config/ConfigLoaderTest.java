@@ -1,0 +1,57 @@
+package ai.bespokelabs.sandbox.core.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ConfigLoaderTest {
+
+  @Test
+  void defaults_match_the_seed() {
+    GatewayConfig c = ConfigLoader.fromMap(Map.of(), "/home/u");
+    assertThat(c.host()).isEqualTo("127.0.0.1");
+    assertThat(c.port()).isEqualTo(8000);
+    assertThat(c.dataDir()).isEqualTo(Path.of("/home/u/.bespoke-sandbox"));
+    assertThat(c.customerMarkup()).isEqualByComparingTo("1");
+    assertThat(c.supervisionIntervalSecs()).isEqualTo(30);
+    assertThat(c.allowedBackends()).isEmpty();
+    assertThat(c.databaseUrl()).isEmpty();
+    assertThat(c.pepper()).isEmpty();
+  }
+
+  @Test
+  void environment_wins_over_the_file_which_wins_over_defaults(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("gw.json");
+    Files.writeString(file, "{\"PORT\": 9100, \"BESPOKE_CUSTOMER_MARKUP\": \"1.5\", \"HOST\": \"0.0.0.0\"}");
+    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "PORT", "9200",
+        "BESPOKE_ALLOWED_BACKENDS", " Local, e2b ,local", "HOME", "/h"));
+    assertThat(c.port()).isEqualTo(9200);
+    assertThat(c.host()).isEqualTo("0.0.0.0");
+    assertThat(c.customerMarkup()).isEqualTo(new BigDecimal("1.5"));
+    assertThat(c.allowedBackends()).contains(List.of("e2b", "local"));
+  }
+
+  @Test
+  void bad_values_name_the_setting_and_never_echo_secrets(@TempDir Path dir) throws Exception {
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("PORT", "eighty"), "/h"))
+        .hasMessage("PORT must be an integer");
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("PORT", "70000"), "/h"))
+        .hasMessage("PORT must be between 0 and 65535");
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CUSTOMER_MARKUP", "-1"), "/h"))
+        .hasMessageContaining("BESPOKE_CUSTOMER_MARKUP");
+    Path file = dir.resolve("bad.json");
+    Files.writeString(file, "{\"BESPOKE_TYPO\": 1}");
+    assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString())))
+        .hasMessageContaining("unknown setting BESPOKE_TYPO");
+    GatewayConfig c = ConfigLoader.fromMap(Map.of("BESPOKE_API_KEY_PEPPER", "pepper-value",
+        "BESPOKE_DATABASE_URL", "postgresql://u:pw-value@h/db"), "/h");
+    assertThat(c.toString()).doesNotContain("pepper-value").doesNotContain("pw-value");
+  }
+}

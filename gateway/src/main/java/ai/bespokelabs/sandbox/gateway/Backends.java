@@ -1,0 +1,57 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.config.ConfigException;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+
+/**
+ * The backends this gateway serves: those registered (an adapter exists) and enabled by
+ * {@code BESPOKE_ALLOWED_BACKENDS} (all registered ones when unset), and whether each is node-bound.
+ */
+public final class Backends {
+  private final Map<String, Boolean> enabled;
+  private final String nodeId;
+
+  public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
+    Map<String, Boolean> on = new TreeMap<>();
+    if (allowList.isPresent()) {
+      for (String b : allowList.get()) {
+        if (!registeredNodeBound.containsKey(b)) {
+          throw new ConfigException("BESPOKE_ALLOWED_BACKENDS names a backend this gateway does not provide: " + b
+              + " (available: " + String.join(", ", new TreeMap<>(registeredNodeBound).keySet()) + ")");
+        }
+        on.put(b, registeredNodeBound.get(b));
+      }
+    } else {
+      on.putAll(registeredNodeBound);
+    }
+    this.enabled = Map.copyOf(on);
+    this.nodeId = nodeId;
+  }
+
+  public boolean isEnabled(String backend) {
+    return enabled.containsKey(backend);
+  }
+
+  public List<String> names() {
+    return enabled.keySet().stream().sorted().toList();
+  }
+
+  /** Where a new sandbox of {@code backend} is created: this node for node-bound backends. */
+  public String createAddress(String backend) {
+    return Boolean.TRUE.equals(enabled.get(backend)) ? Addresses.adapter(backend, nodeId) : Addresses.adapter(backend);
+  }
+
+  /** Where operations on an existing sandbox go: its hosting node for node-bound backends. */
+  public String sandboxAddress(String backend, String sandboxNodeId) {
+    return Boolean.TRUE.equals(enabled.get(backend)) ? Addresses.adapter(backend, sandboxNodeId)
+        : Addresses.adapter(backend);
+  }
+
+  public String nodeId() {
+    return nodeId;
+  }
+}

@@ -1,0 +1,133 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
+import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
+import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.bus.Messages;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.db.Database;
+import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
+import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
+import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import io.vertx.core.DeploymentOptions;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.sqlclient.Pool;
+import java.time.Clock;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The composition root: resolves server identity, opens the database (embedded or external) and migrates
+ * it, builds Vert.x, registers codecs and deploys adapters, ledger, supervisor and the HTTP verticles.
+ * {@link #close()} stops accepting, lets in-flight requests finish, and closes the pool and the database.
+ */
+public final class Gateway implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Gateway.class);
+
+  private final GatewayConfig config;
+  private final Vertx vertx;
+  private final Pool pool;
+  private final Database database;
+  private final boolean secretsGenerated;
+  private final SecretStore store;
+
+  private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
+      SecretStore store) {
+    this.config = config;
+    this.vertx = vertx;
+    this.pool = pool;
+    this.database = database;
+    this.secretsGenerated = secretsGenerated;
+    this.store = store;
+  }
+
+  /** Starts a gateway; blocks until it serves requests or fails. */
+  public static Gateway start(GatewayConfig initial, Clock clock) {
+    SecretStore store = new SecretStore(initial.dataDir());
+    SecretStore.Resolved pepper = store.resolve(initial.pepper(), SecretStore.PEPPER_FILE, 32);
+    SecretStore.Resolved admin = store.resolve(initial.adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
+    String nodeId = initial.nodeId().orElseGet(() -> store.resolve(Optional.empty(), SecretStore.NODE_ID_FILE, 8)
+        .value().reveal().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9]", "x"));
+    GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
+
+    Database database = Database.open(config.databaseUrl(), config.dataDir());
+    Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
+    Pool pool = database.pool(vertx, config.databasePoolSize());
+    try {
+      Messages.registerCodecs(vertx.eventBus());
+      List<SandboxProvider> providers = List.of(new LocalProvider(config.dataDir().resolve("sandboxes"), clock));
+      Map<String, Boolean> registered = new LinkedHashMap<>();
+      providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
+      Backends backends = new Backends(registered, config.allowedBackends(), nodeId);
+      Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool);
+
+      Future<?> deployed = Database.ping(pool);
+      for (SandboxProvider provider : providers) {
+        if (backends.isEnabled(provider.backend())) {
+          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId)));
+        }
+      }
+      deployed = deployed
+          .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, (conn, batch) -> Future.succeededFuture())))
+          .compose(v -> vertx.deployVerticle(
+              new SupervisorVerticle(pool, nodeId, clock, config.supervisionIntervalSecs())))
+          .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
+              new DeploymentOptions().setInstances(config.httpInstances())));
+      deployed.await(60, TimeUnit.SECONDS);
+    } catch (Exception | Error e) {
+      closeQuietly(vertx, 30);
+      database.close();
+      throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
+    }
+    LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {})", nodeId, config.host(),
+        config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
+        database.isEmbedded() ? "embedded" : "external");
+    return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store);
+  }
+
+  public GatewayConfig config() {
+    return config;
+  }
+
+  public Vertx vertx() {
+    return vertx;
+  }
+
+  public Pool pool() {
+    return pool;
+  }
+
+  /** True when this start generated the pepper or the admin token (first run). */
+  public boolean secretsGenerated() {
+    return secretsGenerated;
+  }
+
+  public SecretStore secretStore() {
+    return store;
+  }
+
+  @Override
+  public void close() {
+    try {
+      closeQuietly(vertx, config.shutdownGraceSecs() + 30L);
+    } finally {
+      database.close();
+    }
+  }
+
+  private static void closeQuietly(Vertx vertx, long timeoutSecs) {
+    try {
+      vertx.close().await(timeoutSecs, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      LOG.warn("Vert.x did not close cleanly: {}", e.toString());
+    }
+  }
+}

@@ -1,0 +1,79 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.core.config.ConfigException;
+import ai.bespokelabs.sandbox.core.config.ConfigLoader;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import java.time.Clock;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Entry point: {@code java -jar sandbox-gateway.jar [--host H] [--port P] [--config FILE]}. Flags override
+ * {@code HOST}, {@code PORT} and {@code BESPOKE_CONFIG_FILE}. SIGTERM/SIGINT shut down gracefully.
+ */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) {
+    System.setProperty("vertx.logger-delegate-factory-class-name", "io.vertx.core.logging.SLF4JLogDelegateFactory");
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "conf/logback.xml");
+    }
+    Map<String, String> env = new HashMap<>(System.getenv());
+    try {
+      for (int i = 0; i < args.length; i++) {
+        String flag = args[i];
+        String value = i + 1 < args.length ? args[i + 1] : null;
+        switch (flag) {
+          case "--host" -> env.put("HOST", require(flag, value));
+          case "--port" -> env.put("PORT", require(flag, value));
+          case "--config" -> env.put("BESPOKE_CONFIG_FILE", require(flag, value));
+          case "-h", "--help" -> {
+            System.out.println("usage: sandbox-gateway [--host HOST] [--port PORT] [--config FILE]");
+            return;
+          }
+          default -> throw new ConfigException("unknown argument: " + flag);
+        }
+        i++;
+      }
+      GatewayConfig config = ConfigLoader.load(env);
+      Gateway gateway = Gateway.start(config, Clock.systemUTC());
+      Runtime.getRuntime().addShutdownHook(new Thread(gateway::close, "gateway-shutdown"));
+      printBanner(gateway);
+    } catch (ConfigException e) {
+      System.err.println("sandbox-gateway: " + e.getMessage());
+      System.exit(2);
+    }
+  }
+
+  private static String require(String flag, String value) {
+    if (value == null) {
+      throw new ConfigException(flag + " needs a value");
+    }
+    return value;
+  }
+
+  /** Prints how to bootstrap the first organization without ever printing a secret. */
+  private static void printBanner(Gateway gateway) {
+    GatewayConfig c = gateway.config();
+    String host = c.host().equals("0.0.0.0") ? "127.0.0.1" : c.host();
+    String base = "http://" + host + ":" + c.port();
+    String tokenSource = System.getenv("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN") != null
+        ? "$BESPOKE_CONTROL_PLANE_ADMIN_TOKEN"
+        : "$(cat " + gateway.secretStore().path(SecretStore.ADMIN_TOKEN_FILE) + ")";
+    if (gateway.secretsGenerated()) {
+      System.out.println("""
+
+          Sandbox gateway is ready at %s (first start: generated the API-key pepper and admin token in %s).
+          Create your first organization and its product key:
+
+            curl -X POST %s/v1/organizations \\
+              -H "X-Control-Plane-Admin: %s" \\
+              -H 'Content-Type: application/json' \\
+              -d '{"name":"Acme"}'
+          """.formatted(base, c.dataDir(), base, tokenSource));
+    } else {
+      System.out.println("Sandbox gateway is ready at " + base);
+    }
+  }
+}

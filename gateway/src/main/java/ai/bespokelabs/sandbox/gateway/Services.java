@@ -1,0 +1,31 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import io.vertx.sqlclient.Pool;
+import java.time.Clock;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+
+/** Everything the HTTP verticle needs, built once by the composition root and shared by its instances. */
+public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
+    OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
+    ExecutionRepository executions, Authenticator authenticator) {
+
+  public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool) {
+    ApiKeyRepository keys = new ApiKeyRepository(pool);
+    return new Services(config, backends, clock, hmac, pool, new OrganizationRepository(pool), keys,
+        new SandboxRepository(pool), new ExecutionRepository(pool), new Authenticator(keys, hmac, clock));
+  }
+
+  /** Now, in UTC, at the microsecond precision PostgreSQL stores. */
+  public OffsetDateTime now() {
+    return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS);
+  }
+}

@@ -1,0 +1,130 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.model.ApiKeyRecord;
+import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository.NewKey;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import java.time.OffsetDateTime;
+import java.util.List;
+import java.util.TreeSet;
+
+/** Health, organization bootstrap, product keys and the session (capabilities) endpoint. */
+public final class AccountApi {
+  private final Services s;
+
+  public AccountApi(Services services) {
+    this.s = services;
+  }
+
+  public void register(Api api) {
+    api.open(HttpMethod.GET, "/healthz", ctx -> Future.succeededFuture(Reply.ok(new JsonObject().put("status", "ok"))));
+    api.open(HttpMethod.POST, "/v1/organizations", this::createOrganization);
+    api.authed(HttpMethod.GET, "/v1/api-keys", Scopes.KEYS_WRITE, this::listKeys);
+    api.authed(HttpMethod.POST, "/v1/api-keys", Scopes.KEYS_WRITE, this::createKey);
+    api.authed(HttpMethod.DELETE, "/v1/api-keys/{key_id}", Scopes.KEYS_WRITE, this::revokeKey);
+    api.authed(HttpMethod.GET, "/v1/session", null, this::session);
+  }
+
+  private Future<Reply> createOrganization(RoutingContext ctx) {
+    String given = ctx.request().getHeader("X-Control-Plane-Admin");
+    String expected = s.config().adminToken().map(t -> t.reveal()).orElse(null);
+    if (expected == null) {
+      throw new ApiException(503, "organization bootstrap is disabled");
+    }
+    if (!Hmac.constantTimeEquals(given, expected)) {
+      throw ApiException.unauthorized("invalid control-plane admin token");
+    }
+    Body body = Body.parse(ctx.body().buffer());
+    String name = body.string("name", true, 1, 200);
+    body.check();
+    OffsetDateTime now = s.now();
+    String orgId = Ids.newId("org");
+    Issued key = issue(orgId, "Initial key", List.of(Scopes.ALL), null, now);
+    return s.organizations().createWithInitialKey(orgId, name, now, key.newKey())
+        .map(v -> Reply.of(201, new JsonObject()
+            .put("organization", new JsonObject().put("id", orgId).put("name", name).put("created_at", Wire.ts(now)))
+            .put("api_key", Wire.issuedKey(key.newKey().record(), key.secret()))));
+  }
+
+  private Future<Reply> listKeys(RoutingContext ctx, Principal p) {
+    return s.keys().list(p.organizationId()).map(keys -> {
+      JsonArray out = new JsonArray();
+      keys.forEach(k -> out.add(Wire.apiKey(k)));
+      return Reply.ok(out);
+    });
+  }
+
+  private Future<Reply> createKey(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    String name = body.string("name", true, 1, 200);
+    List<String> scopes = body.stringList("scopes");
+    OffsetDateTime expiresAt = body.datetime("expires_at");
+    body.check();
+    TreeSet<String> unique = new TreeSet<>(scopes == null ? List.of(Scopes.ALL) : scopes);
+    if (unique.isEmpty()) {
+      throw ApiException.invalid("scopes must not be empty");
+    }
+    for (String scope : unique) {
+      if (!Scopes.isKnown(scope)) {
+        throw ApiException.invalid("unknown scope: " + scope);
+      }
+    }
+    OffsetDateTime now = s.now();
+    if (expiresAt != null && !expiresAt.isAfter(now)) {
+      throw ApiException.invalid("expires_at must be in the future");
+    }
+    Issued key = issue(p.organizationId(), name, List.copyOf(unique), expiresAt, now);
+    return s.keys().insert(key.newKey())
+        .map(v -> Reply.of(201, Wire.issuedKey(key.newKey().record(), key.secret())));
+  }
+
+  private Future<Reply> revokeKey(RoutingContext ctx, Principal p) {
+    String id = Api.idParam(ctx, "key_id", "key", "API key not found");
+    return s.keys().revoke(p.organizationId(), id, s.now()).map(done -> {
+      if (!done) {
+        throw ApiException.notFound("API key not found");
+      }
+      return Reply.noContent();
+    });
+  }
+
+  private Future<Reply> session(RoutingContext ctx, Principal p) {
+    boolean admin = p.has(Scopes.POLICIES_WRITE) && p.has(Scopes.PROVIDERS_WRITE);
+    String role = admin ? "administrator" : p.has(Scopes.SANDBOXES_TERMINATE) ? "operator" : "observer";
+    JsonArray scopes = new JsonArray(p.scopes().stream().sorted().toList());
+    return Future.succeededFuture(Reply.ok(new JsonObject()
+        .put("api_key_id", p.keyId())
+        .put("scopes", scopes)
+        .put("role", role)
+        .put("can_terminate", p.has(Scopes.SANDBOXES_TERMINATE))
+        .put("can_view_policy", p.has(Scopes.POLICIES_READ) && p.has(Scopes.USAGE_READ))
+        .put("can_manage_policy", p.has(Scopes.POLICIES_WRITE))
+        .put("can_view_providers", p.has(Scopes.PROVIDERS_READ))
+        .put("can_manage_providers", p.has(Scopes.PROVIDERS_WRITE))
+        .put("can_create", p.has(Scopes.SANDBOXES_CREATE))
+        .put("can_view_alerts", p.has(Scopes.ALERTS_READ))
+        .put("can_view_audit", p.has(Scopes.AUDIT_READ))
+        .put("can_export", p.has(Scopes.EXPORTS_READ))
+        .put("can_view_usage", p.has(Scopes.USAGE_READ))
+        .put("auth_mode", p.authMode())));
+  }
+
+  private record Issued(NewKey newKey, String secret) {}
+
+  private Issued issue(String orgId, String name, List<String> scopes, OffsetDateTime expiresAt, OffsetDateTime now) {
+    String secret = Authenticator.KEY_PREFIX + Ids.urlSafeToken(32);
+    ApiKeyRecord rec = new ApiKeyRecord(Ids.newId("key"), orgId, name, secret.substring(0, 17), scopes, now, null,
+        expiresAt, null);
+    return new Issued(new NewKey(rec, s.hmac().hex(secret)), secret);
+  }
+}

@@ -1,0 +1,89 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.Json;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import java.util.function.Function;
+
+/**
+ * Registers endpoints on a router using OpenAPI-style paths ({@code /v1/sandboxes/{sandbox_id}}), with
+ * authentication and scope checks in front, and writes their {@link Reply}.
+ */
+public final class Api {
+  /** An endpoint that needs an authenticated product key. */
+  @FunctionalInterface
+  public interface Authed {
+    Future<Reply> handle(RoutingContext ctx, Principal principal);
+  }
+
+  private final Router router;
+  private final Services services;
+
+  public Api(Router router, Services services) {
+    this.router = router;
+    this.services = services;
+  }
+
+  /** An endpoint open to anyone (or doing its own authentication). */
+  public void open(HttpMethod method, String path, Function<RoutingContext, Future<Reply>> endpoint) {
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> endpoint.apply(ctx)));
+  }
+
+  /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
+  public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> services.authenticator()
+        .authenticate(ctx.request().getHeader("Authorization"))
+        .compose(p -> {
+          if (scope != null) {
+            p.require(scope);
+          }
+          return endpoint.handle(ctx, p);
+        })));
+  }
+
+  private static void run(RoutingContext ctx, java.util.function.Supplier<Future<Reply>> work) {
+    Future<Reply> f;
+    try {
+      f = work.get();
+    } catch (RuntimeException e) {
+      f = Future.failedFuture(e);
+    }
+    f.onSuccess(r -> write(ctx, r)).onFailure(ctx::fail);
+  }
+
+  static void write(RoutingContext ctx, Reply r) {
+    HttpServerResponse res = ctx.response();
+    if (res.ended() || res.closed()) {
+      return;
+    }
+    res.setStatusCode(r.status());
+    if (r.headers() != null) {
+      res.headers().addAll(r.headers());
+    }
+    if (r.body() == null) {
+      res.end();
+    } else {
+      res.putHeader("content-type", "application/json").end(Json.encodeToBuffer(r.body()));
+    }
+  }
+
+  /** {@code /a/{b}/c} to Vert.x's {@code /a/:b/c}. */
+  public static String vertxPath(String openApiPath) {
+    return openApiPath.replaceAll("\\{([a-z_]+)\\}", ":$1");
+  }
+
+  /** A required path parameter that must be an id of the given prefix; anything else is "not found". */
+  public static String idParam(RoutingContext ctx, String name, String prefix, String notFound) {
+    String id = ctx.pathParam(name);
+    if (!ai.bespokelabs.sandbox.core.Ids.isValid(prefix, id)) {
+      throw ApiException.notFound(notFound);
+    }
+    return id;
+  }
+}

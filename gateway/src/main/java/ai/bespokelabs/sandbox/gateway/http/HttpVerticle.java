@@ -1,0 +1,77 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.gateway.Services;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.handler.BodyHandler;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The front door: REST on the event loop. Never blocks; talks to adapters over the event bus and to
+ * PostgreSQL through the shared reactive pool. Deployed once per core.
+ */
+public final class HttpVerticle extends VerticleBase {
+  public static final String OPENAPI_RESOURCE = "openapi.json";
+
+  private final Services services;
+  private HttpServer server;
+
+  public HttpVerticle(Services services) {
+    this.services = services;
+  }
+
+  /** Builds the router; also used by the OpenAPI completeness test. */
+  public static Router router(io.vertx.core.Vertx vertx, Services services) {
+    Router router = Router.router(vertx);
+    router.route().handler(new SecurityHeaders());
+    router.route().handler(BodyHandler.create(false).setBodyLimit(services.config().maxRequestBodyBytes())
+        .setHandleFileUploads(false));
+    Api api = new Api(router, services);
+    Buffer openapi = openApiDocument();
+    api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.toJsonObject())));
+    new AccountApi(services).register(api);
+    new SandboxApi(vertx, services).register(api);
+    ErrorMapper errors = new ErrorMapper();
+    router.route().failureHandler(errors);
+    for (int status : new int[] {400, 404, 405, 413, 415}) {
+      router.errorHandler(status, ctx -> ErrorMapper.send(ctx, ErrorMapper.map(null, status)));
+    }
+    router.errorHandler(500, errors);
+    return router;
+  }
+
+  static Buffer openApiDocument() {
+    try (InputStream in = HttpVerticle.class.getClassLoader().getResourceAsStream(OPENAPI_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException(OPENAPI_RESOURCE + " is missing from the classpath");
+      }
+      return Buffer.buffer(in.readAllBytes());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public Future<?> start() {
+    HttpServerOptions options = new HttpServerOptions()
+        .setHost(services.config().host())
+        .setPort(services.config().port())
+        .setTcpNoDelay(true);
+    server = vertx.createHttpServer(options).requestHandler(router(vertx, services));
+    return server.listen();
+  }
+
+  @Override
+  public Future<?> stop() {
+    return server == null ? Future.succeededFuture()
+        : server.shutdown(services.config().shutdownGraceSecs(), TimeUnit.SECONDS);
+  }
+}

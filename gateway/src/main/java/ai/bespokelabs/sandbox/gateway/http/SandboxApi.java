@@ -1,0 +1,310 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.model.SandboxRecord;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.nio.charset.StandardCharsets;
+import java.time.OffsetDateTime;
+import java.util.Base64;
+import java.util.List;
+
+/** The seed's sandbox API: create, list, get, detail, execute and terminate. */
+public final class SandboxApi {
+  static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
+  static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
+  static final long EXEC_GRACE_MS = 30_000L;
+  private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
+
+  private final Vertx vertx;
+  private final Services s;
+
+  public SandboxApi(Vertx vertx, Services services) {
+    this.vertx = vertx;
+    this.s = services;
+  }
+
+  public void register(Api api) {
+    api.authed(HttpMethod.POST, "/v1/sandboxes", Scopes.SANDBOXES_CREATE, this::create);
+    api.authed(HttpMethod.GET, "/v1/sandboxes", Scopes.SANDBOXES_READ, this::list);
+    api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_READ, this::get);
+    api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/detail", Scopes.SANDBOXES_READ, this::detail);
+    api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE, this::terminate);
+    api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/execute", Scopes.SANDBOXES_EXECUTE, this::execute);
+  }
+
+  // ---- create ----------------------------------------------------------------------------------------
+
+  private Future<Reply> create(RoutingContext ctx, Principal p) {
+    CreateRequest req = CreateRequest.parse(Body.parse(ctx.body().buffer()), s.backends());
+    String idempotencyKey = idempotencyKey(ctx);
+    OffsetDateTime now = s.now();
+    SandboxConfig config = req.config();
+    NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config.toStoredJson(),
+        idempotencyKey, s.hmac().hex(req.fingerprintInput()), Ids.newId("ctk"), s.backends().nodeId(), p.keyId(),
+        BigDecimal.ZERO, "bundled",
+        config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
+    return s.sandboxes().claimCreation(row).compose(claim -> {
+      if (claim.replay()) {
+        return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
+      }
+      SandboxRecord sbx = claim.sandbox();
+      CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), config);
+      return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(sbx.backend()), msg,
+              action(Addresses.CREATE, CREATE_TIMEOUT_MS))
+          .map(Message::body)
+          .transform(ar -> {
+            if (ar.succeeded()) {
+              return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
+                  s.now()).map(done -> Reply.of(201, Wire.sandbox(done)));
+            }
+            RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
+            ProviderError error = failure instanceof ProviderException pe ? pe.error()
+                : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
+                    false, ProviderError.Outcome.FAILED);
+            return s.sandboxes().failCreation(sbx.id(), error, s.now()).compose(v -> Future.failedFuture(failure));
+          });
+    }).onSuccess(r -> publishWakeup());
+  }
+
+  // ---- read ------------------------------------------------------------------------------------------
+
+  private Future<Reply> list(RoutingContext ctx, Principal p) {
+    String limitRaw = ctx.queryParams().get("limit");
+    String cursor = ctx.queryParams().get("cursor");
+    int limit = 0;
+    if (limitRaw != null) {
+      try {
+        limit = Integer.parseInt(limitRaw);
+      } catch (NumberFormatException e) {
+        limit = -1;
+      }
+      if (limit < 1 || limit > 1000) {
+        throw ApiException.invalid("limit must be between 1 and 1000");
+      }
+    }
+    OffsetDateTime afterTs = null;
+    String afterId = null;
+    if (cursor != null && !cursor.isEmpty()) {
+      try {
+        String[] parts = new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.UTF_8).split("\\|", 2);
+        afterTs = OffsetDateTime.parse(parts[0]);
+        afterId = parts[1];
+      } catch (RuntimeException e) {
+        throw ApiException.invalid("invalid pagination cursor");
+      }
+    }
+    int pageSize = limit;
+    return s.sandboxes().list(p.organizationId(), limit == 0 ? 0 : limit + 1, afterTs, afterId).map(rows -> {
+      if (pageSize > 0 && rows.size() > pageSize) {
+        List<SandboxRecord> page = rows.subList(0, pageSize);
+        SandboxRecord last = page.get(page.size() - 1);
+        String next = Base64.getUrlEncoder().withoutPadding().encodeToString(
+            (last.createdAt().toString() + "|" + last.id()).getBytes(StandardCharsets.UTF_8));
+        return Reply.ok(Wire.sandboxes(page)).withHeader("X-Next-Cursor", next);
+      }
+      return Reply.ok(Wire.sandboxes(rows));
+    });
+  }
+
+  private Future<Reply> get(RoutingContext ctx, Principal p) {
+    return find(ctx, p).map(sbx -> Reply.ok(Wire.sandbox(sbx)));
+  }
+
+  private Future<Reply> detail(RoutingContext ctx, Principal p) {
+    return find(ctx, p).compose(sbx -> Future.all(s.sandboxes().attempts(sbx.id()),
+            s.executions().list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL))
+        .map(all -> {
+          JsonArray attempts = new JsonArray();
+          all.<List<ai.bespokelabs.sandbox.core.model.AttemptRecord>>resultAt(0).forEach(a -> attempts.add(Wire.attempt(a)));
+          JsonArray executions = new JsonArray();
+          all.<List<ai.bespokelabs.sandbox.core.model.ExecutionRecord>>resultAt(1)
+              .forEach(e -> executions.add(Wire.execution(e)));
+          return Reply.ok(new JsonObject()
+              .put("sandbox", Wire.sandbox(sbx))
+              .put("attempts", attempts)
+              .put("executions", executions)
+              .put("cost", null)
+              .put("provider_observations", new JsonArray()));
+        }));
+  }
+
+  private Future<SandboxRecord> find(RoutingContext ctx, Principal p) {
+    String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
+    return s.sandboxes().find(p.organizationId(), id)
+        .map(o -> o.orElseThrow(() -> ApiException.notFound("sandbox not found")));
+  }
+
+  // ---- terminate -------------------------------------------------------------------------------------
+
+  private Future<Reply> terminate(RoutingContext ctx, Principal p) {
+    String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
+    Integer expected = ifMatch(ctx.request().getHeader("If-Match"));
+    return s.sandboxes().beginTermination(p.organizationId(), id, expected, s.now()).compose(sbx -> {
+      if (!"stopping".equals(sbx.status())) {
+        return Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)));
+      }
+      publishWakeup();
+      DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId());
+      return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
+              action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
+          .transform(ar -> {
+            if (ar.succeeded()) {
+              return s.sandboxes().finishTermination(sbx.id(), p.keyId(), "operator", s.now())
+                  .map(done -> Reply.ok(Wire.sandbox(done)));
+            }
+            RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "destroy");
+            ProviderError error = failure instanceof ProviderException pe ? pe.error()
+                : BusFailures.normalize(sbx.backend(), "destroy");
+            return s.sandboxes().failTermination(sbx.id(), error, s.now())
+                .compose(v -> Future.<Reply>failedFuture(new ProviderException(error)));
+          })
+          .onComplete(ar -> publishWakeup());
+    });
+  }
+
+  /** Parses If-Match as the seed does: trim, drop {@code W/}, drop quotes, a positive integer. */
+  static Integer ifMatch(String raw) {
+    if (raw == null) {
+      return null;
+    }
+    String v = raw.trim();
+    if (v.startsWith("W/")) {
+      v = v.substring(2);
+    }
+    v = v.replace("\"", "").trim();
+    long n;
+    try {
+      n = Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw ApiException.invalid("If-Match must contain a sandbox version");
+    }
+    if (n < 1 || n > Integer.MAX_VALUE) {
+      throw ApiException.invalid("If-Match must contain a positive sandbox version");
+    }
+    return (int) n;
+  }
+
+  // ---- execute ---------------------------------------------------------------------------------------
+
+  private Future<Reply> execute(RoutingContext ctx, Principal p) {
+    String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
+    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
+    String requestId = idempotencyKey(ctx);
+    String rid = requestId != null ? requestId : Ids.newId("req");
+    String executionId = Ids.newId("exe");
+    OffsetDateTime now = s.now();
+    return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now)
+        .compose(start -> {
+          ExecutionRepository.Target t = start.target();
+          if (!"running".equals(t.status())) {
+            throw ApiException.conflict("sandbox is " + t.status());
+          }
+          if (!start.started()) {
+            return replay(start);
+          }
+          publishWakeup();
+          int timeout = t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execTimeoutSecs();
+          ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(),
+              req.language(), req.command(), req.args(), null, null, timeout, s.config().execOutputLimitBytes());
+          return vertx.eventBus().<ExecResult>request(s.backends().sandboxAddress(t.backend(), t.nodeId()), msg,
+                  action(Addresses.EXEC, timeout * 1000L + EXEC_GRACE_MS))
+              .map(Message::body)
+              .transform(ar -> ar.succeeded() ? completed(executionId, rid, t, ar.result())
+                  : failed(executionId, t, ar.cause()))
+              .onComplete(ar -> publishWakeup());
+        });
+  }
+
+  private Future<Reply> replay(ExecutionRepository.Start start) {
+    var existing = start.existing().orElseThrow(() -> ApiException.conflict("execution is already in progress"));
+    return switch (existing.status()) {
+      case "completed" -> Future.succeededFuture(Reply.ok(existing.response()));
+      case "running" -> Future.failedFuture(ApiException.conflict("execution is already in progress"));
+      default -> Future.failedFuture(ApiException.conflict(String.valueOf(existing.error())));
+    };
+  }
+
+  private Future<Reply> completed(String executionId, String requestId, ExecutionRepository.Target t, ExecResult r) {
+    BigDecimal seconds = BigDecimal.valueOf(r.durationMs(), 3);
+    BigDecimal provider = t.hourlyRateUsd().multiply(seconds).divide(BigDecimal.valueOf(3600), 9, RoundingMode.HALF_UP)
+        .stripTrailingZeros();
+    BigDecimal customer = provider.multiply(s.config().customerMarkup()).stripTrailingZeros();
+    JsonObject response = new JsonObject()
+        .put("request_id", requestId)
+        .put("execution_id", executionId)
+        .put("stdout", r.stdout())
+        .put("stderr", r.stderr())
+        .put("exit_code", r.exitCode())
+        .put("stdout_truncated", r.stdoutTruncated())
+        .put("stderr_truncated", r.stderrTruncated())
+        .put("timed_out", r.timedOut())
+        .put("duration_ms", r.durationMs())
+        .put("usage", new JsonObject()
+            .put("runtime_seconds", seconds.toPlainString())
+            .put("provider_cost_usd", provider.toPlainString())
+            .put("customer_cost_usd", customer.toPlainString()));
+    return s.executions().complete(executionId, response, r.exitCode(), r.durationMs(), s.now())
+        .map(v -> Reply.ok(response));
+  }
+
+  private Future<Reply> failed(String executionId, ExecutionRepository.Target t, Throwable cause) {
+    RuntimeException failure;
+    if (cause instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
+      failure = ApiException.conflict("sandbox runtime is unavailable after a control-plane restart");
+    } else {
+      failure = BusFailures.decode(cause, t.backend(), "execute");
+    }
+    JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
+        : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
+    return s.executions().fail(executionId, stored, 0, s.now()).compose(v -> Future.failedFuture(failure));
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------------
+
+  /** The optional {@code Idempotency-Key} header: 1 to 255 characters. */
+  static String idempotencyKey(RoutingContext ctx) {
+    String key = ctx.request().getHeader("Idempotency-Key");
+    if (key == null) {
+      return null;
+    }
+    if (key.isEmpty() || key.length() > 255) {
+      throw ApiException.invalid("idempotency key must contain 1 to 255 characters");
+    }
+    return key;
+  }
+
+  private static DeliveryOptions action(String action, long timeoutMs) {
+    return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
+  }
+
+  private void publishWakeup() {
+    vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+  }
+}

@@ -1,0 +1,151 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Bad input gets a documented 4xx, writes nothing, and never a 500; secrets never leave the server. */
+class BadInputTest {
+  static TestGateway gw;
+  static String key;
+
+  @BeforeAll
+  static void start() {
+    gw = new TestGateway(Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "4096"));
+    key = gw.bootstrap("Acme");
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  static int sandboxCount() {
+    return gw.get("/v1/sandboxes", key).array().size();
+  }
+
+  @Test
+  void malformed_or_mistyped_create_bodies_are_422_and_write_nothing() {
+    int before = sandboxCount();
+    Resp malformed = gw.send("POST", "/v1/sandboxes", key, "{\"backend\": ");
+    assertThat(malformed.status()).isEqualTo(422);
+    assertThat(malformed.json().getJsonArray("detail").getJsonObject(0).getString("type")).isEqualTo("json_invalid");
+    Resp array = gw.send("POST", "/v1/sandboxes", key, "[1,2]");
+    assertThat(array.status()).isEqualTo(422);
+    Resp empty = gw.send("POST", "/v1/sandboxes", key, "");
+    assertThat(empty.status()).isEqualTo(422);
+    Resp types = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local").put("cpu", "fast")
+        .put("memory_mb", -5).put("allow_internet", "yes").put("env_vars", new JsonArray()));
+    assertThat(types.status()).isEqualTo(422);
+    JsonArray errors = types.json().getJsonArray("detail");
+    assertThat(errors).hasSize(4);
+    assertThat(errors.getJsonObject(0).getJsonArray("loc")).isEqualTo(new JsonArray().add("body").add("cpu"));
+    Resp missing = gw.post("/v1/sandboxes", key, new JsonObject());
+    assertThat(missing.json().getJsonArray("detail").getJsonObject(0).getString("type")).isEqualTo("missing");
+    Resp unknown = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
+        .put("workspace", new JsonObject()).put("backend_options", new JsonObject()).put("files", (Object) null));
+    assertThat(unknown.status()).isEqualTo(422);
+    assertThat(unknown.detail()).isEqualTo("unsupported sandbox configuration: backend_options, workspace");
+    Resp backend = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", " NoSuch "));
+    assertThat(backend.detail()).isEqualTo("backend is not enabled: nosuch");
+    Resp env = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
+        .put("env_vars", new JsonObject().put("BAD NAME", "x")));
+    assertThat(env.status()).isEqualTo(422);
+    assertThat(sandboxCount()).isEqualTo(before);
+  }
+
+  @Test
+  void oversized_bodies_are_413() {
+    String big = new JsonObject().put("backend", "local").put("image", "x".repeat(10_000)).encode();
+    Resp r = gw.send("POST", "/v1/sandboxes", key, big);
+    assertThat(r.status()).isEqualTo(413);
+    assertThat(r.detail()).isEqualTo("request body is too large");
+  }
+
+  @Test
+  void bad_ids_and_bad_execute_bodies() {
+    assertThat(gw.get("/v1/sandboxes/sbx_nothex", key).detail()).isEqualTo("sandbox not found");
+    assertThat(gw.get("/v1/sandboxes/%2e%2e", key).status()).isEqualTo(404);
+    String id = gw.sandbox(key, null).getString("id");
+    Resp both = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("code", "1").put("command", "x"));
+    assertThat(both.status()).isEqualTo(422);
+    assertThat(both.detail()).isEqualTo("provide exactly one of code or command");
+    Resp neither = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject());
+    assertThat(neither.detail()).isEqualTo("provide exactly one of code or command");
+    Resp args = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo").put("args", "not-a-list"));
+    assertThat(args.status()).isEqualTo(422);
+    Resp lang = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("code", "x").put("language", "../../bin/sh"));
+    assertThat(lang.status()).isEqualTo(422);
+    Resp missingProgram = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "/no/such/program").put("args", new JsonArray()));
+    assertThat(missingProgram.status()).isEqualTo(502);
+    assertThat(missingProgram.json().getJsonObject("detail").getString("code")).isEqualTo("execution_failed");
+    assertThat(missingProgram.json().getJsonObject("detail").fieldNames())
+        .containsExactlyInAnyOrder("message", "code", "backend", "op", "retryable", "outcome", "context");
+  }
+
+  @Test
+  void a_client_that_disconnects_mid_request_leaks_nothing() throws Exception {
+    int before = sandboxCount();
+    try (Socket s = new Socket("127.0.0.1", Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1)))) {
+      OutputStream out = s.getOutputStream();
+      out.write(("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
+          + "\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"backend\":\"loc")
+          .getBytes(StandardCharsets.UTF_8));
+      out.flush();
+    }
+    String id = gw.sandbox(key, null).getString("id");
+    var pending = java.util.concurrent.CompletableFuture.runAsync(() -> {
+      try (Socket s = new Socket("127.0.0.1", Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1)))) {
+        String body = "{\"command\":\"sleep 1; echo finished\"}";
+        s.getOutputStream().write(("POST /v1/sandboxes/" + id + "/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + key + "\r\nIdempotency-Key: gone-client\r\nContent-Type: application/json\r\nContent-Length: "
+            + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
+        s.getOutputStream().flush();
+        Thread.sleep(200);
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    pending.get();
+    Resp replay = null;
+    for (int i = 0; i < 100; i++) {
+      replay = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true"),
+          "Idempotency-Key", "gone-client");
+      if (replay.status() == 200) {
+        break;
+      }
+      Thread.sleep(50);
+    }
+    assertThat(replay.status()).isEqualTo(200);
+    assertThat(replay.json().getString("stdout")).isEqualTo("finished\n");
+    assertThat(sandboxCount()).isEqualTo(before + 1);
+    assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
+  }
+
+  @Test
+  void no_secret_reaches_a_response_or_the_database() {
+    String k = gw.key(key, "sandboxes:read", "sandboxes:create", "sandboxes:execute");
+    JsonObject sbx = gw.sandbox(k, new JsonObject().put("env_vars", new JsonObject().put("TOKEN", "tok-very-secret")));
+    gw.post("/v1/sandboxes/" + sbx.getString("id") + "/execute", k, new JsonObject().put("command", "true"));
+    String responses = sbx.encode() + gw.get("/v1/sandboxes", k).body() + gw.get("/v1/api-keys", key).body()
+        + gw.get("/v1/sandboxes/" + sbx.getString("id") + "/detail", k).body() + gw.get("/v1/session", k).body();
+    String db = DatabaseDump.of(gw);
+    for (String secret : new String[] {TestGateway.PEPPER, TestGateway.ADMIN, key, k, "tok-very-secret"}) {
+      assertThat(responses).doesNotContain(secret);
+      assertThat(db).doesNotContain(secret);
+    }
+    assertThat(db).contains("api_keys");
+  }
+}

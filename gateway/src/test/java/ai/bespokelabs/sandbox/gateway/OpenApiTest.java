@@ -1,0 +1,56 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Route;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The served OpenAPI document describes exactly the routes the router serves. */
+class OpenApiTest {
+  static TestGateway gw;
+
+  @BeforeAll
+  static void start() {
+    gw = new TestGateway();
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  @Test
+  void every_route_is_documented_and_every_documented_route_exists() {
+    JsonObject doc = gw.get("/openapi.json", null).json();
+    assertThat(doc.getString("openapi")).isEqualTo("3.1.0");
+    Set<String> documented = new TreeSet<>();
+    doc.getJsonObject("paths").forEach(p -> ((JsonObject) p.getValue()).fieldNames().stream()
+        .filter(m -> Set.of("get", "post", "put", "patch", "delete").contains(m))
+        .forEach(m -> documented.add(m.toUpperCase(Locale.ROOT) + " " + p.getKey())));
+
+    Set<String> served = new TreeSet<>();
+    var router = ai.bespokelabs.sandbox.gateway.http.HttpVerticle.router(gw.gateway.vertx(), servicesOf(gw));
+    for (Route r : router.getRoutes()) {
+      if (r.getPath() == null || r.methods() == null) {
+        continue;
+      }
+      for (HttpMethod m : r.methods()) {
+        served.add(m.name() + " " + r.getPath().replaceAll(":([a-z_]+)", "{$1}"));
+      }
+    }
+    assertThat(served).isNotEmpty().isEqualTo(documented);
+  }
+
+  static Services servicesOf(TestGateway gw) {
+    return Services.create(gw.gateway.config(), new Backends(java.util.Map.of("local", true),
+        java.util.Optional.empty(), "n"), gw.clock, new ai.bespokelabs.sandbox.core.Hmac(
+        gw.gateway.config().pepper().orElseThrow()), gw.gateway.pool());
+  }
+}

@@ -1,0 +1,79 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.core.config.ConfigLoader;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Clock;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * First run with nothing configured: the gateway starts its own PostgreSQL in the data directory, generates
+ * the pepper and admin token (0600), and after a restart the same product keys still work.
+ */
+class RestartTest {
+  @TempDir
+  Path dataDir;
+
+  private final HttpClient http = HttpClient.newHttpClient();
+
+  private HttpResponse<String> send(HttpRequest.Builder b) throws Exception {
+    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  @Test
+  void first_run_generates_secrets_and_keys_survive_a_restart() throws Exception {
+    int port = TestGateway.freePort();
+    GatewayConfig config = ConfigLoader.fromMap(Map.of("PORT", String.valueOf(port),
+        "BESPOKE_DATA_DIR", dataDir.toString(), "BESPOKE_HTTP_INSTANCES", "1"), "/nonexistent");
+    String base = "http://127.0.0.1:" + port;
+    String key;
+    String sandboxId;
+    try (Gateway first = Gateway.start(config, Clock.systemUTC())) {
+      assertThat(first.secretsGenerated()).isTrue();
+      Path tokenFile = dataDir.resolve(SecretStore.ADMIN_TOKEN_FILE);
+      assertThat(Files.getPosixFilePermissions(tokenFile)).isEqualTo(PosixFilePermissions.fromString("rw-------"));
+      assertThat(Files.getPosixFilePermissions(dataDir.resolve(SecretStore.PEPPER_FILE)))
+          .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+      String token = Files.readString(tokenFile).trim();
+      HttpResponse<String> org = send(HttpRequest.newBuilder(URI.create(base + "/v1/organizations"))
+          .header("X-Control-Plane-Admin", token).header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Acme\"}")));
+      assertThat(org.statusCode()).isEqualTo(201);
+      key = new JsonObject(org.body()).getJsonObject("api_key").getString("secret");
+      HttpResponse<String> created = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
+          .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"local\"}")));
+      assertThat(created.statusCode()).isEqualTo(201);
+      sandboxId = new JsonObject(created.body()).getString("id");
+    }
+    assertThat(dataDir.resolve("postgres")).isDirectory();
+    try (Gateway second = Gateway.start(config, Clock.systemUTC())) {
+      assertThat(second.secretsGenerated()).isFalse();
+      HttpResponse<String> got = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + sandboxId))
+          .header("Authorization", "Bearer " + key));
+      assertThat(got.statusCode()).isEqualTo(200);
+      assertThat(new JsonObject(got.body()).getString("status")).isEqualTo("running");
+      HttpResponse<String> exec = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + sandboxId
+              + "/execute")).header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString("{\"command\":\"true\"}")));
+      assertThat(exec.statusCode()).isEqualTo(409);
+      assertThat(new JsonObject(exec.body()).getString("detail"))
+          .isEqualTo("sandbox runtime is unavailable after a control-plane restart");
+      HttpResponse<String> deleted = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + sandboxId))
+          .header("Authorization", "Bearer " + key).DELETE());
+      assertThat(deleted.statusCode()).isEqualTo(200);
+      assertThat(new JsonObject(deleted.body()).getString("status")).isEqualTo("destroyed");
+    }
+  }
+}

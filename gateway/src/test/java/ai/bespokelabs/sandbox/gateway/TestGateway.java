@@ -1,0 +1,167 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.core.config.ConfigLoader;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.testing.OffsetClock;
+import ai.bespokelabs.sandbox.core.testing.TestDatabase;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/** A real gateway on a free port, with its own database on the shared embedded PostgreSQL. */
+final class TestGateway implements AutoCloseable {
+  static final String PEPPER = "test-pepper-0123456789abcdef0123456789";
+  static final String ADMIN = "test-admin-token-0123456789abcdef";
+
+  final OffsetClock clock = new OffsetClock();
+  final Path dataDir;
+  final String databaseUrl;
+  final Gateway gateway;
+  final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  final String base;
+
+  TestGateway() {
+    this(Map.of());
+  }
+
+  TestGateway(Map<String, String> overrides) {
+    try {
+      dataDir = Files.createTempDirectory("gateway-test-");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    databaseUrl = TestDatabase.newDatabaseUrl();
+    Map<String, String> env = new HashMap<>();
+    env.put("PORT", String.valueOf(freePort()));
+    env.put("BESPOKE_DATA_DIR", dataDir.toString());
+    env.put("BESPOKE_DATABASE_URL", databaseUrl);
+    env.put("BESPOKE_API_KEY_PEPPER", PEPPER);
+    env.put("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", ADMIN);
+    env.put("BESPOKE_HTTP_INSTANCES", "2");
+    env.put("BESPOKE_DATABASE_POOL_SIZE", "8");
+    env.put("BESPOKE_SHUTDOWN_GRACE_SECS", "2");
+    env.putAll(overrides);
+    GatewayConfig config = ConfigLoader.fromMap(env, System.getProperty("user.home"));
+    gateway = Gateway.start(config, clock);
+    base = "http://127.0.0.1:" + config.port();
+  }
+
+  static int freePort() {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** A response with its body parsed lazily. */
+  record Resp(int status, HttpResponse<String> raw) {
+    String body() {
+      return raw.body();
+    }
+
+    JsonObject json() {
+      return new JsonObject(raw.body());
+    }
+
+    JsonArray array() {
+      return new JsonArray(raw.body());
+    }
+
+    Object detail() {
+      return json().getValue("detail");
+    }
+
+    String header(String name) {
+      return raw.headers().firstValue(name).orElse(null);
+    }
+  }
+
+  Resp send(String method, String path, String key, String body, String... headers) {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60));
+    if (key != null) {
+      b.header("Authorization", "Bearer " + key);
+    }
+    for (int i = 0; i < headers.length; i += 2) {
+      b.header(headers[i], headers[i + 1]);
+    }
+    if (body != null) {
+      b.header("Content-Type", "application/json");
+    }
+    b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+    try {
+      HttpResponse<String> r = client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+      return new Resp(r.statusCode(), r);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  Resp get(String path, String key) {
+    return send("GET", path, key, null);
+  }
+
+  Resp post(String path, String key, Object body, String... headers) {
+    return send("POST", path, key, body == null ? null : body.toString(), headers);
+  }
+
+  Resp delete(String path, String key, String... headers) {
+    return send("DELETE", path, key, null, headers);
+  }
+
+  /** Bootstraps an organization and returns its initial ({@code *}) product key. */
+  String bootstrap(String name) {
+    Resp r = post("/v1/organizations", null, new JsonObject().put("name", name), "X-Control-Plane-Admin", ADMIN);
+    if (r.status() != 201) {
+      throw new IllegalStateException("bootstrap failed: " + r.status() + " " + r.body());
+    }
+    return r.json().getJsonObject("api_key").getString("secret");
+  }
+
+  /** Issues a key with the given scopes using an admin key of the same organization. */
+  String key(String adminKey, String... scopes) {
+    Resp r = post("/v1/api-keys", adminKey, new JsonObject().put("name", "k-" + String.join("-", scopes))
+        .put("scopes", new JsonArray(java.util.List.of(scopes))));
+    if (r.status() != 201) {
+      throw new IllegalStateException("key creation failed: " + r.status() + " " + r.body());
+    }
+    return r.json().getString("secret");
+  }
+
+  /** Creates a running local sandbox and returns its JSON. */
+  JsonObject sandbox(String key, JsonObject extra) {
+    JsonObject body = new JsonObject().put("backend", "local");
+    if (extra != null) {
+      body.mergeIn(extra);
+    }
+    Resp r = post("/v1/sandboxes", key, body);
+    if (r.status() != 201) {
+      throw new IllegalStateException("create failed: " + r.status() + " " + r.body());
+    }
+    return r.json();
+  }
+
+  @Override
+  public void close() {
+    gateway.close();
+    try (var walk = Files.walk(dataDir)) {
+      walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException ignored) {
+      // best effort
+    }
+  }
+}

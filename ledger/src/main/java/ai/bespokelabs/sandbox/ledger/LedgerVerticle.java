@@ -1,0 +1,60 @@
+package ai.bespokelabs.sandbox.ledger;
+
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.outbox.OutboxConsumer;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.sqlclient.Pool;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes the lifecycle-event outbox as the {@code ledger} consumer: woken by the bus after each commit and
+ * by a periodic timer as a backstop (a lost wake-up only delays work). Pricing of events is added by the
+ * ledger's handler; this verticle owns the exactly-once delivery loop.
+ */
+public final class LedgerVerticle extends VerticleBase {
+  private static final Logger LOG = LoggerFactory.getLogger(LedgerVerticle.class);
+  public static final String CONSUMER = "ledger";
+  static final long BACKSTOP_MS = 5_000;
+
+  private final OutboxConsumer consumer;
+  private boolean running;
+  private boolean again;
+  private long timer;
+
+  public LedgerVerticle(Pool pool, OutboxConsumer.Handler handler) {
+    this.consumer = new OutboxConsumer(pool, CONSUMER, 500, handler);
+  }
+
+  @Override
+  public Future<?> start() {
+    timer = vertx.setPeriodic(BACKSTOP_MS, t -> drain());
+    return vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> drain()).completion()
+        .onSuccess(v -> drain());
+  }
+
+  @Override
+  public Future<?> stop() {
+    vertx.cancelTimer(timer);
+    return Future.succeededFuture();
+  }
+
+  /** Runs batches until caught up; wake-ups arriving meanwhile schedule one more pass. */
+  private void drain() {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    again = false;
+    consumer.pollOnce().onComplete(ar -> {
+      running = false;
+      if (ar.failed()) {
+        LOG.warn("Ledger outbox pass failed: {}", ar.cause().toString());
+      } else if (ar.result() > 0 || again) {
+        drain();
+      }
+    });
+  }
+}
