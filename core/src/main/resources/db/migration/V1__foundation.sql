@@ -77,12 +77,14 @@ CREATE TABLE sandbox_creation_attempts (
     UNIQUE (sandbox_id, attempt_number)
 );
 
+-- No foreign keys here: rows are only ever inserted by selecting the sandbox row in the same statement,
+-- and a key-share lock on the sandbox for every execution would serialize concurrent executions.
 CREATE TABLE executions (
     id               text PRIMARY KEY,
-    organization_id  text NOT NULL REFERENCES organizations (id),
-    sandbox_id       text NOT NULL REFERENCES sandboxes (id),
+    organization_id  text NOT NULL,
+    sandbox_id       text NOT NULL,
     request_id       text NOT NULL,
-    api_key_id       text REFERENCES api_keys (id),
+    api_key_id       text,
     status           text NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
     response         jsonb,
     error            jsonb,

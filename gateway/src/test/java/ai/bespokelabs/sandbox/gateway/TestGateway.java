@@ -28,7 +28,8 @@ final class TestGateway implements AutoCloseable {
   final Path dataDir;
   final String databaseUrl;
   final Gateway gateway;
-  final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
+      .version(HttpClient.Version.HTTP_2).build();
   final String base;
 
   TestGateway() {

@@ -17,10 +17,13 @@ public final class LedgerVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerVerticle.class);
   public static final String CONSUMER = "ledger";
   static final long BACKSTOP_MS = 5_000;
+  /** Wake-ups within this window are served by one pass, so a busy gateway does not poll per request. */
+  static final long COALESCE_MS = 50;
 
   private final OutboxConsumer consumer;
   private boolean running;
   private boolean again;
+  private boolean scheduled;
   private long timer;
 
   public LedgerVerticle(Pool pool, OutboxConsumer.Handler handler) {
@@ -30,7 +33,8 @@ public final class LedgerVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     timer = vertx.setPeriodic(BACKSTOP_MS, t -> drain());
-    return vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> drain()).completion()
+    return consumer.register()
+        .compose(v -> vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> wakeUp()).completion())
         .onSuccess(v -> drain());
   }
 
@@ -38,6 +42,16 @@ public final class LedgerVerticle extends VerticleBase {
   public Future<?> stop() {
     vertx.cancelTimer(timer);
     return Future.succeededFuture();
+  }
+
+  private void wakeUp() {
+    if (!scheduled) {
+      scheduled = true;
+      vertx.setTimer(COALESCE_MS, t -> {
+        scheduled = false;
+        drain();
+      });
+    }
   }
 
   /** Runs batches until caught up; wake-ups arriving meanwhile schedule one more pass. */

@@ -133,10 +133,7 @@ public final class LocalProvider implements SandboxProvider {
         }
       });
     } finally {
-      long pgid = group.get();
-      if (pgid > 0 && !ProcessGroups.isPopulated(pgid)) {
-        runtime.untrack(pgid);
-      }
+      runtime.prune();
     }
   }
 
@@ -163,6 +160,21 @@ public final class LocalProvider implements SandboxProvider {
     }
     deleteTree(dir);
     return new SandboxDestroyed(false);
+  }
+
+  /**
+   * Kills every process group of every sandbox and forgets the runtimes: once this node's provider is
+   * gone its sandboxes can only be destroyed, so nothing they started may outlive it. Directories stay
+   * for destroy to remove.
+   */
+  @Override
+  public void close() {
+    runtimes.keySet().forEach(id -> {
+      SandboxRuntime runtime = runtimes.remove(id);
+      if (runtime != null) {
+        ProcessGroups.kill(runtime.close());
+      }
+    });
   }
 
   /** The resource id as a directory directly under the root, or null when it is not one. */

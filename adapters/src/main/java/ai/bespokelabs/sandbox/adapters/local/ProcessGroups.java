@@ -1,6 +1,9 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
 import java.io.File;
+import java.nio.file.DirectoryStream;
+import java.util.HashSet;
+import java.util.Set;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,7 +35,9 @@ final class ProcessGroups {
    */
   static void kill(Collection<Long> groups) {
     // "-0" is the caller's own group and "-1" every process it may signal: never pass those on
-    List<Long> pgids = groups.stream().filter(pgid -> pgid > 1).toList();
+    Optional<Set<Long>> live = populatedGroups();
+    List<Long> pgids = groups.stream().filter(pgid -> pgid > 1)
+        .filter(pgid -> live.map(l -> l.contains(pgid)).orElse(true)).toList();
     if (pgids.isEmpty()) {
       return;
     }
@@ -49,17 +54,30 @@ final class ProcessGroups {
   }
 
   /**
-   * False once no process (zombies count as members) is left in group {@code pgid}; true when it has
-   * members or that cannot be told, so a caller never forgets a group that may still need killing.
+   * The ids of every process group that has at least one member (zombies included), read from
+   * {@code /proc}; empty when {@code /proc} cannot be read, in which case callers keep what they track.
    */
-  static boolean isPopulated(long pgid) {
-    if (pgid <= 1) {
-      return false;
+  static Optional<Set<Long>> populatedGroups() {
+    Path proc = Path.of("/proc");
+    if (!Files.isDirectory(proc)) {
+      return Optional.empty();
     }
-    if (KILL.isEmpty()) {
-      return ProcessHandle.of(pgid).map(ProcessHandle::isAlive).orElse(false);
+    Set<Long> groups = new HashSet<>();
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(proc, "[0-9]*")) {
+      for (Path entry : entries) {
+        try {
+          String stat = Files.readString(entry.resolve("stat"));
+          // pid (comm) state ppid pgrp ...: comm may contain spaces and parentheses, so parse after the last ')'
+          String[] rest = stat.substring(stat.lastIndexOf(')') + 2).split(" ", 4);
+          groups.add(Long.parseLong(rest[2]));
+        } catch (IOException | RuntimeException vanished) {
+          // the process exited while we were reading
+        }
+      }
+    } catch (IOException e) {
+      return Optional.empty();
     }
-    return runQuietly(List.of(KILL.get().toString(), "-0", "--", "-" + pgid)) != 1;
+    return Optional.of(groups);
   }
 
   private static int runQuietly(List<String> argv) {

@@ -13,7 +13,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -33,7 +37,8 @@ public final class ProcessRunner {
    * Platform daemon threads, not virtual ones: a blocking pipe read pins a virtual thread's carrier, and a
    * background process holding a pipe would keep it pinned, starving the adapter's virtual threads.
    */
-  private static final ThreadFactory READERS = Thread.ofPlatform().daemon().name("process-output-", 0).factory();
+  private static final ExecutorService READERS =
+      Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("process-output-", 0).factory());
 
   private final String backend;
 
@@ -76,10 +81,8 @@ public final class ProcessRunner {
     }
     OutputCapture out = new OutputCapture(process.getInputStream(), spec.outputLimitBytes());
     OutputCapture err = new OutputCapture(process.getErrorStream(), spec.outputLimitBytes());
-    Thread outReader = READERS.newThread(out);
-    Thread errReader = READERS.newThread(err);
-    outReader.start();
-    errReader.start();
+    Future<?> outReader = READERS.submit(out);
+    Future<?> errReader = READERS.submit(err);
     boolean timedOut;
     try {
       timedOut = !process.waitFor(spec.timeoutSecs(), TimeUnit.SECONDS);
@@ -136,12 +139,17 @@ public final class ProcessRunner {
   }
 
   /** Waits for both readers together for at most {@link #DRAIN_GRACE}; stragglers keep reading alone. */
-  private static void awaitReaders(Thread... readers) throws InterruptedException {
+  private static void awaitReaders(Future<?>... readers) throws InterruptedException {
     long deadline = System.nanoTime() + DRAIN_GRACE.toNanos();
-    for (Thread reader : readers) {
+    for (Future<?> reader : readers) {
       long left = deadline - System.nanoTime();
-      if (left > 0) {
-        reader.join(Duration.ofNanos(left));
+      if (left <= 0) {
+        return;
+      }
+      try {
+        reader.get(left, TimeUnit.NANOSECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        // a reader that failed or is still blocked keeps what it captured so far
       }
     }
   }

@@ -17,6 +17,7 @@ final class SandboxRuntime {
   final boolean owned;
   final Map<String, String> env;
   final Instant createdAt;
+  static final int PRUNE_THRESHOLD = 32;
   private final Set<Long> groups = new HashSet<>();
   private boolean closed;
 
@@ -32,9 +33,15 @@ final class SandboxRuntime {
     return !closed && groups.add(pgid);
   }
 
-  /** Forgets a group that has no members left. */
-  synchronized void untrack(long pgid) {
-    groups.remove(pgid);
+  /**
+   * Forgets groups that have no members left, once enough have accumulated to be worth one scan of
+   * {@code /proc}; groups left behind by background processes stay tracked for destroy.
+   */
+  synchronized void prune() {
+    if (groups.size() < PRUNE_THRESHOLD) {
+      return;
+    }
+    ProcessGroups.populatedGroups().ifPresent(groups::retainAll);
   }
 
   /** Refuses further groups and returns every group to kill. */

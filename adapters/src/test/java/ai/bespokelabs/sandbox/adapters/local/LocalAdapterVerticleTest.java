@@ -80,13 +80,15 @@ class LocalAdapterVerticleTest {
     SandboxCreated created = request(Addresses.CREATE, Fixtures.create("sbx_a", Map.of("WHO", "bus"), null));
     assertThat(created.nodeId()).isEqualTo("node1");
 
-    ExecSandbox exec = new ExecSandbox("sbx_a", "exe_1", created.providerResourceId(), "print('hi', __import__('os').environ['WHO'])",
-        "python", null, null, Map.of(), null, 10, 1024);
+    String code = "import os; print('hi', os.environ['WHO'])";
+    ExecSandbox exec = new ExecSandbox("sbx_a", "exe_1", created.providerResourceId(), code, "python", null, null,
+        Map.of(), null, 10, 1024);
     ExecResult result = request(Addresses.EXEC, exec);
     assertThat(result.exitCode()).isZero();
     assertThat(result.stdout()).isEqualTo("hi bus\n");
 
-    SandboxDestroyed destroyed = request(Addresses.DESTROY, new DestroySandbox("sbx_a", created.providerResourceId()));
+    SandboxDestroyed destroyed =
+        request(Addresses.DESTROY, new DestroySandbox("sbx_a", created.providerResourceId()));
     assertThat(destroyed.alreadyGone()).isFalse();
   }
 
@@ -94,7 +96,8 @@ class LocalAdapterVerticleTest {
   void providerExceptionArrivesAsTheSameProviderError() throws Exception {
     request(Addresses.CREATE, Fixtures.create("sbx_a", null, null));
 
-    RuntimeException decoded = failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of(), Map.of(), null));
+    RuntimeException decoded =
+        failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of(), Map.of(), null));
 
     assertThat(decoded).isInstanceOfSatisfying(ProviderException.class, e -> assertThat(e.error()).isEqualTo(
         ProviderError.of(ErrorCode.EXECUTION_FAILED, "local", "execute", false, ProviderError.Outcome.FAILED)));

@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,7 +30,7 @@ class LocalProviderTest {
   private Path root;
   private LocalProvider provider;
 
-  @org.junit.jupiter.api.BeforeEach
+  @BeforeEach
   void setUp() {
     root = data.resolve("sandboxes");
     provider = new LocalProvider(root, Clock.systemUTC());
@@ -127,6 +128,19 @@ class LocalProviderTest {
     assertThat(restarted.destroy(new DestroySandbox("sbx_a", resourceId)).alreadyGone()).isTrue();
     assertThat(restarted.destroy(new DestroySandbox("sbx_b", workdir.toString())).alreadyGone()).isTrue();
     assertThat(workdir).isDirectory();
+  }
+
+  @Test
+  void closeKillsWhatSandboxesLeftRunningAndForgetsThem() throws InterruptedException {
+    provider.create(create("sbx_a", null, null));
+    long background = Long.parseLong(
+        provider.exec(shell("sbx_a", "sleep 100 >/dev/null 2>&1 & echo $!")).stdout().trim());
+
+    provider.close();
+
+    assertThat(Fixtures.awaitDeath(background)).isTrue();
+    assertThatThrownBy(() -> provider.exec(shell("sbx_a", "true"))).isInstanceOf(ApiException.class);
+    assertThat(root.resolve("sbx_a")).as("left for destroy").isDirectory();
   }
 
   @Test

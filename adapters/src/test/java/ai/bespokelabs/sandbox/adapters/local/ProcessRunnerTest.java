@@ -10,6 +10,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -111,14 +112,17 @@ class ProcessRunnerTest {
     ExecResult r = run(List.of("env"), Map.of("GREETING", "hello world"), 10, 64 * 1024);
 
     Map<String, String> seen = new HashMap<>();
-    r.stdout().lines().forEach(line -> seen.put(line.substring(0, line.indexOf('=')), line.substring(line.indexOf('=') + 1)));
+    r.stdout().lines().forEach(line -> {
+      int eq = line.indexOf('=');
+      seen.put(line.substring(0, eq), line.substring(eq + 1));
+    });
     assertThat(seen).containsOnly(
         Map.entry("PATH", ProcessSpec.BASE_PATH),
         Map.entry("HOME", dir.toString()),
         Map.entry("LANG", "C.UTF-8"),
         Map.entry("TMPDIR", dir.toString()),
         Map.entry("GREETING", "hello world"));
-    Set<String> gatewayOnly = new java.util.HashSet<>(System.getenv().keySet());
+    Set<String> gatewayOnly = new HashSet<>(System.getenv().keySet());
     gatewayOnly.removeAll(seen.keySet());
     assertThat(gatewayOnly).as("the test JVM has variables of its own").isNotEmpty();
     assertThat(System.getenv("PATH")).isNotEqualTo(ProcessSpec.BASE_PATH);
@@ -144,8 +148,8 @@ class ProcessRunnerTest {
 
   @Test
   void missingWorkingDirectoryIsRejected() {
-    ProcessSpec spec = new ProcessSpec(List.of("true"), dir.resolve("nope"), ProcessSpec.environment(dir, Map.of(),
-        Map.of()), 10, 1024);
+    Map<String, String> env = ProcessSpec.environment(dir, Map.of(), Map.of());
+    ProcessSpec spec = new ProcessSpec(List.of("true"), dir.resolve("nope"), env, 10, 1024);
 
     assertThatThrownBy(() -> runner.run(spec, group::set))
         .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(422));

@@ -57,9 +57,11 @@ public final class Database implements AutoCloseable {
   static Database embedded(Path dir) {
     try {
       Files.createDirectories(dir.getParent());
+      stopOrphanedServer(dir);
       EmbeddedPostgres pg = EmbeddedPostgres.builder()
           .setDataDirectory(dir)
           .setCleanDataDirectory(false)
+          .setRegisterShutdownHook(false)
           .setServerConfig("max_connections", "200")
           .start();
       LOG.info("Embedded PostgreSQL started on port {} with data in {}", pg.getPort(), dir);
@@ -68,6 +70,35 @@ public final class Database implements AutoCloseable {
       return new Database(pg, opts);
     } catch (IOException e) {
       throw new IllegalStateException("cannot start the embedded PostgreSQL in " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * A gateway killed with SIGKILL leaves its embedded server running on the data directory. Stop it (smart
+   * shutdown: its clients died with the gateway) so this start can take the directory over.
+   */
+  private static void stopOrphanedServer(Path dir) throws IOException {
+    Path pidFile = dir.resolve("postmaster.pid");
+    if (!Files.exists(pidFile)) {
+      return;
+    }
+    long pid;
+    try {
+      pid = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+    } catch (RuntimeException e) {
+      return;
+    }
+    Optional<ProcessHandle> orphan = ProcessHandle.of(pid)
+        .filter(p -> p.info().command().map(c -> c.contains("postgres")).orElse(false));
+    if (orphan.isEmpty()) {
+      return;
+    }
+    LOG.warn("Stopping an embedded PostgreSQL (pid {}) left running on {} by a previous gateway", pid, dir);
+    orphan.get().destroy();
+    try {
+      orphan.get().onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IOException("the PostgreSQL server left on " + dir + " (pid " + pid + ") did not stop", e);
     }
   }
 

@@ -29,10 +29,10 @@ public final class OutboxConsumer {
     Future<Void> handle(SqlConnection conn, List<Event> batch);
   }
 
-  private static final String LOCK = """
-      INSERT INTO outbox_offsets (consumer, updated_at) VALUES ($1, now())
-      ON CONFLICT (consumer) DO UPDATE SET consumer = EXCLUDED.consumer
-      RETURNING last_txid::text, last_seq""";
+  private static final String REGISTER = "INSERT INTO outbox_offsets (consumer, updated_at) VALUES ($1, now())"
+      + " ON CONFLICT (consumer) DO NOTHING";
+  private static final String LOCK =
+      "SELECT last_txid::text, last_seq FROM outbox_offsets WHERE consumer = $1 FOR UPDATE";
   private static final String READ = """
       SELECT seq, id, organization_id, sandbox_id, execution_id, type, status, occurred_at, data, txid::text AS txid
       FROM lifecycle_events
@@ -55,7 +55,15 @@ public final class OutboxConsumer {
     this.handler = handler;
   }
 
-  /** Processes one batch; completes with the number of events handled (0 when caught up). */
+  /** Creates the consumer's offset row if needed; call once before polling. */
+  public Future<Void> register() {
+    return pool.preparedQuery(REGISTER).execute(Tuple.of(name)).mapEmpty();
+  }
+
+  /**
+   * Processes one batch; completes with the number of events handled (0 when caught up). A pass that finds
+   * nothing writes nothing.
+   */
   public Future<Integer> pollOnce() {
     return pool.withTransaction(conn -> conn.preparedQuery(LOCK).execute(Tuple.of(name)).compose(offset -> {
       Row o = offset.iterator().next();

@@ -64,7 +64,10 @@ public final class HttpVerticle extends VerticleBase {
     HttpServerOptions options = new HttpServerOptions()
         .setHost(services.config().host())
         .setPort(services.config().port())
-        .setTcpNoDelay(true);
+        .setTcpNoDelay(true)
+        // The h2c upgrade of a large response strands common clients (curl, java.net.http) mid-switch;
+        // serve cleartext as HTTP/1.1 and leave HTTP/2 to TLS (ALPN) at the proxy.
+        .setHttp2ClearTextEnabled(false);
     server = vertx.createHttpServer(options).requestHandler(router(vertx, services));
     return server.listen();
   }

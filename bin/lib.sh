@@ -1,0 +1,43 @@
+# Shared by the launcher scripts: locate a JDK >= 21 and the project root.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+java_major() {
+  # Prints the major version of the java binary $1 (e.g. 17, 21, 25), or nothing.
+  "$1" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\)\(\.[0-9]*\)*.*".*/\1/p' | head -n 1
+}
+
+find_java() {
+  # Sets JAVA_HOME and JAVA to a JDK >= 21: JAVA_HOME if it qualifies, else java on PATH, else the newest
+  # JDK under /usr/lib/jvm; otherwise fails with a clear message.
+  local c major best="" best_major=0
+  for c in "${JAVA_HOME:+$JAVA_HOME/bin/java}" "$(command -v java 2>/dev/null | xargs -r readlink -f)"; do
+    if [ -n "$c" ] && [ -x "$c" ] && [ -x "$(dirname "$c")/javac" ]; then
+      major="$(java_major "$c")"
+      if [ -n "$major" ] && [ "$major" -ge 21 ]; then best="$c"; break; fi
+    fi
+  done
+  if [ -z "$best" ]; then
+    for c in /usr/lib/jvm/*/bin/java /Library/Java/JavaVirtualMachines/*/Contents/Home/bin/java; do
+      [ -x "$c" ] && [ -x "$(dirname "$c")/javac" ] || continue
+      major="$(java_major "$c")"
+      if [ -n "$major" ] && [ "$major" -ge 21 ] && [ "$major" -gt "$best_major" ]; then best="$c"; best_major="$major"; fi
+    done
+  fi
+  if [ -z "$best" ]; then
+    echo "error: a JDK 21 or newer is required (looked at JAVA_HOME, java on PATH and /usr/lib/jvm/*)." >&2
+    echo "       Install one (e.g. 'apt-get install openjdk-21-jdk') or set JAVA_HOME." >&2
+    exit 1
+  fi
+  JAVA="$best"
+  JAVA_HOME="$(cd "$(dirname "$best")/.." && pwd)"
+  export JAVA_HOME
+}
+
+jar_is_stale() {
+  # True when the runnable jar is missing or older than any source, resource or build file.
+  local jar="$1"
+  [ -f "$jar" ] || return 0
+  [ -n "$(find "$ROOT/pom.xml" "$ROOT/conf" "$ROOT"/*/pom.xml "$ROOT"/*/src/main -newer "$jar" -type f 2>/dev/null | head -n 1)" ]
+}
