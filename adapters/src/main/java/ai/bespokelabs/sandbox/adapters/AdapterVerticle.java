@@ -79,7 +79,8 @@ public final class AdapterVerticle extends VerticleBase {
         .onFailure(t -> {
           if (!(t instanceof ai.bespokelabs.sandbox.core.error.ProviderException)
               && !(t instanceof ai.bespokelabs.sandbox.core.error.ApiException)) {
-            LOG.warn("{} {} failed unexpectedly: {}", provider.backend(), op, t.toString());
+            // only the type: provider exception texts may echo credentials
+            LOG.warn("{} {} failed unexpectedly: {}", provider.backend(), op, unwrap(t).getClass().getName());
           }
           BusFailures.fail(msg, unwrap(t), provider.backend(), op);
         });

@@ -38,9 +38,11 @@ public final class Gateway implements AutoCloseable {
   private final Database database;
   private final boolean secretsGenerated;
   private final SecretStore store;
+  private final String httpDeployment;
 
   private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
-      SecretStore store) {
+      SecretStore store, String httpDeployment) {
+    this.httpDeployment = httpDeployment;
     this.config = config;
     this.vertx = vertx;
     this.pool = pool;
@@ -61,6 +63,7 @@ public final class Gateway implements AutoCloseable {
     Database database = Database.open(config.databaseUrl(), config.dataDir());
     Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
     Pool pool = database.pool(vertx, config.databasePoolSize());
+    String httpDeployment;
     try {
       Messages.registerCodecs(vertx.eventBus());
       List<SandboxProvider> providers = List.of(new LocalProvider(config.dataDir().resolve("sandboxes"), clock));
@@ -75,13 +78,13 @@ public final class Gateway implements AutoCloseable {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId)));
         }
       }
-      deployed = deployed
+      httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, (conn, batch) -> Future.succeededFuture())))
           .compose(v -> vertx.deployVerticle(
               new SupervisorVerticle(pool, nodeId, clock, config.supervisionIntervalSecs())))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
-              new DeploymentOptions().setInstances(config.httpInstances())));
-      deployed.await(60, TimeUnit.SECONDS);
+              new DeploymentOptions().setInstances(config.httpInstances())))
+          .await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
       database.close();
@@ -90,7 +93,8 @@ public final class Gateway implements AutoCloseable {
     LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {})", nodeId, config.host(),
         config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external");
-    return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store);
+    return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
+        httpDeployment);
   }
 
   public GatewayConfig config() {
@@ -114,10 +118,19 @@ public final class Gateway implements AutoCloseable {
     return store;
   }
 
+  /**
+   * Graceful stop: the HTTP verticles go first (no new connections; requests in flight finish, within the
+   * shutdown grace), then adapters, ledger and supervisor, the pool and the embedded database.
+   */
   @Override
   public void close() {
     try {
-      closeQuietly(vertx, config.shutdownGraceSecs() + 30L);
+      vertx.undeploy(httpDeployment).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      LOG.warn("HTTP verticles did not stop within the grace period: {}", e.toString());
+    }
+    try {
+      closeQuietly(vertx, 30L);
     } finally {
       database.close();
     }

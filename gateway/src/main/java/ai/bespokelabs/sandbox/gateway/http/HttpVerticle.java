@@ -7,6 +7,7 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.handler.BodyHandler;
 import java.io.IOException;
@@ -35,8 +36,8 @@ public final class HttpVerticle extends VerticleBase {
     router.route().handler(BodyHandler.create(false).setBodyLimit(services.config().maxRequestBodyBytes())
         .setHandleFileUploads(false));
     Api api = new Api(router, services);
-    Buffer openapi = openApiDocument();
-    api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.toJsonObject())));
+    JsonObject openapi = openApiDocument().toJsonObject();
+    api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi)));
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
     ErrorMapper errors = new ErrorMapper();

@@ -1,0 +1,96 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.core.testing.TestDatabase;
+import io.vertx.core.json.JsonObject;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real entry point in its own process: SIGTERM stops accepting connections, lets the request in flight
+ * finish with its full answer, then the process exits.
+ */
+class GracefulShutdownTest {
+  @TempDir
+  Path dataDir;
+
+  @Test
+  void sigterm_finishes_in_flight_requests_then_exits() throws Exception {
+    int port = TestGateway.freePort();
+    String java = ProcessHandle.current().info().command().orElse("java");
+    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        Main.class.getName(), "--port", String.valueOf(port))
+        .redirectErrorStream(true)
+        .redirectOutput(dataDir.resolve("gateway.log").toFile());
+    pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
+    pb.environment().put("BESPOKE_DATABASE_URL", TestDatabase.newDatabaseUrl());
+    pb.environment().put("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN);
+    pb.environment().put("BESPOKE_SHUTDOWN_GRACE_SECS", "20");
+    Process gateway = pb.start();
+    try {
+      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      String base = "http://127.0.0.1:" + port;
+      waitUntilServing(http, base, gateway);
+      String key = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/organizations"))
+          .header("X-Control-Plane-Admin", TestGateway.ADMIN)
+          .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Acme\"}")).build(),
+          HttpResponse.BodyHandlers.ofString()).body()).getJsonObject("api_key").getString("secret");
+      String id = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
+          .header("Authorization", "Bearer " + key)
+          .POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"local\"}")).build(),
+          HttpResponse.BodyHandlers.ofString()).body()).getString("id");
+
+      CompletableFuture<HttpResponse<String>> inFlight = http.sendAsync(
+          HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + id + "/execute"))
+              .header("Authorization", "Bearer " + key)
+              .POST(HttpRequest.BodyPublishers.ofString("{\"command\":\"sleep 2; echo finished\"}")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      Thread.sleep(700);
+      gateway.destroy();
+
+      HttpResponse<String> answer = inFlight.get(30, TimeUnit.SECONDS);
+      assertThat(answer.statusCode()).isEqualTo(200);
+      assertThat(new JsonObject(answer.body()).getString("stdout")).isEqualTo("finished\n");
+      assertThat(gateway.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      assertThat(Files.readString(dataDir.resolve("gateway.log"))).doesNotContain("Exception");
+      try {
+        http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).timeout(Duration.ofSeconds(2)).build(),
+            HttpResponse.BodyHandlers.ofString());
+        throw new AssertionError("the gateway still accepts connections after SIGTERM");
+      } catch (ConnectException expected) {
+        // nothing listens any more
+      }
+    } finally {
+      gateway.destroyForcibly();
+    }
+  }
+
+  private static void waitUntilServing(HttpClient http, String base, Process gateway) throws Exception {
+    for (int i = 0; i < 300; i++) {
+      if (!gateway.isAlive()) {
+        throw new AssertionError("the gateway exited during start-up");
+      }
+      try {
+        if (http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
+            HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
+          return;
+        }
+      } catch (ConnectException notYet) {
+        // still starting
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("the gateway did not start");
+  }
+}
