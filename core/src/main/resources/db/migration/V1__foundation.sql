@@ -85,7 +85,9 @@ CREATE TABLE executions (
     sandbox_id       text NOT NULL,
     request_id       text NOT NULL,
     api_key_id       text,
-    status           text NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    status           text NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'timed_out', 'cancelled')),
+    stdin_open       boolean NOT NULL DEFAULT false,
+    node_id          text,                -- node whose adapter runs it (for attach, stdin, signal)
     response         jsonb,
     error            jsonb,
     exit_code        integer,

@@ -2,16 +2,29 @@ package ai.bespokelabs.sandbox.adapters;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DetachExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecStarted;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
+import ai.bespokelabs.sandbox.core.bus.Messages.SignalExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.StdinExec;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
@@ -20,20 +33,28 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Binds one {@link SandboxProvider} to the event bus: {@code sandbox.adapter.<backend>} for node-independent
- * operations and {@code sandbox.adapter.<backend>.<nodeId>} for sandboxes hosted by this node. Each
- * operation runs on its own virtual thread, so a long execution never holds up another request; replies
- * come back on this verticle's context.
+ * operations and {@code sandbox.adapter.<backend>.<nodeId>} for sandboxes and executions hosted by this
+ * node. Blocking provider calls run on virtual threads, so a slow call never holds up another; everything
+ * else (the execution registry, streaming) runs on this verticle's context.
  */
 public final class AdapterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(AdapterVerticle.class);
+  private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
+  static final long RECORD_TIMEOUT_MS = 60_000;
+  /** How long a finished execution stays attachable for clients that reconnect. */
+  static final long RETAIN_AFTER_EXIT_MS = 60_000;
 
   private final SandboxProvider provider;
   private final String nodeId;
+  private final long journalBytes;
+  private final Map<String, ExecStream> executions = new HashMap<>();
+  private final Map<String, Future<Void>> stdinChains = new HashMap<>();
   private ExecutorService executor;
 
-  public AdapterVerticle(SandboxProvider provider, String nodeId) {
+  public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
     this.provider = Objects.requireNonNull(provider, "provider");
     this.nodeId = Objects.requireNonNull(nodeId, "nodeId");
+    this.journalBytes = journalBytes;
   }
 
   @Override
@@ -51,43 +72,162 @@ public final class AdapterVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    executions.values().forEach(ExecStream::close);
     executor.shutdownNow();
     provider.close();
     return Future.succeededFuture();
   }
 
   private void handle(Message<Object> msg) {
-    String action = msg.headers().get(Addresses.ACTION);
-    String op = action == null ? "unknown" : switch (action) {
-      case Addresses.CREATE -> "create";
-      case Addresses.EXEC -> "execute";
-      case Addresses.DESTROY -> "destroy";
-      default -> action;
-    };
-    Supplier<Object> work = switch (op) {
-      case "create" -> () -> new SandboxCreated(provider.create((CreateSandbox) msg.body()), nodeId);
-      case "execute" -> () -> provider.exec((ExecSandbox) msg.body());
-      case "destroy" -> () -> provider.destroy((DestroySandbox) msg.body());
-      default -> null;
-    };
-    if (work == null) {
-      msg.fail(400, "\"unsupported adapter action\"");
-      return;
+    String action = String.valueOf(msg.headers().get(Addresses.ACTION));
+    switch (action) {
+      case Addresses.CREATE -> blocking(msg, "create",
+          () -> new SandboxCreated(provider.create((CreateSandbox) msg.body()), nodeId)).onSuccess(msg::reply);
+      case Addresses.DESTROY -> blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body()))
+          .onSuccess(msg::reply);
+      case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
+      case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
+      case Addresses.DETACH -> {
+        DetachExec d = (DetachExec) msg.body();
+        ExecStream stream = executions.get(d.executionId());
+        if (stream != null) {
+          stream.detach(d.subscriberAddress());
+        }
+        msg.reply(null);
+      }
+      case Addresses.STDIN -> stdin(msg, (StdinExec) msg.body());
+      case Addresses.SIGNAL -> signal(msg, (SignalExec) msg.body());
+      default -> msg.fail(400, "\"unsupported adapter action\"");
     }
-    Future.fromCompletionStage(CompletableFuture.supplyAsync(work, executor), context)
-        .onSuccess(msg::reply)
-        .onFailure(t -> {
-          if (!(t instanceof ai.bespokelabs.sandbox.core.error.ProviderException)
-              && !(t instanceof ai.bespokelabs.sandbox.core.error.ApiException)) {
+  }
+
+  /** Runs a blocking provider call on a virtual thread; failures are answered in the error contract. */
+  private <T> Future<T> blocking(Message<?> msg, String op, Supplier<T> work) {
+    return Future.fromCompletionStage(CompletableFuture.supplyAsync(work, executor), context)
+        .recover(t -> {
+          Throwable cause = unwrap(t);
+          if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
             // only the type: provider exception texts may echo credentials
-            LOG.warn("{} {} failed unexpectedly: {}", provider.backend(), op, unwrap(t).getClass().getName());
+            LOG.warn("{} {} failed unexpectedly: {}", provider.backend(), op, cause.getClass().getName());
           }
-          BusFailures.fail(msg, unwrap(t), provider.backend(), op);
+          BusFailures.fail(msg, cause, provider.backend(), op);
+          return Future.failedFuture(cause);
         });
   }
 
+  /**
+   * Starts an execution with its stream. {@code exec} answers with the result at the end; {@code start}
+   * answers once the program runs and hands the result to the recorder at the end.
+   */
+  private void startExecution(Message<Object> msg, ExecSandbox req) {
+    boolean async = req.recorderAddress() != null;
+    ExecStream stream = new ExecStream(req.executionId(), req.keepStdin(), context, vertx.eventBus(), journalBytes,
+        req.outputLimitBytes());
+    executions.put(req.executionId(), stream);
+    if (req.subscriberAddress() != null) {
+      stream.attach(req.subscriberAddress(), 0);
+    }
+    stream.onExit(() -> {
+      if (async) {
+        vertx.eventBus().request(req.recorderAddress(), new ExecFinished(req.executionId(), stream.result()),
+                new DeliveryOptions().setSendTimeout(RECORD_TIMEOUT_MS))
+            .onComplete(ar -> {
+              if (ar.failed()) {
+                LOG.warn("Result of execution {} could not be recorded: {}", req.executionId(), ar.cause().toString());
+              }
+              stream.recorded();
+            });
+      } else {
+        msg.reply(stream.result());
+        stream.recorded();
+      }
+    });
+    stream.onIdle(() -> vertx.setTimer(RETAIN_AFTER_EXIT_MS, t -> {
+      if (executions.get(req.executionId()) == stream) {
+        executions.remove(req.executionId());
+        stdinChains.remove(req.executionId());
+      }
+    }));
+    blocking(msg, "execute", () -> provider.start(req, stream))
+        .onSuccess(handle -> {
+          stream.handle(handle);
+          if (async) {
+            msg.reply(new ExecStarted(req.executionId(), nodeId));
+          }
+        })
+        .onFailure(t -> {
+          stream.close();
+          executions.remove(req.executionId());
+        });
+  }
+
+  private ExecStream find(Message<?> msg, String executionId) {
+    ExecStream stream = executions.get(executionId);
+    if (stream == null) {
+      msg.fail(404, "\"execution not found\"");
+    }
+    return stream;
+  }
+
+  private void attach(Message<Object> msg, AttachExec a) {
+    ExecStream stream = find(msg, a.executionId());
+    if (stream != null) {
+      stream.attach(a.subscriberAddress(), a.after());
+      msg.reply(null);
+    }
+  }
+
+  /** Writes are chained per execution so bytes reach stdin in the order they were sent. */
+  private void stdin(Message<Object> msg, StdinExec in) {
+    ExecStream stream = find(msg, in.executionId());
+    if (stream == null) {
+      return;
+    }
+    if (!stream.keepStdin()) {
+      BusFailures.fail(msg, ApiException.conflict("stdin is not open for this execution"), provider.backend(), "stdin");
+      return;
+    }
+    if (stream.result() != null || stream.handle() == null) {
+      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "stdin");
+      return;
+    }
+    ExecHandle handle = stream.handle();
+    Future<Void> previous = stdinChains.getOrDefault(in.executionId(), Future.succeededFuture());
+    Future<Void> next = previous.transform(ignored -> blocking(msg, "stdin", () -> {
+      if (in.data() != null && in.data().length > 0) {
+        handle.writeStdin(in.data());
+      }
+      if (in.eof()) {
+        handle.closeStdin();
+      }
+      return (Void) null;
+    }).onSuccess(v -> msg.reply(null)));
+    stdinChains.put(in.executionId(), next.otherwiseEmpty());
+  }
+
+  private void signal(Message<Object> msg, SignalExec s) {
+    ExecStream stream = find(msg, s.executionId());
+    if (stream == null) {
+      return;
+    }
+    if (!SIGNALS.contains(s.signal())) {
+      BusFailures.fail(msg, ApiException.invalid("signal must be one of TERM, KILL, INT"), provider.backend(),
+          "signal");
+      return;
+    }
+    if (stream.result() != null || stream.handle() == null) {
+      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "signal");
+      return;
+    }
+    ExecHandle handle = stream.handle();
+    blocking(msg, "signal", () -> {
+      handle.signal(s.signal());
+      return (Void) null;
+    }).onSuccess(v -> msg.reply(null));
+  }
+
   private static Throwable unwrap(Throwable t) {
-    while (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+    while (t instanceof CompletionException && t.getCause() != null) {
       t = t.getCause();
     }
     return t;

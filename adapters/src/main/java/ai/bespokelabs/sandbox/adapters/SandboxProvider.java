@@ -26,8 +26,18 @@ public interface SandboxProvider extends AutoCloseable {
   /** Creates the sandbox and returns the provider's id for it (its "provider resource id"). */
   String create(CreateSandbox request);
 
-  /** Runs one program to completion inside the sandbox. */
-  ExecResult exec(ExecSandbox request);
+  /**
+   * Starts one program inside the sandbox and returns at once; its output and end go to {@code sink}.
+   * Stdin stays open only when {@code request.keepStdin()}.
+   */
+  ExecHandle start(ExecSandbox request, ExecSink sink);
+
+  /** Runs one program to completion and returns its capped result (a convenience over {@link #start}). */
+  default ExecResult exec(ExecSandbox request) {
+    CapturingSink sink = new CapturingSink(request.outputLimitBytes());
+    start(request, sink);
+    return sink.await();
+  }
 
   /** Destroys the sandbox from its provider resource id; succeeds when it is already gone. */
   SandboxDestroyed destroy(DestroySandbox request);

@@ -51,6 +51,19 @@ public final class Backends {
         : Addresses.adapter(backend);
   }
 
+  /**
+   * The node that runs executions of a sandbox: its hosting node for node-bound backends, else this node
+   * (every node runs every enabled adapter).
+   */
+  public String execNode(String backend, String sandboxNodeId) {
+    return Boolean.TRUE.equals(enabled.get(backend)) ? sandboxNodeId : nodeId;
+  }
+
+  /** The enabled backends whose sandboxes live on one node. */
+  public String[] nodeBound() {
+    return enabled.entrySet().stream().filter(Map.Entry::getValue).map(Map.Entry::getKey).toArray(String[]::new);
+  }
+
   public String nodeId() {
     return nodeId;
   }

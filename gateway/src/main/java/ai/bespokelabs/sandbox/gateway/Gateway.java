@@ -75,13 +75,14 @@ public final class Gateway implements AutoCloseable {
       Future<?> deployed = Database.ping(pool);
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
-          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId)));
+          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes())));
         }
       }
       httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, (conn, batch) -> Future.succeededFuture())))
           .compose(v -> vertx.deployVerticle(
               new SupervisorVerticle(pool, nodeId, clock, config.supervisionIntervalSecs())))
+          .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
               new DeploymentOptions().setInstances(config.httpInstances())))
           .await(60, TimeUnit.SECONDS);

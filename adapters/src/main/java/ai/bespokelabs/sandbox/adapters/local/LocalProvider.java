@@ -1,5 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
@@ -112,29 +114,35 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Runs the request in its sandbox. The process group stays tracked after the run while it still has
+   * Starts the request in its sandbox. The process group stays tracked after the run while it still has
    * members (background processes), so destroy can kill it.
    *
    * @throws ApiException 409 when this node holds no runtime for the sandbox (e.g. after a restart)
    */
   @Override
-  public ExecResult exec(ExecSandbox request) {
+  public ExecHandle start(ExecSandbox request, ExecSink sink) {
     SandboxRuntime runtime = runtimes.get(request.sandboxId());
     if (runtime == null) {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
     ProcessSpec spec = ProcessSpec.of(runtime.dir, runtime.env, request);
-    AtomicLong group = new AtomicLong(-1);
-    try {
-      return runner.run(spec, pgid -> {
-        group.set(pgid);
-        if (!runtime.track(pgid)) {
-          ProcessGroups.kill(List.of(pgid));
-        }
-      });
-    } finally {
-      runtime.prune();
-    }
+    ExecSink pruning = new ExecSink() {
+      @Override
+      public void output(Stream stream, byte[] data) throws InterruptedException {
+        sink.output(stream, data);
+      }
+
+      @Override
+      public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+        runtime.prune();
+        sink.exited(exitCode, timedOut, cancelled, durationMs);
+      }
+    };
+    return runner.start(spec, request.keepStdin(), pruning, pgid -> {
+      if (!runtime.track(pgid)) {
+        ProcessGroups.kill(List.of(pgid));
+      }
+    });
   }
 
   /**

@@ -80,6 +80,14 @@ final class ProcessGroups {
     return Optional.of(groups);
   }
 
+  /** Sends {@code TERM}, {@code KILL} or {@code INT} to group {@code pgid}, if it still has members. */
+  static void signal(long pgid, String signal) {
+    if (pgid <= 1 || KILL.isEmpty() || !java.util.Set.of("TERM", "KILL", "INT").contains(signal)) {
+      return;
+    }
+    runQuietly(List.of(KILL.get().toString(), "-" + signal, "--", "-" + pgid));
+  }
+
   private static int runQuietly(List<String> argv) {
     try {
       Process p = new ProcessBuilder(argv).redirectOutput(ProcessBuilder.Redirect.DISCARD)

@@ -1,44 +1,49 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 import java.util.stream.Stream;
 
 /**
- * Runs one {@link ProcessSpec} to completion on the host: as the leader of its own process group (through
- * {@code setsid}), with exactly the spec's environment, stdin closed, both output pipes drained
- * concurrently up to the cap, and the whole group killed on timeout (exit code 124). Blocking; call it
- * off the event loop.
+ * Runs one {@link ProcessSpec} on the host as the leader of its own process group (through {@code setsid}),
+ * with exactly the spec's environment, streaming both output pipes to an {@link ExecSink} and killing the
+ * whole group on timeout (exit code 124). Nothing blocks the caller: the program is watched by pool threads.
  */
 public final class ProcessRunner {
   /** The exit code of a run killed by its timeout, as {@code timeout(1)} reports it. */
   public static final int TIMEOUT_EXIT_CODE = 124;
-  /** How long output may still be collected after the program exits (background children may hold the pipes). */
+  /**
+   * After the program exits, a pipe that stays open without delivering anything for this long is held by a
+   * background child; the run ends without waiting for it.
+   */
   static final Duration DRAIN_GRACE = Duration.ofMillis(200);
+  static final int CHUNK = 64 * 1024;
 
   /*
    * Platform daemon threads, not virtual ones: a blocking pipe read pins a virtual thread's carrier, and a
-   * background process holding a pipe would keep it pinned, starving the adapter's virtual threads.
+   * background process holding a pipe would keep it pinned.
    */
-  private static final ExecutorService READERS =
-      Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("process-output-", 0).factory());
+  private static final ExecutorService THREADS =
+      Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("process-", 0).factory());
 
   private final String backend;
 
@@ -47,21 +52,13 @@ public final class ProcessRunner {
     this.backend = Objects.requireNonNull(backend, "backend");
   }
 
-  /** Observes one run. A streaming output callback would join this interface. */
-  @FunctionalInterface
-  public interface Listener {
-    /** The program started as the leader of process group {@code pgid}; called before waiting on it. */
-    void started(long pgid);
-  }
-
   /**
-   * Runs {@code spec} and returns its exit code, capped output and duration.
+   * Starts {@code spec}; {@code started} receives the process group id before any output is read.
    *
    * @throws ApiException 422 when the working directory does not exist
-   * @throws ProviderException {@code execution_failed} when the program cannot be started (outcome failed)
-   *     or the waiting thread is interrupted (the group is killed; outcome unknown)
+   * @throws ProviderException {@code execution_failed} when the program cannot be started
    */
-  public ExecResult run(ProcessSpec spec, Listener listener) {
+  public ExecHandle start(ProcessSpec spec, boolean keepStdin, ExecSink sink, LongConsumer started) {
     Path setsid = ProcessGroups.setsid()
         .orElseThrow(() -> failure(ErrorCode.BACKEND_NOT_INSTALLED, ProviderError.Outcome.FAILED, null));
     if (!Files.isDirectory(spec.cwd())) {
@@ -70,39 +67,171 @@ public final class ProcessRunner {
     if (!programExists(spec)) {
       throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
     }
-    long started = System.nanoTime();
-    Process process = start(setsid, spec);
-    long pgid = process.pid();
-    listener.started(pgid);
-    try {
-      process.getOutputStream().close();
-    } catch (IOException ignored) {
-      // the child is already gone; its exit status tells the rest
+    long t0 = System.nanoTime();
+    Process process = launch(setsid, spec);
+    Run run = new Run(process, keepStdin, sink, t0);
+    started.accept(run.pgid);
+    if (!keepStdin) {
+      run.closeStdin();
     }
-    OutputCapture out = new OutputCapture(process.getInputStream(), spec.outputLimitBytes());
-    OutputCapture err = new OutputCapture(process.getErrorStream(), spec.outputLimitBytes());
-    Future<?> outReader = READERS.submit(out);
-    Future<?> errReader = READERS.submit(err);
-    boolean timedOut;
-    try {
-      timedOut = !process.waitFor(spec.timeoutSecs(), TimeUnit.SECONDS);
-      if (timedOut) {
-        ProcessGroups.kill(List.of(pgid));
-      }
-      awaitReaders(outReader, errReader);
-    } catch (InterruptedException e) {
-      ProcessGroups.kill(List.of(pgid));
-      Thread.currentThread().interrupt();
-      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.UNKNOWN, e);
-    }
-    long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-    String stdout = out.finish();
-    String stderr = err.finish();
-    return new ExecResult(timedOut ? TIMEOUT_EXIT_CODE : process.exitValue(), stdout, stderr,
-        out.truncated(), err.truncated(), timedOut, durationMs);
+    Reader out = new Reader(process.getInputStream(), ExecSink.Stream.STDOUT, sink);
+    Reader err = new Reader(process.getErrorStream(), ExecSink.Stream.STDERR, sink);
+    THREADS.execute(out);
+    THREADS.execute(err);
+    THREADS.execute(() -> run.watch(spec.timeoutSecs(), out, err));
+    return run;
   }
 
-  private Process start(Path setsid, ProcessSpec spec) {
+  /** One running program: its stdin, its group, and the thread that waits for its end. */
+  private final class Run implements ExecHandle {
+    final Process process;
+    final long pgid;
+    final ExecSink sink;
+    final long t0;
+    private final OutputStream stdin;
+    private boolean stdinClosed;
+    private volatile boolean signalled;
+
+    Run(Process process, boolean keepStdin, ExecSink sink, long t0) {
+      this.process = process;
+      this.pgid = process.pid();
+      this.sink = sink;
+      this.t0 = t0;
+      this.stdin = process.getOutputStream();
+      this.stdinClosed = false;
+    }
+
+    void watch(int timeoutSecs, Reader out, Reader err) {
+      boolean timedOut = false;
+      try {
+        timedOut = !process.waitFor(timeoutSecs, TimeUnit.SECONDS);
+        if (timedOut) {
+          ProcessGroups.kill(List.of(pgid));
+          process.waitFor();
+        }
+        drain(out, err);
+      } catch (InterruptedException e) {
+        ProcessGroups.kill(List.of(pgid));
+        Thread.currentThread().interrupt();
+      }
+      closeStdin();
+      long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      int code = timedOut ? TIMEOUT_EXIT_CODE : process.exitValue();
+      sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
+    }
+
+    /**
+     * Waits until both readers reached end of file, except a reader idle in {@code read} for the drain grace
+     * (a background child holds its pipe). A reader blocked in the sink is delivering and is always awaited.
+     */
+    private void drain(Reader... readers) throws InterruptedException {
+      while (true) {
+        boolean waiting = false;
+        for (Reader r : readers) {
+          if (!r.done && (r.inSink || System.nanoTime() - r.lastProgress < DRAIN_GRACE.toNanos())) {
+            waiting = true;
+          }
+        }
+        if (!waiting) {
+          for (Reader r : readers) {
+            r.abandoned = true;
+          }
+          return;
+        }
+        Thread.sleep(2);
+      }
+    }
+
+    @Override
+    public synchronized void writeStdin(byte[] data) {
+      if (stdinClosed) {
+        throw ApiException.conflict("stdin is closed");
+      }
+      try {
+        stdin.write(data);
+        stdin.flush();
+      } catch (IOException e) {
+        closeStdin();
+        throw ApiException.conflict("stdin is closed");
+      }
+    }
+
+    @Override
+    public synchronized void closeStdin() {
+      if (!stdinClosed) {
+        stdinClosed = true;
+        try {
+          stdin.close();
+        } catch (IOException ignored) {
+          // the program is gone; nothing to close
+        }
+      }
+    }
+
+    @Override
+    public void signal(String signal) {
+      signalled = true;
+      ProcessGroups.signal(pgid, signal);
+    }
+  }
+
+  /** Reads one pipe to its end in chunks that end on UTF-8 boundaries, handing each to the sink. */
+  private static final class Reader implements Runnable {
+    final InputStream in;
+    final ExecSink.Stream stream;
+    final ExecSink sink;
+    volatile boolean done;
+    volatile boolean inSink;
+    volatile boolean abandoned;
+    volatile long lastProgress = System.nanoTime();
+
+    Reader(InputStream in, ExecSink.Stream stream, ExecSink sink) {
+      this.in = in;
+      this.stream = stream;
+      this.sink = sink;
+    }
+
+    @Override
+    public void run() {
+      byte[] buf = new byte[CHUNK + 4];
+      int carried = 0;
+      try (in) {
+        int n;
+        while ((n = in.read(buf, carried, CHUNK)) >= 0) {
+          lastProgress = System.nanoTime();
+          int len = carried + n;
+          int cut = Utf8.completePrefix(buf, len);
+          deliver(Arrays.copyOf(buf, cut));
+          carried = len - cut;
+          System.arraycopy(buf, cut, buf, 0, carried);
+        }
+        if (carried > 0) {
+          deliver(Arrays.copyOf(buf, carried));
+        }
+      } catch (IOException ignored) {
+        // the pipe was closed under us: what was read so far is the output
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        done = true;
+      }
+    }
+
+    private void deliver(byte[] chunk) throws InterruptedException {
+      if (chunk.length == 0 || abandoned) {
+        return;
+      }
+      inSink = true;
+      try {
+        sink.output(stream, chunk);
+      } finally {
+        inSink = false;
+        lastProgress = System.nanoTime();
+      }
+    }
+  }
+
+  private Process launch(Path setsid, ProcessSpec spec) {
     List<String> argv = new ArrayList<>(spec.argv().size() + 1);
     argv.add(setsid.toString());
     argv.addAll(spec.argv());
@@ -136,22 +265,6 @@ public final class ProcessRunner {
 
   private static boolean isExecutableFile(Path p) {
     return Files.isRegularFile(p) && Files.isExecutable(p);
-  }
-
-  /** Waits for both readers together for at most {@link #DRAIN_GRACE}; stragglers keep reading alone. */
-  private static void awaitReaders(Future<?>... readers) throws InterruptedException {
-    long deadline = System.nanoTime() + DRAIN_GRACE.toNanos();
-    for (Future<?> reader : readers) {
-      long left = deadline - System.nanoTime();
-      if (left <= 0) {
-        return;
-      }
-      try {
-        reader.get(left, TimeUnit.NANOSECONDS);
-      } catch (ExecutionException | TimeoutException e) {
-        // a reader that failed or is still blocked keeps what it captured so far
-      }
-    }
   }
 
   private ProviderException failure(ErrorCode code, ProviderError.Outcome outcome, Throwable cause) {

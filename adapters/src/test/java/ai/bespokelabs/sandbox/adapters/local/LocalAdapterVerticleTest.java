@@ -44,7 +44,7 @@ class LocalAdapterVerticleTest {
   void deploy() throws Exception {
     vertx = Vertx.vertx();
     Messages.registerCodecs(vertx.eventBus());
-    await(vertx.deployVerticle(new AdapterVerticle(new LocalProvider(data, Clock.systemUTC()), "node1")));
+    await(vertx.deployVerticle(new AdapterVerticle(new LocalProvider(data, Clock.systemUTC()), "node1", 1 << 20)));
   }
 
   @AfterEach

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.adapters.local;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ai.bespokelabs.sandbox.adapters.CapturingSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -33,7 +34,13 @@ class ProcessRunnerTest {
 
   private ExecResult run(List<String> argv, Map<String, String> env, int timeoutSecs, int cap) {
     ProcessSpec spec = new ProcessSpec(argv, dir, ProcessSpec.environment(dir, Map.of(), env), timeoutSecs, cap);
-    return runner.run(spec, group::set);
+    return runToEnd(spec);
+  }
+
+  private ExecResult runToEnd(ProcessSpec spec) {
+    CapturingSink sink = new CapturingSink(spec.outputLimitBytes());
+    runner.start(spec, false, sink, group::set);
+    return sink.await();
   }
 
   private ExecResult run(List<String> argv) {
@@ -151,7 +158,7 @@ class ProcessRunnerTest {
     Map<String, String> env = ProcessSpec.environment(dir, Map.of(), Map.of());
     ProcessSpec spec = new ProcessSpec(List.of("true"), dir.resolve("nope"), env, 10, 1024);
 
-    assertThatThrownBy(() -> runner.run(spec, group::set))
+    assertThatThrownBy(() -> runToEnd(spec))
         .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(422));
   }
 }

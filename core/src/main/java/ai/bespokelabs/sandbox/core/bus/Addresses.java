@@ -8,11 +8,21 @@ public final class Addresses {
   public static final String EXEC = "exec";
   public static final String DESTROY = "destroy";
   public static final String HEALTH = "health";
+  public static final String START = "start";
+  public static final String ATTACH = "attach";
+  public static final String DETACH = "detach";
+  public static final String STDIN = "stdin";
+  public static final String SIGNAL = "signal";
 
   /** Published (wake-up only) after a transaction that wrote lifecycle events commits. */
   public static final String LIFECYCLE_WAKEUP = "sandbox.lifecycle";
 
   private Addresses() {}
+
+  /** Where a node stores the results of the asynchronous executions it started. */
+  public static String recorder(String nodeId) {
+    return "sandbox.exec.recorder." + nodeId;
+  }
 
   /** Node-independent operations of a backend (create of remote sandboxes, health, listing). */
   public static String adapter(String backend) {

@@ -19,6 +19,13 @@ public final class Messages {
     RecordCodec.register(bus, ExecResult.class, ExecResult::toJson, ExecResult::fromJson);
     RecordCodec.register(bus, DestroySandbox.class, DestroySandbox::toJson, DestroySandbox::fromJson);
     RecordCodec.register(bus, SandboxDestroyed.class, SandboxDestroyed::toJson, SandboxDestroyed::fromJson);
+    RecordCodec.register(bus, ExecStarted.class, ExecStarted::toJson, ExecStarted::fromJson);
+    RecordCodec.register(bus, StreamEvent.class, StreamEvent::toJson, StreamEvent::fromJson);
+    RecordCodec.register(bus, AttachExec.class, AttachExec::toJson, AttachExec::fromJson);
+    RecordCodec.register(bus, DetachExec.class, DetachExec::toJson, DetachExec::fromJson);
+    RecordCodec.register(bus, StdinExec.class, StdinExec::toJson, StdinExec::fromJson);
+    RecordCodec.register(bus, SignalExec.class, SignalExec::toJson, SignalExec::fromJson);
+    RecordCodec.register(bus, ExecFinished.class, ExecFinished::toJson, ExecFinished::fromJson);
   }
 
   /** Create one sandbox. {@code createToken} is stamped on the provider resource. */
@@ -49,13 +56,26 @@ public final class Messages {
   /**
    * Run one program. Exactly one of {@code code} (run by the {@code language} interpreter) and
    * {@code command} is set; {@code args == null} means {@code command} is a shell command line.
+   * {@code keepStdin} keeps the program's stdin open for writes. With a {@code recorderAddress} the
+   * request is answered as soon as the program started ({@link ExecStarted}) and the final result goes to
+   * the recorder; without one the answer is the {@link ExecResult}. A {@code subscriberAddress} is
+   * attached before the program starts, so it receives every byte.
    */
   public record ExecSandbox(String sandboxId, String executionId, String providerResourceId, String code,
       String language, String command, List<String> args, Map<String, String> env, String cwd,
-      int timeoutSecs, int outputLimitBytes) {
+      int timeoutSecs, int outputLimitBytes, boolean keepStdin, String recorderAddress,
+      String subscriberAddress) {
     public ExecSandbox {
       args = args == null ? null : List.copyOf(args);
       env = env == null ? Map.of() : Map.copyOf(env);
+    }
+
+    /** The blocking form: answered with the {@link ExecResult} once the program exits. */
+    public ExecSandbox(String sandboxId, String executionId, String providerResourceId, String code,
+        String language, String command, List<String> args, Map<String, String> env, String cwd,
+        int timeoutSecs, int outputLimitBytes) {
+      this(sandboxId, executionId, providerResourceId, code, language, command, args, env, cwd, timeoutSecs,
+          outputLimitBytes, false, null, null);
     }
 
     JsonObject toJson() {
@@ -63,7 +83,8 @@ public final class Messages {
           .put("provider_resource_id", providerResourceId).put("code", code).put("language", language)
           .put("command", command).put("args", args == null ? null : new JsonArray(args))
           .put("env", new JsonObject(Map.copyOf(env))).put("cwd", cwd).put("timeout_secs", timeoutSecs)
-          .put("output_limit_bytes", outputLimitBytes);
+          .put("output_limit_bytes", outputLimitBytes).put("keep_stdin", keepStdin)
+          .put("recorder_address", recorderAddress).put("subscriber_address", subscriberAddress);
     }
 
     @SuppressWarnings("unchecked")
@@ -73,23 +94,131 @@ public final class Messages {
       return new ExecSandbox(j.getString("sandbox_id"), j.getString("execution_id"),
           j.getString("provider_resource_id"), j.getString("code"), j.getString("language"),
           j.getString("command"), args == null ? null : args.stream().map(String::valueOf).toList(), env,
-          j.getString("cwd"), j.getInteger("timeout_secs"), j.getInteger("output_limit_bytes"));
+          j.getString("cwd"), j.getInteger("timeout_secs"), j.getInteger("output_limit_bytes"),
+          j.getBoolean("keep_stdin", false), j.getString("recorder_address"), j.getString("subscriber_address"));
     }
   }
 
-  /** The outcome of one execution; output is capped at the request's limit with truncation flags. */
+  /**
+   * The outcome of one execution; output is capped at the request's limit with truncation flags.
+   * {@code cancelled}: ended by a signal sent through the API; {@code lastSeq}: the last output sequence
+   * number streamed.
+   */
   public record ExecResult(int exitCode, String stdout, String stderr, boolean stdoutTruncated,
-      boolean stderrTruncated, boolean timedOut, long durationMs) {
-    JsonObject toJson() {
-      return new JsonObject().put("exit_code", exitCode).put("stdout", stdout).put("stderr", stderr)
-          .put("stdout_truncated", stdoutTruncated).put("stderr_truncated", stderrTruncated)
-          .put("timed_out", timedOut).put("duration_ms", durationMs);
+      boolean stderrTruncated, boolean timedOut, long durationMs, boolean cancelled, long lastSeq) {
+
+    public ExecResult(int exitCode, String stdout, String stderr, boolean stdoutTruncated, boolean stderrTruncated,
+        boolean timedOut, long durationMs) {
+      this(exitCode, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs, false, 0);
     }
 
-    static ExecResult fromJson(JsonObject j) {
+    /** {@code timed_out}, {@code cancelled} or {@code completed}. */
+    public String status() {
+      return timedOut ? "timed_out" : cancelled ? "cancelled" : "completed";
+    }
+
+    public JsonObject toJson() {
+      return new JsonObject().put("exit_code", exitCode).put("stdout", stdout).put("stderr", stderr)
+          .put("stdout_truncated", stdoutTruncated).put("stderr_truncated", stderrTruncated)
+          .put("timed_out", timedOut).put("duration_ms", durationMs).put("cancelled", cancelled)
+          .put("last_seq", lastSeq);
+    }
+
+    public static ExecResult fromJson(JsonObject j) {
       return new ExecResult(j.getInteger("exit_code"), j.getString("stdout"), j.getString("stderr"),
           j.getBoolean("stdout_truncated"), j.getBoolean("stderr_truncated"), j.getBoolean("timed_out"),
-          j.getLong("duration_ms"));
+          j.getLong("duration_ms"), j.getBoolean("cancelled", false), j.getLong("last_seq", 0L));
+    }
+  }
+
+  /** An asynchronous execution started on {@code nodeId}. */
+  public record ExecStarted(String executionId, String nodeId) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("node_id", nodeId);
+    }
+
+    static ExecStarted fromJson(JsonObject j) {
+      return new ExecStarted(j.getString("execution_id"), j.getString("node_id"));
+    }
+  }
+
+  /**
+   * One event of an execution's stream, sent to a subscriber as a request whose reply is the credit for
+   * the next one. Types: {@code output} ({@code stream}, {@code data}), {@code notice} and {@code gap}
+   * ({@code info}), {@code exit} ({@code info} = the result), {@code evicted} (the subscriber was too slow
+   * to answer and was dropped; it may resume).
+   */
+  public record StreamEvent(String type, long seq, String stream, byte[] data, JsonObject info) {
+    public static final String OUTPUT = "output";
+    public static final String NOTICE = "notice";
+    public static final String GAP = "gap";
+    public static final String EXIT = "exit";
+    public static final String EVICTED = "evicted";
+
+    JsonObject toJson() {
+      return new JsonObject().put("type", type).put("seq", seq).put("stream", stream).put("data", data)
+          .put("info", info);
+    }
+
+    static StreamEvent fromJson(JsonObject j) {
+      return new StreamEvent(j.getString("type"), j.getLong("seq"), j.getString("stream"), j.getBinary("data"),
+          j.getJsonObject("info"));
+    }
+  }
+
+  /** Attach a subscriber to a running (or recently finished) execution, from the event after {@code after}. */
+  public record AttachExec(String executionId, String subscriberAddress, long after) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("subscriber_address", subscriberAddress)
+          .put("after", after);
+    }
+
+    static AttachExec fromJson(JsonObject j) {
+      return new AttachExec(j.getString("execution_id"), j.getString("subscriber_address"), j.getLong("after"));
+    }
+  }
+
+  /** The subscriber went away. */
+  public record DetachExec(String executionId, String subscriberAddress) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("subscriber_address", subscriberAddress);
+    }
+
+    static DetachExec fromJson(JsonObject j) {
+      return new DetachExec(j.getString("execution_id"), j.getString("subscriber_address"));
+    }
+  }
+
+  /** Bytes for the program's stdin; {@code eof} closes it after writing them. */
+  public record StdinExec(String executionId, byte[] data, boolean eof) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("data", data).put("eof", eof);
+    }
+
+    static StdinExec fromJson(JsonObject j) {
+      return new StdinExec(j.getString("execution_id"), j.getBinary("data"), j.getBoolean("eof", false));
+    }
+  }
+
+  /** Send {@code TERM}, {@code KILL} or {@code INT} to the execution's whole process group. */
+  public record SignalExec(String executionId, String signal) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("signal", signal);
+    }
+
+    static SignalExec fromJson(JsonObject j) {
+      return new SignalExec(j.getString("execution_id"), j.getString("signal"));
+    }
+  }
+
+  /** The final result of an asynchronous execution, for the recorder that stores it. */
+  public record ExecFinished(String executionId, ExecResult result) {
+    JsonObject toJson() {
+      return new JsonObject().put("execution_id", executionId).put("result", result.toJson());
+    }
+
+    static ExecFinished fromJson(JsonObject j) {
+      return new ExecFinished(j.getString("execution_id"), ExecResult.fromJson(j.getJsonObject("result")));
     }
   }
 

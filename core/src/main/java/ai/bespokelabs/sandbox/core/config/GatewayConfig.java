@@ -25,6 +25,7 @@ public record GatewayConfig(
     int maxRequestBodyBytes,
     int execOutputLimitBytes,
     int execTimeoutSecs,
+    int execJournalBytes,
     Optional<String> nodeId,
     int httpInstances,
     int shutdownGraceSecs) {
@@ -32,19 +33,19 @@ public record GatewayConfig(
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, Optional.of(pepper),
         Optional.of(adminToken), allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes,
-        execOutputLimitBytes, execTimeoutSecs, nodeId, httpInstances, shutdownGraceSecs);
+        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs);
   }
 
   public GatewayConfig withNodeId(String id) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, Optional.of(id), httpInstances, shutdownGraceSecs);
+        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs);
   }
 
   public GatewayConfig withPort(int newPort) {
     return new GatewayConfig(host, newPort, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, nodeId, httpInstances, shutdownGraceSecs);
+        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs);
   }
 
   public String requireNodeId() {

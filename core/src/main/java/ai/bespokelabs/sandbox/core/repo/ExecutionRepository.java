@@ -41,8 +41,11 @@ public final class ExecutionRepository {
                hourly_rate_usd
         FROM sandboxes WHERE id = $1 AND organization_id = $2),
       ins AS (
-        INSERT INTO executions (id, organization_id, sandbox_id, request_id, api_key_id, status, created_at)
-        SELECT $3, $2, s.id, $4, $5, 'running', $6 FROM s WHERE s.status = 'running'
+        INSERT INTO executions (id, organization_id, sandbox_id, request_id, api_key_id, status, created_at,
+          node_id, stdin_open)
+        SELECT $3, $2, s.id, $4, $5, 'running', $6,
+               CASE WHEN s.backend = ANY($8::text[]) THEN s.node_id ELSE $9 END, $10
+        FROM s WHERE s.status = 'running'
         ON CONFLICT (organization_id, sandbox_id, request_id) DO NOTHING
         RETURNING id),
       ev AS (
@@ -50,11 +53,15 @@ public final class ExecutionRepository {
         SELECT $7, $2, $1, ins.id, 'execution.started', 'running', $6 FROM ins)
       SELECT s.*, (SELECT count(*) FROM ins) AS inserted FROM s""";
 
-  /** Looks up the sandbox and, if it is running, inserts the running execution, in one statement. */
+  /**
+   * Looks up the sandbox and, if it is running, inserts the running execution, in one statement. The
+   * execution runs on the sandbox's node for {@code nodeBoundBackends}, else on {@code nodeId}.
+   */
   public Future<Start> start(String orgId, String sandboxId, String executionId, String requestId, String keyId,
-      OffsetDateTime now) {
+      OffsetDateTime now, String[] nodeBoundBackends, String nodeId, boolean stdinOpen) {
     return pool.preparedQuery(START)
-        .execute(Tuple.of(sandboxId, orgId, executionId, requestId, keyId, now, Ids.newId("evt")))
+        .execute(Tuple.of(sandboxId, orgId, executionId, requestId, keyId, now, Ids.newId("evt"))
+            .addArrayOfString(nodeBoundBackends).addString(nodeId).addBoolean(stdinOpen))
         .compose(rows -> {
           Row r = ApiKeyRepository.first(rows).orElseThrow(() -> ApiException.notFound("sandbox not found"));
           Target t = new Target(r.getString("id"), r.getString("status"), r.getString("backend"),
@@ -86,14 +93,34 @@ public final class ExecutionRepository {
       INSERT INTO lifecycle_events (id, organization_id, sandbox_id, execution_id, type, status, occurred_at, data)
       SELECT $8, e.organization_id, e.sandbox_id, e.id, $9, $2, $7, $10 FROM e""";
 
-  /** Stores the response of a completed execution. */
-  public Future<Void> complete(String executionId, JsonObject response, int exitCode, long durationMs,
+  /** Stores the response of an execution that ran to its end ({@code completed}, {@code timed_out}, {@code cancelled}). */
+  public Future<Void> complete(String executionId, String status, JsonObject response, int exitCode, long durationMs,
       OffsetDateTime now) {
     return pool.preparedQuery(FINISH)
-        .execute(Tuple.of(executionId, "completed", response, null, exitCode, durationMs, now, Ids.newId("evt"),
-            "execution.completed", new JsonObject().put("exit_code", exitCode).put("duration_ms", durationMs)))
+        .execute(Tuple.of(executionId, status, response, null, exitCode, durationMs, now, Ids.newId("evt"),
+            "execution." + status, new JsonObject().put("exit_code", exitCode).put("duration_ms", durationMs)))
         .mapEmpty();
   }
+
+  /** What the recorder of an asynchronous execution needs to build its stored response. */
+  public record Pending(String requestId, String sandboxId, BigDecimal hourlyRateUsd) {}
+
+  public Future<Optional<Pending>> pending(String executionId) {
+    return pool.preparedQuery("SELECT e.request_id, e.sandbox_id, s.hourly_rate_usd FROM executions e"
+            + " JOIN sandboxes s ON s.id = e.sandbox_id WHERE e.id = $1")
+        .execute(Tuple.of(executionId))
+        .map(rows -> ApiKeyRepository.first(rows).map(r -> new Pending(r.getString(0), r.getString(1),
+            r.getBigDecimal(2))));
+  }
+
+  /** One execution of one sandbox of the organization. */
+  public Future<Optional<ExecutionRecord>> find(String orgId, String sandboxId, String executionId, boolean byId) {
+    return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS
+            + " FROM executions WHERE organization_id = $1 AND sandbox_id = $2 AND id = $3")
+        .execute(Tuple.of(orgId, sandboxId, executionId))
+        .map(rows -> ApiKeyRepository.first(rows).map(ExecutionRecord::from));
+  }
+
 
   /** Stores the error payload of a failed execution. */
   public Future<Void> fail(String executionId, JsonObject error, long durationMs, OffsetDateTime now) {

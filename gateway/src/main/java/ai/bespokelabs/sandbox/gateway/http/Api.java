@@ -59,7 +59,7 @@ public final class Api {
 
   static void write(RoutingContext ctx, Reply r) {
     HttpServerResponse res = ctx.response();
-    if (res.ended() || res.closed()) {
+    if (r == Reply.HANDLED || res.ended() || res.closed()) {
       return;
     }
     res.setStatusCode(r.status());

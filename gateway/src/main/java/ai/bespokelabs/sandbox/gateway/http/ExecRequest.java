@@ -2,16 +2,27 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
 
-/** A validated {@code POST /v1/sandboxes/{id}/execute} body: exactly one of code and command. */
-public record ExecRequest(String code, String language, String command, List<String> args) {
+/**
+ * A validated execute body: exactly one of code and command, plus the optional {@code env}, {@code cwd},
+ * {@code timeout_secs} and {@code stdin} (keep stdin open; only for started executions).
+ */
+public record ExecRequest(String code, String language, String command, List<String> args, Map<String, String> env,
+    String cwd, Integer timeoutSecs, boolean stdin) {
   static final int MAX_SOURCE = 1 << 20;
+  private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
 
   public static ExecRequest parse(Body body) {
     String code = body.string("code", false, 0, MAX_SOURCE);
     String language = body.string("language", false, 1, 32);
     String command = body.string("command", false, 0, MAX_SOURCE);
     List<String> args = body.stringList("args");
+    Map<String, String> env = body.stringMap("env");
+    String cwd = body.string("cwd", false, 1, 4096);
+    Integer timeout = body.integer("timeout_secs", 0, null);
+    Boolean stdin = body.bool("stdin");
     body.check();
     if ((code == null) == (command == null)) {
       throw ApiException.invalid("provide exactly one of code or command");
@@ -24,6 +35,17 @@ public record ExecRequest(String code, String language, String command, List<Str
     if ((code != null && code.indexOf('\0') >= 0) || (command != null && command.indexOf('\0') >= 0)) {
       throw ApiException.invalid("code and command must not contain NUL characters");
     }
-    return new ExecRequest(code, language == null ? "python" : language, command, args);
+    if (env != null) {
+      for (Map.Entry<String, String> e : env.entrySet()) {
+        if (!ENV_NAME.matcher(e.getKey()).matches()) {
+          throw ApiException.invalid("env var names must match [A-Za-z_][A-Za-z0-9_]*");
+        }
+        if (e.getValue().indexOf('\0') >= 0) {
+          throw ApiException.invalid("env var values must not contain NUL characters");
+        }
+      }
+    }
+    return new ExecRequest(code, language == null ? "python" : language, command, args,
+        env == null ? Map.of() : env, cwd, timeout, Boolean.TRUE.equals(stdin));
   }
 }

@@ -21,6 +21,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class HttpVerticle extends VerticleBase {
   public static final String OPENAPI_RESOURCE = "openapi.json";
+  /** Larger client frames close the socket with 1009 (message too big). */
+  static final int MAX_WEBSOCKET_FRAME = 1 << 20;
 
   private final Services services;
   private HttpServer server;
@@ -33,13 +35,23 @@ public final class HttpVerticle extends VerticleBase {
   public static Router router(io.vertx.core.Vertx vertx, Services services) {
     Router router = Router.router(vertx);
     router.route().handler(new SecurityHeaders());
-    router.route().handler(BodyHandler.create(false).setBodyLimit(services.config().maxRequestBodyBytes())
-        .setHandleFileUploads(false));
+    // bodies are read for POST/PUT/PATCH/DELETE only: streams and WebSocket upgrades must keep their request
+    BodyHandler bodies = BodyHandler.create(false).setBodyLimit(services.config().maxRequestBodyBytes())
+        .setHandleFileUploads(false);
+    router.route().handler(ctx -> {
+      HttpMethod m = ctx.request().method();
+      if (m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.PATCH || m == HttpMethod.DELETE) {
+        bodies.handle(ctx);
+      } else {
+        ctx.next();
+      }
+    });
     Api api = new Api(router, services);
     JsonObject openapi = openApiDocument().toJsonObject();
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi)));
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
+    new ExecutionApi(vertx, services).register(api);
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
     for (int status : new int[] {400, 404, 405, 413, 415}) {
@@ -68,7 +80,9 @@ public final class HttpVerticle extends VerticleBase {
         .setTcpNoDelay(true)
         // The h2c upgrade of a large response strands common clients (curl, java.net.http) mid-switch;
         // serve cleartext as HTTP/1.1 and leave HTTP/2 to TLS (ALPN) at the proxy.
-        .setHttp2ClearTextEnabled(false);
+        .setHttp2ClearTextEnabled(false)
+        .setMaxWebSocketFrameSize(MAX_WEBSOCKET_FRAME)
+        .setMaxWebSocketMessageSize(MAX_WEBSOCKET_FRAME);
     server = vertx.createHttpServer(options).requestHandler(router(vertx, services));
     return server.listen();
   }

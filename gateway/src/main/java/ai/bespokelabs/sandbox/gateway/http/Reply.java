@@ -13,6 +13,9 @@ public record Reply(int status, Object body, MultiMap headers) {
     return new Reply(200, body, null);
   }
 
+  /** The endpoint wrote (or upgraded) the response itself. */
+  public static final Reply HANDLED = new Reply(0, null, null);
+
   public static Reply noContent() {
     return new Reply(204, null, null);
   }

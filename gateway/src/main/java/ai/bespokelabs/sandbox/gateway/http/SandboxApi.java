@@ -5,15 +5,12 @@ import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
-import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
-import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
-import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
@@ -22,14 +19,11 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import java.math.BigDecimal;
-import java.math.RoundingMode;
 import java.nio.charset.StandardCharsets;
 import java.time.OffsetDateTime;
 import java.util.Base64;
@@ -39,7 +33,6 @@ import java.util.List;
 public final class SandboxApi {
   static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
-  static final long EXEC_GRACE_MS = 30_000L;
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
   private final Vertx vertx;
@@ -56,7 +49,6 @@ public final class SandboxApi {
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_READ, this::get);
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/detail", Scopes.SANDBOXES_READ, this::detail);
     api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE, this::terminate);
-    api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/execute", Scopes.SANDBOXES_EXECUTE, this::execute);
   }
 
   // ---- create ----------------------------------------------------------------------------------------
@@ -211,81 +203,6 @@ public final class SandboxApi {
     return (int) n;
   }
 
-  // ---- execute ---------------------------------------------------------------------------------------
-
-  private Future<Reply> execute(RoutingContext ctx, Principal p) {
-    String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
-    String requestId = idempotencyKey(ctx);
-    String rid = requestId != null ? requestId : Ids.newId("req");
-    String executionId = Ids.newId("exe");
-    OffsetDateTime now = s.now();
-    return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now)
-        .compose(start -> {
-          ExecutionRepository.Target t = start.target();
-          if (!"running".equals(t.status())) {
-            throw ApiException.conflict("sandbox is " + t.status());
-          }
-          if (!start.started()) {
-            return replay(start);
-          }
-          publishWakeup();
-          int timeout = t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execTimeoutSecs();
-          ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(),
-              req.language(), req.command(), req.args(), null, null, timeout, s.config().execOutputLimitBytes());
-          return vertx.eventBus().<ExecResult>request(s.backends().sandboxAddress(t.backend(), t.nodeId()), msg,
-                  action(Addresses.EXEC, timeout * 1000L + EXEC_GRACE_MS))
-              .map(Message::body)
-              .transform(ar -> ar.succeeded() ? completed(executionId, rid, t, ar.result())
-                  : failed(executionId, t, ar.cause()))
-              .onComplete(ar -> publishWakeup());
-        });
-  }
-
-  private Future<Reply> replay(ExecutionRepository.Start start) {
-    var existing = start.existing().orElseThrow(() -> ApiException.conflict("execution is already in progress"));
-    return switch (existing.status()) {
-      case "completed" -> Future.succeededFuture(Reply.ok(existing.response()));
-      case "running" -> Future.failedFuture(ApiException.conflict("execution is already in progress"));
-      default -> Future.failedFuture(ApiException.conflict(String.valueOf(existing.error())));
-    };
-  }
-
-  private Future<Reply> completed(String executionId, String requestId, ExecutionRepository.Target t, ExecResult r) {
-    BigDecimal seconds = BigDecimal.valueOf(r.durationMs(), 3);
-    BigDecimal provider = t.hourlyRateUsd().multiply(seconds).divide(BigDecimal.valueOf(3600), 9, RoundingMode.HALF_UP)
-        .stripTrailingZeros();
-    BigDecimal customer = provider.multiply(s.config().customerMarkup()).stripTrailingZeros();
-    JsonObject response = new JsonObject()
-        .put("request_id", requestId)
-        .put("execution_id", executionId)
-        .put("stdout", r.stdout())
-        .put("stderr", r.stderr())
-        .put("exit_code", r.exitCode())
-        .put("stdout_truncated", r.stdoutTruncated())
-        .put("stderr_truncated", r.stderrTruncated())
-        .put("timed_out", r.timedOut())
-        .put("duration_ms", r.durationMs())
-        .put("usage", new JsonObject()
-            .put("runtime_seconds", seconds.toPlainString())
-            .put("provider_cost_usd", provider.toPlainString())
-            .put("customer_cost_usd", customer.toPlainString()));
-    return s.executions().complete(executionId, response, r.exitCode(), r.durationMs(), s.now())
-        .map(v -> Reply.ok(response));
-  }
-
-  private Future<Reply> failed(String executionId, ExecutionRepository.Target t, Throwable cause) {
-    RuntimeException failure;
-    if (cause instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
-      failure = ApiException.conflict("sandbox runtime is unavailable after a control-plane restart");
-    } else {
-      failure = BusFailures.decode(cause, t.backend(), "execute");
-    }
-    JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
-        : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
-    return s.executions().fail(executionId, stored, 0, s.now()).compose(v -> Future.failedFuture(failure));
-  }
-
   // ---- helpers ---------------------------------------------------------------------------------------
 
   /** The optional {@code Idempotency-Key} header: 1 to 255 characters. */
@@ -300,11 +217,11 @@ public final class SandboxApi {
     return key;
   }
 
-  private static DeliveryOptions action(String action, long timeoutMs) {
+  static DeliveryOptions action(String action, long timeoutMs) {
     return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
   }
 
-  private void publishWakeup() {
+  void publishWakeup() {
     vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
   }
 }

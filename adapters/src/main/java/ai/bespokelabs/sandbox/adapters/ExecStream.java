@@ -1,0 +1,345 @@
+package ai.bespokelabs.sandbox.adapters;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import io.vertx.core.Context;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.EventBus;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.json.JsonObject;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The live side of one execution: a bounded journal of its sequenced output, its capped result, and the
+ * subscribers it streams to. Output arrives on the provider's threads ({@link #output} blocks while the
+ * journal is full of events an attached subscriber has not acknowledged, which stops the provider reading
+ * the pipe); delivery runs on the adapter's context, each event a bus request whose reply is the credit
+ * for the next, at most {@link #WINDOW} in flight per subscriber. Nothing relies on pausing a consumer.
+ *
+ * <p>A subscriber that resumes from events that already left the journal gets one {@code gap} event with
+ * the sequence range and byte count it missed. Output beyond the stored cap keeps streaming; a
+ * {@code notice} event marks where the stored result was truncated.
+ */
+final class ExecStream implements ExecSink {
+  static final int WINDOW = 16;
+  static final long DELIVERY_TIMEOUT_MS = 120_000;
+  private static final int MAX_TRACKED_SEQS = 4_000_000;
+
+  final String executionId;
+  private final boolean keepStdin;
+  private final Context context;
+  private final EventBus bus;
+  private final long journalLimit;
+  private final CappedOutput stdout;
+  private final CappedOutput stderr;
+  private final Map<String, Subscriber> subscribers = new LinkedHashMap<>();
+
+  // guarded by this
+  private final Ring journal = new Ring();
+  private long journalBytes;
+  private long lastSeq;
+  private long[] cumulative = new long[1024];
+  private long floor = Long.MAX_VALUE;
+  private boolean pumpScheduled;
+  private ExecResult result;
+  private boolean recorded;
+  private boolean closed;
+
+  private ExecHandle handle;
+  private Runnable onIdle = () -> { };
+
+  private record Entry(long seq, String type, String stream, byte[] data, JsonObject info) {
+    long size() {
+      return data == null ? 64 : data.length;
+    }
+
+    StreamEvent event() {
+      return new StreamEvent(type, seq, stream, data, info);
+    }
+  }
+
+  private static final class Subscriber {
+    final String address;
+    long next;
+    long acked;
+    int inFlight;
+    boolean exitSent;
+    boolean gone;
+
+    Subscriber(String address, long after) {
+      this.address = address;
+      this.next = after + 1;
+      this.acked = after;
+    }
+  }
+
+  ExecStream(String executionId, boolean keepStdin, Context context, EventBus bus, long journalLimit,
+      int outputLimit) {
+    this.executionId = executionId;
+    this.keepStdin = keepStdin;
+    this.context = context;
+    this.bus = bus;
+    this.journalLimit = journalLimit;
+    this.stdout = new CappedOutput(outputLimit);
+    this.stderr = new CappedOutput(outputLimit);
+  }
+
+  boolean keepStdin() {
+    return keepStdin;
+  }
+
+  void handle(ExecHandle h) {
+    this.handle = h;
+  }
+
+  ExecHandle handle() {
+    return handle;
+  }
+
+  /** Called on the context when the stream has ended and every subscriber got its exit event. */
+  void onIdle(Runnable r) {
+    this.onIdle = r;
+  }
+
+  synchronized ExecResult result() {
+    return result;
+  }
+
+  // ---- producer side (provider threads) -----------------------------------------------------------
+
+  @Override
+  public void output(Stream stream, byte[] data) throws InterruptedException {
+    synchronized (this) {
+      while (!closed && result == null && journalBytes + data.length > journalLimit && !journal.isEmpty()) {
+        if (journal.peekFirst().seq() <= floor) {
+          journalBytes -= journal.removeFirst().size();
+        } else {
+          wait(1000);
+        }
+      }
+      if (closed || result != null) {
+        return;
+      }
+      append(new Entry(++lastSeq, StreamEvent.OUTPUT, stream.wire(), data, null), data.length);
+      CappedOutput capture = stream == Stream.STDOUT ? stdout : stderr;
+      if (capture.append(data)) {
+        append(new Entry(++lastSeq, StreamEvent.NOTICE, stream.wire(), null, new JsonObject()
+            .put("message", stream.wire() + " exceeded the stored-output cap of " + capture.limit()
+                + " bytes; the stored result is truncated, streaming continues")
+            .put("stream", stream.wire()).put("cap_bytes", capture.limit())), 0);
+      }
+    }
+    schedulePump();
+  }
+
+  private void append(Entry e, long bytes) {
+    journal.addLast(e);
+    journalBytes += e.size();
+    if (e.seq() < MAX_TRACKED_SEQS) {
+      if (e.seq() >= cumulative.length) {
+        cumulative = Arrays.copyOf(cumulative, (int) Math.min(MAX_TRACKED_SEQS, cumulative.length * 2L));
+      }
+      cumulative[(int) e.seq()] = cumulative[(int) e.seq() - 1] + bytes;
+    }
+  }
+
+  @Override
+  public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+    synchronized (this) {
+      result = new ExecResult(exitCode, stdout.text(), stderr.text(), stdout.truncated(), stderr.truncated(),
+          timedOut, durationMs, cancelled, lastSeq);
+      notifyAll();
+    }
+    context.runOnContext(v -> onExit.run());
+  }
+
+  private Runnable onExit = () -> { };
+
+  /** What to do on the context once the program ended (answer the starter or hand the result to a recorder). */
+  void onExit(Runnable r) {
+    this.onExit = r;
+  }
+
+  /** The result is stored: exit events may go out. Call on the context. */
+  void recorded() {
+    synchronized (this) {
+      recorded = true;
+    }
+    pumpAll();
+  }
+
+  /** Stops the producer and forgets subscribers (the adapter is stopping). */
+  synchronized void close() {
+    closed = true;
+    notifyAll();
+  }
+
+  // ---- subscribers (adapter context) --------------------------------------------------------------
+
+  void attach(String address, long after) {
+    subscribers.put(address, new Subscriber(address, Math.max(0, after)));
+    updateFloor();
+    pump(subscribers.get(address));
+  }
+
+  void detach(String address) {
+    Subscriber s = subscribers.remove(address);
+    if (s != null) {
+      s.gone = true;
+      updateFloor();
+      maybeIdle();
+    }
+  }
+
+  private void schedulePump() {
+    synchronized (this) {
+      if (pumpScheduled) {
+        return;
+      }
+      pumpScheduled = true;
+    }
+    context.runOnContext(v -> {
+      synchronized (this) {
+        pumpScheduled = false;
+      }
+      pumpAll();
+    });
+  }
+
+  private void pumpAll() {
+    for (Subscriber s : subscribers.values().toArray(Subscriber[]::new)) {
+      pump(s);
+    }
+    maybeIdle();
+  }
+
+  private void pump(Subscriber s) {
+    while (!s.gone && s.inFlight < WINDOW) {
+      StreamEvent event;
+      synchronized (this) {
+        long first = journal.isEmpty() ? lastSeq + 1 : journal.peekFirst().seq();
+        if (s.next < first) {
+          event = new StreamEvent(StreamEvent.GAP, first - 1, null, null, new JsonObject()
+              .put("from_seq", s.next).put("to_seq", first - 1).put("bytes", bytesBetween(s.next, first - 1))
+              .put("message", "output left the journal before this client read it"));
+          s.next = first;
+        } else if (s.next <= lastSeq) {
+          event = entryAt(s.next, first).event();
+          s.next++;
+        } else if (result != null && recorded && !s.exitSent) {
+          event = new StreamEvent(StreamEvent.EXIT, lastSeq, null, null, result.toJson().put("status", result.status()));
+          s.exitSent = true;
+        } else {
+          break;
+        }
+      }
+      send(s, event);
+    }
+  }
+
+  private Entry entryAt(long seq, long first) {
+    return journal.get((int) (seq - first));
+  }
+
+  /** A growable ring of journal entries with index access. */
+  private static final class Ring {
+    private Entry[] items = new Entry[64];
+    private int head;
+    private int size;
+
+    boolean isEmpty() {
+      return size == 0;
+    }
+
+    Entry peekFirst() {
+      return items[head];
+    }
+
+    Entry removeFirst() {
+      Entry e = items[head];
+      items[head] = null;
+      head = (head + 1) % items.length;
+      size--;
+      return e;
+    }
+
+    void addLast(Entry e) {
+      if (size == items.length) {
+        Entry[] bigger = new Entry[items.length * 2];
+        for (int i = 0; i < size; i++) {
+          bigger[i] = items[(head + i) % items.length];
+        }
+        items = bigger;
+        head = 0;
+      }
+      items[(head + size) % items.length] = e;
+      size++;
+    }
+
+    Entry get(int index) {
+      return items[(head + index) % items.length];
+    }
+  }
+
+  private Long bytesBetween(long from, long to) {
+    if (to >= MAX_TRACKED_SEQS || from < 1) {
+      return null;
+    }
+    return cumulative[(int) to] - cumulative[(int) from - 1];
+  }
+
+  private void send(Subscriber s, StreamEvent event) {
+    s.inFlight++;
+    bus.request(s.address, event, new DeliveryOptions().setSendTimeout(DELIVERY_TIMEOUT_MS)).onComplete(ar -> {
+      s.inFlight--;
+      if (s.gone) {
+        return;
+      }
+      if (ar.failed()) {
+        if (ar.cause() instanceof ReplyException re && re.failureType() == ReplyFailure.TIMEOUT) {
+          bus.send(s.address, new StreamEvent(StreamEvent.EVICTED, s.acked, null, null,
+              new JsonObject().put("message", "the client did not read for too long; resume after seq " + s.acked)));
+        }
+        detach(s.address);
+        return;
+      }
+      if (event.type().equals(StreamEvent.OUTPUT) || event.type().equals(StreamEvent.NOTICE)
+          || event.type().equals(StreamEvent.GAP)) {
+        s.acked = Math.max(s.acked, event.seq());
+        updateFloor();
+      }
+      if (s.exitSent && s.inFlight == 0) {
+        subscribers.remove(s.address);
+        s.gone = true;
+        updateFloor();
+        maybeIdle();
+        return;
+      }
+      pump(s);
+    });
+  }
+
+  private void updateFloor() {
+    long min = Long.MAX_VALUE;
+    for (Subscriber s : subscribers.values()) {
+      min = Math.min(min, s.acked);
+    }
+    synchronized (this) {
+      floor = min;
+      notifyAll();
+    }
+  }
+
+  private void maybeIdle() {
+    boolean ended;
+    synchronized (this) {
+      ended = result != null && recorded;
+    }
+    if (ended && subscribers.isEmpty()) {
+      onIdle.run();
+    }
+  }
+}

@@ -1,0 +1,53 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import io.vertx.core.json.JsonObject;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+
+/** One client's end of an execution stream (an SSE response or a WebSocket). Used on its event loop. */
+interface ClientChannel {
+  /** Writes one event; never blocks. */
+  void write(StreamEvent event);
+
+  /** Reports a problem to the client without ending the stream (WebSocket) or before ending it (SSE). */
+  void error(String message);
+
+  boolean writeQueueFull();
+
+  void drainHandler(Runnable r);
+
+  /** Ends the stream normally (after the exit event, or when the subscription was evicted). */
+  void end();
+
+  /**
+   * The JSON form of an event: {@code {"type","seq","data"|"data_b64"}} for output (stdout/stderr as the
+   * type), the info object plus type and seq for the others.
+   */
+  static JsonObject json(StreamEvent e) {
+    if (StreamEvent.OUTPUT.equals(e.type())) {
+      JsonObject j = new JsonObject().put("type", e.stream()).put("seq", e.seq());
+      String text = utf8(e.data());
+      return text != null ? j.put("data", text) : j.put("data_b64", Base64.getEncoder().encodeToString(e.data()));
+    }
+    JsonObject j = new JsonObject().put("type", StreamEvent.EVICTED.equals(e.type()) ? "error" : e.type())
+        .put("seq", e.seq());
+    if (e.info() != null) {
+      j.mergeIn(e.info());
+    }
+    return j;
+  }
+
+  /** The bytes as a string when they are valid UTF-8, else null. */
+  static String utf8(byte[] data) {
+    try {
+      return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(data)).toString();
+    } catch (CharacterCodingException e) {
+      return null;
+    }
+  }
+}

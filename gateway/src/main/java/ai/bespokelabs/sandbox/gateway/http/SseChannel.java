@@ -1,0 +1,83 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+
+/**
+ * Server-Sent Events: {@code stdout}/{@code stderr} events with {@code id: <seq>} so {@code Last-Event-ID}
+ * resumes exactly, {@code notice} and {@code gap} events, a final {@code exit} event; comment lines as
+ * heartbeats while idle.
+ */
+final class SseChannel implements ClientChannel {
+  private static final Buffer HEARTBEAT = Buffer.buffer(": keep-alive\n\n");
+
+  private final HttpServerResponse response;
+  private long lastWrite = System.nanoTime();
+
+  /** Nothing is written until the first event, so a failure before it can still be a JSON error. */
+  SseChannel(HttpServerResponse response) {
+    this.response = response;
+  }
+
+  HttpServerResponse response() {
+    return response;
+  }
+
+  @Override
+  public void write(StreamEvent e) {
+    JsonObject j = ClientChannel.json(e);
+    String name = j.getString("type");
+    StringBuilder sb = new StringBuilder(64 + (e.data() == null ? 64 : e.data().length * 2));
+    if (StreamEvent.OUTPUT.equals(e.type()) || StreamEvent.NOTICE.equals(e.type())
+        || StreamEvent.GAP.equals(e.type())) {
+      sb.append("id: ").append(e.seq()).append('\n');
+    }
+    sb.append("event: ").append(name).append('\n').append("data: ").append(j.encode()).append("\n\n");
+    send(Buffer.buffer(sb.toString()));
+  }
+
+  @Override
+  public void error(String message) {
+    send(Buffer.buffer("event: error\ndata: " + new JsonObject().put("type", "error").put("message", message).encode()
+        + "\n\n"));
+  }
+
+  private void send(Buffer b) {
+    if (!response.closed() && !response.ended()) {
+      if (!response.headWritten()) {
+        response.setChunked(true)
+            .putHeader("Content-Type", "text/event-stream; charset=utf-8")
+            .putHeader("Cache-Control", "no-cache")
+            .putHeader("X-Accel-Buffering", "no");
+      }
+      lastWrite = System.nanoTime();
+      response.write(b);
+    }
+  }
+
+  /** Writes a heartbeat comment when nothing was written for {@code idleNanos} and the socket has room. */
+  void heartbeat(long idleNanos) {
+    if (response.headWritten() && System.nanoTime() - lastWrite >= idleNanos && !response.writeQueueFull()) {
+      send(HEARTBEAT);
+    }
+  }
+
+  @Override
+  public boolean writeQueueFull() {
+    return response.writeQueueFull();
+  }
+
+  @Override
+  public void drainHandler(Runnable r) {
+    response.drainHandler(v -> r.run());
+  }
+
+  @Override
+  public void end() {
+    if (!response.closed() && !response.ended()) {
+      response.end();
+    }
+  }
+}

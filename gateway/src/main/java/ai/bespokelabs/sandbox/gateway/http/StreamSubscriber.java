@@ -1,0 +1,114 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.Messages.DetachExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.MessageConsumer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The HTTP side of one client's subscription to an execution: a bus consumer at a unique address that
+ * writes each event to the client and replies (the adapter's credit for the next event) only when the
+ * client's socket has room, so a slow client slows the program instead of filling memory.
+ */
+final class StreamSubscriber {
+  final String address = "sandbox.subscriber." + Ids.newId("sub");
+  private final Vertx vertx;
+  private final ClientChannel channel;
+  private String executionId;
+  private String adapterAddress;
+  private final List<Message<StreamEvent>> waitingForDrain = new ArrayList<>();
+  private final MessageConsumer<StreamEvent> consumer;
+  private boolean finished;
+
+  StreamSubscriber(Vertx vertx, ClientChannel channel) {
+    this.vertx = vertx;
+    this.channel = channel;
+    this.consumer = vertx.eventBus().consumer(address, this::onEvent);
+  }
+
+  /** The execution this subscriber watches and the adapter to tell when the client goes away. */
+  void target(String executionId, String adapterAddress) {
+    this.executionId = executionId;
+    this.adapterAddress = adapterAddress;
+  }
+
+  private void onEvent(Message<StreamEvent> msg) {
+    if (finished) {
+      msg.fail(410, "\"subscriber is gone\"");
+      return;
+    }
+    StreamEvent event = msg.body();
+    channel.write(event);
+    if (StreamEvent.EXIT.equals(event.type()) || StreamEvent.EVICTED.equals(event.type())) {
+      msg.reply(null);
+      finish();
+      channel.end();
+      return;
+    }
+    if (!channel.writeQueueFull()) {
+      msg.reply(null);
+      return;
+    }
+    waitingForDrain.add(msg);
+    if (waitingForDrain.size() == 1) {
+      channel.drainHandler(this::drained);
+    }
+  }
+
+  private void drained() {
+    List<Message<StreamEvent>> ready = new ArrayList<>(waitingForDrain);
+    waitingForDrain.clear();
+    ready.forEach(m -> m.reply(null));
+  }
+
+  /** Ends the stream without an exit event (the execution cannot be attached). */
+  void failAndEnd(String message) {
+    if (!finished) {
+      finish();
+      channel.error(message);
+      channel.end();
+    }
+  }
+
+  /** Writes a last event that did not come from the adapter (a stored result) and ends the stream. */
+  void deliverFinal(StreamEvent event) {
+    if (!finished) {
+      finish();
+      channel.write(event);
+      channel.end();
+    }
+  }
+
+  /** The client went away: stop consuming and tell the adapter, so nothing waits for this client. */
+  void clientGone() {
+    if (!finished) {
+      finish();
+      if (adapterAddress != null) {
+        vertx.eventBus().send(adapterAddress, new DetachExec(executionId, address),
+            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DETACH));
+      }
+    }
+  }
+
+  private void finish() {
+    finished = true;
+    waitingForDrain.forEach(m -> m.fail(410, "\"subscriber is gone\""));
+    waitingForDrain.clear();
+    consumer.unregister();
+  }
+
+  /** Completes once the consumer is registered (cluster-wide), before the adapter may send to it. */
+  io.vertx.core.Future<Void> ready() {
+    return consumer.completion();
+  }
+
+  boolean finished() {
+    return finished;
+  }
+}

@@ -1,0 +1,61 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.ServerWebSocket;
+import io.vertx.core.json.JsonObject;
+
+/**
+ * WebSocket frames: JSON text frames by default; in binary mode output travels as binary frames
+ * {@code [1 byte stream: 1 stdout, 2 stderr][8 bytes seq, big-endian][payload]} and every other event stays
+ * a JSON text frame.
+ */
+final class WebSocketChannel implements ClientChannel {
+  private final ServerWebSocket ws;
+  private final boolean binary;
+
+  WebSocketChannel(ServerWebSocket ws, boolean binary) {
+    this.ws = ws;
+    this.binary = binary;
+  }
+
+  @Override
+  public void write(StreamEvent e) {
+    if (ws.isClosed()) {
+      return;
+    }
+    if (binary && StreamEvent.OUTPUT.equals(e.type())) {
+      Buffer frame = Buffer.buffer(9 + e.data().length)
+          .appendByte((byte) ("stdout".equals(e.stream()) ? 1 : 2))
+          .appendLong(e.seq())
+          .appendBytes(e.data());
+      ws.writeBinaryMessage(frame);
+    } else {
+      ws.writeTextMessage(ClientChannel.json(e).encode());
+    }
+  }
+
+  @Override
+  public void error(String message) {
+    if (!ws.isClosed()) {
+      ws.writeTextMessage(new JsonObject().put("type", "error").put("message", message).encode());
+    }
+  }
+
+  @Override
+  public boolean writeQueueFull() {
+    return ws.writeQueueFull();
+  }
+
+  @Override
+  public void drainHandler(Runnable r) {
+    ws.drainHandler(v -> r.run());
+  }
+
+  @Override
+  public void end() {
+    if (!ws.isClosed()) {
+      ws.close((short) 1000, "execution finished");
+    }
+  }
+}
