@@ -88,7 +88,7 @@ CREATE TABLE executions (
     status           text NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'timed_out', 'cancelled')),
     stdin_open       boolean NOT NULL DEFAULT false,
     node_id          text,                -- node whose adapter runs it (for attach, stdin, signal)
-    response         jsonb,
+    response         text,                -- JSON text: program output may hold NUL characters, which jsonb refuses
     error            jsonb,
     exit_code        integer,
     duration_ms      bigint,

@@ -149,8 +149,8 @@ public final class AdapterVerticle extends VerticleBase {
       }
     }));
     blocking(msg, "execute", () -> provider.start(req, stream))
+        .onComplete(stream::started)
         .onSuccess(handle -> {
-          stream.handle(handle);
           if (async) {
             msg.reply(new ExecStarted(req.executionId(), nodeId));
           }
@@ -187,21 +187,27 @@ public final class AdapterVerticle extends VerticleBase {
       BusFailures.fail(msg, ApiException.conflict("stdin is not open for this execution"), provider.backend(), "stdin");
       return;
     }
-    if (stream.result() != null || stream.handle() == null) {
+    if (stream.result() != null) {
       BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "stdin");
       return;
     }
-    ExecHandle handle = stream.handle();
     Future<Void> previous = stdinChains.getOrDefault(in.executionId(), Future.succeededFuture());
-    Future<Void> next = previous.transform(ignored -> blocking(msg, "stdin", () -> {
-      if (in.data() != null && in.data().length > 0) {
-        handle.writeStdin(in.data());
+    Future<Void> next = previous.transform(ignored -> stream.handle().transform(started -> {
+      if (started.failed()) {
+        BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "stdin");
+        return Future.<Void>succeededFuture();
       }
-      if (in.eof()) {
-        handle.closeStdin();
-      }
-      return (Void) null;
-    }).onSuccess(v -> msg.reply(null)));
+      ExecHandle handle = started.result();
+      return blocking(msg, "stdin", () -> {
+        if (in.data() != null && in.data().length > 0) {
+          handle.writeStdin(in.data());
+        }
+        if (in.eof()) {
+          handle.closeStdin();
+        }
+        return (Void) null;
+      }).onSuccess(v -> msg.reply(null)).mapEmpty();
+    }));
     stdinChains.put(in.executionId(), next.otherwiseEmpty());
   }
 
@@ -215,15 +221,15 @@ public final class AdapterVerticle extends VerticleBase {
           "signal");
       return;
     }
-    if (stream.result() != null || stream.handle() == null) {
+    if (stream.result() != null) {
       BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "signal");
       return;
     }
-    ExecHandle handle = stream.handle();
-    blocking(msg, "signal", () -> {
-      handle.signal(s.signal());
-      return (Void) null;
-    }).onSuccess(v -> msg.reply(null));
+    stream.handle().onFailure(t -> BusFailures.fail(msg, ApiException.conflict("execution has finished"),
+        provider.backend(), "signal")).onSuccess(handle -> blocking(msg, "signal", () -> {
+          handle.signal(s.signal());
+          return (Void) null;
+        }).onSuccess(v -> msg.reply(null)));
   }
 
   private static Throwable unwrap(Throwable t) {

@@ -48,7 +48,7 @@ final class ExecStream implements ExecSink {
   private boolean recorded;
   private boolean closed;
 
-  private ExecHandle handle;
+  private final io.vertx.core.Promise<ExecHandle> started = io.vertx.core.Promise.promise();
   private Runnable onIdle = () -> { };
 
   private record Entry(long seq, String type, String stream, byte[] data, JsonObject info) {
@@ -91,12 +91,14 @@ final class ExecStream implements ExecSink {
     return keepStdin;
   }
 
-  void handle(ExecHandle h) {
-    this.handle = h;
+  /** The program runs (or could not be started); call on the context. */
+  void started(io.vertx.core.AsyncResult<ExecHandle> ar) {
+    started.handle(ar);
   }
 
-  ExecHandle handle() {
-    return handle;
+  /** Completes with the handle once the program runs; fails if it could not be started. */
+  io.vertx.core.Future<ExecHandle> handle() {
+    return started.future();
   }
 
   /** Called on the context when the stream has ended and every subscriber got its exit event. */

@@ -12,6 +12,7 @@ import io.vertx.core.eventbus.Message;
  * saw {@code exit} finds the stored result.
  */
 public final class ExecutionRecorder extends VerticleBase {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ExecutionRecorder.class);
   private final Services services;
 
   public ExecutionRecorder(Services services) {
@@ -36,6 +37,9 @@ public final class ExecutionRecorder extends VerticleBase {
           vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
           msg.reply(null);
         })
-        .onFailure(e -> msg.fail(500, "\"the result could not be stored\""));
+        .onFailure(e -> {
+          LOG.warn("Storing the result of execution {} failed: {}", f.executionId(), e.toString());
+          msg.fail(500, "\"the result could not be stored\"");
+        });
   }
 }

@@ -125,10 +125,12 @@ public final class ProcessRunner {
      * (a background child holds its pipe). A reader blocked in the sink is delivering and is always awaited.
      */
     private void drain(Reader... readers) throws InterruptedException {
+      long exitedAt = System.nanoTime();
       while (true) {
         boolean waiting = false;
         for (Reader r : readers) {
-          if (!r.done && (r.inSink || System.nanoTime() - r.lastProgress < DRAIN_GRACE.toNanos())) {
+          long idleSince = Math.max(exitedAt, r.lastProgress);
+          if (!r.done && (r.inSink || System.nanoTime() - idleSince < DRAIN_GRACE.toNanos())) {
             waiting = true;
           }
         }

@@ -161,4 +161,10 @@ class ProcessRunnerTest {
     assertThatThrownBy(() -> runToEnd(spec))
         .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(422));
   }
+
+  @Test
+  void outputWrittenRightBeforeExitAfterALongSilenceIsKept() {
+    ExecResult r = run(CommandLine.forCommand("sleep 0.6; printf tail", null));
+    assertThat(r.stdout()).isEqualTo("tail");
+  }
 }

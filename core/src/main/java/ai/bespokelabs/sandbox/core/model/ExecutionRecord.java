@@ -14,7 +14,9 @@ public record ExecutionRecord(String id, String organizationId, String sandboxId
 
   public static ExecutionRecord from(Row r) {
     return new ExecutionRecord(r.getString("id"), r.getString("organization_id"), r.getString("sandbox_id"),
-        r.getString("request_id"), r.getString("status"), r.getValue("response"), r.getValue("error"),
+        r.getString("request_id"), r.getString("status"),
+        r.getString("response") == null ? null : new io.vertx.core.json.JsonObject(r.getString("response")),
+        r.getValue("error"),
         r.getInteger("exit_code"), r.getLong("duration_ms"), r.getOffsetDateTime("created_at"),
         r.getOffsetDateTime("completed_at"), r.getString("node_id"), r.getBoolean("stdin_open"));
   }

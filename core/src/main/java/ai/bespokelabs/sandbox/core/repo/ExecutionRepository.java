@@ -97,7 +97,7 @@ public final class ExecutionRepository {
   public Future<Void> complete(String executionId, String status, JsonObject response, int exitCode, long durationMs,
       OffsetDateTime now) {
     return pool.preparedQuery(FINISH)
-        .execute(Tuple.of(executionId, status, response, null, exitCode, durationMs, now, Ids.newId("evt"),
+        .execute(Tuple.of(executionId, status, response.encode(), null, exitCode, durationMs, now, Ids.newId("evt"),
             "execution." + status, new JsonObject().put("exit_code", exitCode).put("duration_ms", durationMs)))
         .mapEmpty();
   }

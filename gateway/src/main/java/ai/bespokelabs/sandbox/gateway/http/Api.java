@@ -37,7 +37,7 @@ public final class Api {
 
   /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
   public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
-    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> services.authenticator()
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx).authenticator()
         .authenticate(ctx.request().getHeader("Authorization"))
         .compose(p -> {
           if (scope != null) {
@@ -45,6 +45,14 @@ public final class Api {
           }
           return endpoint.handle(ctx, p);
         })));
+  }
+
+  /** A WebSocket handshake must still be unread when the endpoint upgrades it after asynchronous checks. */
+  private Services pauseUpgrade(RoutingContext ctx) {
+    if ("websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
+      ctx.request().pause();
+    }
+    return services;
   }
 
   private static void run(RoutingContext ctx, java.util.function.Supplier<Future<Reply>> work) {

@@ -28,6 +28,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.ServerWebSocket;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
+import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.vertx.ext.web.RoutingContext;
 import java.util.Base64;
 import java.util.HashSet;
@@ -175,12 +176,14 @@ public final class ExecutionApi {
             return replay(l.existing());
           }
           sub.target(l.executionId(), l.adapterAddress());
-          openStreams.add(channel);
-          ctx.response().closeHandler(v -> {
-            openStreams.remove(channel);
-            sub.clientGone();
+          track(ctx, channel, sub);
+          channel.open();
+          channel.meta("started", new JsonObject().put("type", "started").put("execution_id", l.executionId())
+              .put("request_id", l.requestId()));
+          return send(l).map(Reply.HANDLED).recover(err -> {
+            sub.failAndEnd(String.valueOf(ErrorMapper.map(err, 0).detail()));
+            return Future.succeededFuture(Reply.HANDLED);
           });
-          return send(l).map(Reply.HANDLED);
         })
         .onFailure(e -> sub.clientGone());
   }
@@ -272,14 +275,21 @@ public final class ExecutionApi {
       SseChannel channel = new SseChannel(ctx.response());
       StreamSubscriber sub = new StreamSubscriber(vertx, channel);
       sub.target(e.id(), adapterOf(sbx, e));
-      openStreams.add(channel);
-      ctx.response().closeHandler(v -> {
-        openStreams.remove(channel);
-        sub.clientGone();
-      });
+      track(ctx, channel, sub);
+      channel.open();
       attach(p, e, sbx, sub, channel, after);
       return Future.succeededFuture(Reply.HANDLED);
     }));
+  }
+
+  /** Heartbeats while the stream is open; a client that goes away detaches its subscription. */
+  private void track(RoutingContext ctx, SseChannel channel, StreamSubscriber sub) {
+    openStreams.add(channel);
+    ctx.response().endHandler(v -> openStreams.remove(channel));
+    ctx.response().closeHandler(v -> {
+      openStreams.remove(channel);
+      sub.clientGone();
+    });
   }
 
   /**
@@ -351,12 +361,13 @@ public final class ExecutionApi {
         session.starting = true;
         sub.ready()
             .compose(v -> prepare(p, sandboxId, req, null, true, sub.address))
-            .compose(this::send)
-            .onSuccess(l -> {
+            .compose(l -> {
+              // announced before the program starts, so no output can precede it
               sub.target(l.executionId(), l.adapterAddress());
               session.started(l.executionId(), l.adapterAddress(), sub);
               ws.writeTextMessage(new JsonObject().put("type", "started").put("execution_id", l.executionId())
                   .put("request_id", l.requestId()).encode());
+              return send(l);
             })
             .onFailure(err -> {
               session.starting = false;
@@ -397,6 +408,11 @@ public final class ExecutionApi {
       ws.exceptionHandler(t -> {
         if (sub != null) {
           sub.clientGone();
+        }
+        // an oversized or corrupt frame leaves the decoder unusable: close with the status it calls for
+        short status = closeStatus(t);
+        if (!ws.isClosed()) {
+          ws.close(status, status == 1009 ? "frame too large" : "protocol error");
         }
       });
     }
@@ -469,6 +485,20 @@ public final class ExecutionApi {
       vertx.eventBus().request(adapterAddress, message, SandboxApi.action(action, CONTROL_TIMEOUT_MS))
           .onFailure(t -> channel.error(controlFailure(t)));
     }
+  }
+
+  /** The close status a failed frame calls for: 1009 for one that is too large, else its own or 1002. */
+  static short closeStatus(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof CorruptedWebSocketFrameException corrupted) {
+        return (short) corrupted.closeStatus().code();
+      }
+      if (c instanceof io.netty.handler.codec.TooLongFrameException
+          || String.valueOf(c.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("max")) {
+        return 1009;
+      }
+    }
+    return 1002;
   }
 
   private static String controlFailure(Throwable t) {

@@ -38,6 +38,26 @@ final class SseChannel implements ClientChannel {
     send(Buffer.buffer(sb.toString()));
   }
 
+  /** Sends the response head now, so the client knows the stream is established (and heartbeats can flow). */
+  void open() {
+    if (!response.headWritten() && !response.closed()) {
+      head();
+      response.writeHead();
+    }
+  }
+
+  /** A named event without an id, e.g. {@code started}. */
+  void meta(String event, JsonObject data) {
+    send(Buffer.buffer("event: " + event + "\ndata: " + data.encode() + "\n\n"));
+  }
+
+  private void head() {
+    response.setChunked(true)
+        .putHeader("Content-Type", "text/event-stream; charset=utf-8")
+        .putHeader("Cache-Control", "no-cache")
+        .putHeader("X-Accel-Buffering", "no");
+  }
+
   @Override
   public void error(String message) {
     send(Buffer.buffer("event: error\ndata: " + new JsonObject().put("type", "error").put("message", message).encode()
@@ -47,10 +67,7 @@ final class SseChannel implements ClientChannel {
   private void send(Buffer b) {
     if (!response.closed() && !response.ended()) {
       if (!response.headWritten()) {
-        response.setChunked(true)
-            .putHeader("Content-Type", "text/event-stream; charset=utf-8")
-            .putHeader("Cache-Control", "no-cache")
-            .putHeader("X-Accel-Buffering", "no");
+        head();
       }
       lastWrite = System.nanoTime();
       response.write(b);
@@ -59,7 +76,8 @@ final class SseChannel implements ClientChannel {
 
   /** Writes a heartbeat comment when nothing was written for {@code idleNanos} and the socket has room. */
   void heartbeat(long idleNanos) {
-    if (response.headWritten() && System.nanoTime() - lastWrite >= idleNanos && !response.writeQueueFull()) {
+    if (response.headWritten() && !response.ended() && !response.closed()
+        && System.nanoTime() - lastWrite >= idleNanos && !response.writeQueueFull()) {
       send(HEARTBEAT);
     }
   }

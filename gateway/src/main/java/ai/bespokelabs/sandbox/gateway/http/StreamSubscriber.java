@@ -17,6 +17,7 @@ import java.util.List;
  * client's socket has room, so a slow client slows the program instead of filling memory.
  */
 final class StreamSubscriber {
+  static final long UNREGISTER_DELAY_MS = 5_000;
   final String address = "sandbox.subscriber." + Ids.newId("sub");
   private final Vertx vertx;
   private final ClientChannel channel;
@@ -96,11 +97,15 @@ final class StreamSubscriber {
     }
   }
 
+  /**
+   * Stops delivering. The consumer stays registered a little longer to refuse the events already in flight
+   * (so the adapter learns at once instead of waiting for a reply timeout), then unregisters.
+   */
   private void finish() {
     finished = true;
     waitingForDrain.forEach(m -> m.fail(410, "\"subscriber is gone\""));
     waitingForDrain.clear();
-    consumer.unregister();
+    vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());
   }
 
   /** Completes once the consumer is registered (cluster-wide), before the adapter may send to it. */
