@@ -43,12 +43,19 @@ public final class AdapterVerticle extends VerticleBase {
   static final long RECORD_TIMEOUT_MS = 60_000;
   /** How long a finished execution stays attachable for clients that reconnect. */
   static final long RETAIN_AFTER_EXIT_MS = 60_000;
+  /**
+   * Journal bytes all finished executions may keep together; past it the oldest are dropped early (a client
+   * attaching later gets the stored result instead of the live journal).
+   */
+  static final long RETAINED_BUDGET_BYTES = 64L << 20;
 
   private final SandboxProvider provider;
   private final String nodeId;
   private final long journalBytes;
   private final Map<String, ExecStream> executions = new HashMap<>();
   private final Map<String, Future<Void>> stdinChains = new HashMap<>();
+  private final java.util.LinkedHashMap<String, Long> retained = new java.util.LinkedHashMap<>();
+  private long retainedBytes;
   private ExecutorService executor;
 
   public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
@@ -142,12 +149,7 @@ public final class AdapterVerticle extends VerticleBase {
         stream.recorded();
       }
     });
-    stream.onIdle(() -> vertx.setTimer(RETAIN_AFTER_EXIT_MS, t -> {
-      if (executions.get(req.executionId()) == stream) {
-        executions.remove(req.executionId());
-        stdinChains.remove(req.executionId());
-      }
-    }));
+    stream.onIdle(() -> retain(req.executionId(), stream));
     blocking(msg, "execute", () -> provider.start(req, stream))
         .onComplete(stream::started)
         .onSuccess(handle -> {
@@ -159,6 +161,38 @@ public final class AdapterVerticle extends VerticleBase {
           stream.close();
           executions.remove(req.executionId());
         });
+  }
+
+  /** Keeps a finished execution attachable for a while, within the retained-bytes budget. */
+  private void retain(String executionId, ExecStream stream) {
+    if (retained.containsKey(executionId)) {
+      return;
+    }
+    long bytes = stream.journalBytes();
+    retained.put(executionId, bytes);
+    retainedBytes += bytes;
+    vertx.setTimer(RETAIN_AFTER_EXIT_MS, t -> forget(executionId));
+    var oldest = retained.keySet().iterator();
+    while (retainedBytes > RETAINED_BUDGET_BYTES && oldest.hasNext()) {
+      String id = oldest.next();
+      oldest.remove();
+      release(id);
+    }
+  }
+
+  private void forget(String executionId) {
+    if (retained.remove(executionId) != null) {
+      release(executionId);
+    }
+  }
+
+  /** Drops a finished execution; reads its journal size before removing it. */
+  private void release(String executionId) {
+    ExecStream stream = executions.remove(executionId);
+    stdinChains.remove(executionId);
+    if (stream != null) {
+      retainedBytes -= stream.journalBytes();
+    }
   }
 
   private ExecStream find(Message<?> msg, String executionId) {

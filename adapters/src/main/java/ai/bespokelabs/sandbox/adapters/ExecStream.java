@@ -106,6 +106,11 @@ final class ExecStream implements ExecSink {
     this.onIdle = r;
   }
 
+  /** Bytes the journal holds now. */
+  synchronized long journalBytes() {
+    return journalBytes;
+  }
+
   synchronized ExecResult result() {
     return result;
   }

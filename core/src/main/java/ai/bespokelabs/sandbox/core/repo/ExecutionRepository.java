@@ -114,7 +114,7 @@ public final class ExecutionRepository {
   }
 
   /** One execution of one sandbox of the organization. */
-  public Future<Optional<ExecutionRecord>> find(String orgId, String sandboxId, String executionId, boolean byId) {
+  public Future<Optional<ExecutionRecord>> findById(String orgId, String sandboxId, String executionId) {
     return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS
             + " FROM executions WHERE organization_id = $1 AND sandbox_id = $2 AND id = $3")
         .execute(Tuple.of(orgId, sandboxId, executionId))

@@ -211,7 +211,7 @@ public final class ExecutionApi {
   }
 
   private Future<ExecutionRecord> find(Principal p, String sandboxId, String executionId) {
-    return s.executions().find(p.organizationId(), sandboxId, executionId, true)
+    return s.executions().findById(p.organizationId(), sandboxId, executionId)
         .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
   }
 
