@@ -7,6 +7,7 @@ import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.db.Database;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
@@ -70,7 +71,8 @@ public final class Gateway implements AutoCloseable {
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
       Backends backends = new Backends(registered, config.allowedBackends(), nodeId);
-      Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool);
+      Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
+          PricingCatalog.load(config.pricingFile()));
 
       Future<?> deployed = Database.ping(pool);
       for (SandboxProvider provider : providers) {

@@ -4,7 +4,9 @@ import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
+import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import io.vertx.sqlclient.Pool;
@@ -15,13 +17,15 @@ import java.time.temporal.ChronoUnit;
 
 /** Everything the HTTP verticle needs, built once by the composition root and shared by its instances. */
 public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
-    OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
-    ExecutionRepository executions, Authenticator authenticator) {
+    PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
+    ExecutionRepository executions, PolicyRepository policies, Authenticator authenticator) {
 
-  public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool) {
+  public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
+      PricingCatalog pricing) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
-    return new Services(config, backends, clock, hmac, pool, new OrganizationRepository(pool), keys,
-        new SandboxRepository(pool), new ExecutionRepository(pool), new Authenticator(keys, hmac, clock));
+    return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
+        new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
+        new Authenticator(keys, hmac, clock));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

@@ -32,7 +32,7 @@ public final class ConfigLoader {
       "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
       "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
       "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS", "BESPOKE_EXEC_JOURNAL_BYTES",
-      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS");
+      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE");
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
@@ -85,7 +85,8 @@ public final class ConfigLoader {
         intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 1 << 20, 256 << 10, 1 << 30),
         nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
         intIn(v, "BESPOKE_HTTP_INSTANCES", cores, 1, 1024),
-        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600));
+        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600),
+        nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of));
   }
 
   private static List<String> backendList(String raw) {

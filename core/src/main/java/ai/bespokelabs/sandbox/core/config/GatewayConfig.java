@@ -28,24 +28,25 @@ public record GatewayConfig(
     int execJournalBytes,
     Optional<String> nodeId,
     int httpInstances,
-    int shutdownGraceSecs) {
+    int shutdownGraceSecs,
+    Optional<java.nio.file.Path> pricingFile) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, Optional.of(pepper),
         Optional.of(adminToken), allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes,
-        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs);
+        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile);
   }
 
   public GatewayConfig withNodeId(String id) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs);
+        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs, pricingFile);
   }
 
   public GatewayConfig withPort(int newPort) {
     return new GatewayConfig(host, newPort, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs);
+        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile);
   }
 
   public String requireNodeId() {

@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.model.AttemptRecord;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
+import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
@@ -37,15 +38,53 @@ public final class SandboxRepository {
       String idempotencyKey, String fingerprint, String createToken, String nodeId, String creatorKeyId,
       BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {}
 
-  /** The outcome of {@link #claimCreation}: a fresh row to provision, or the original of a replay. */
-  public record Claim(SandboxRecord sandbox, boolean replay) {}
+  /**
+   * The outcome of {@link #claimCreation}: a fresh row to provision, the original of a replay, or a policy
+   * denial (already recorded).
+   */
+  public record Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial) {}
 
   /**
-   * Inserts the sandbox ({@code creating}) with attempt #1 and its event, or returns the row already bound
-   * to the idempotency key. A different fingerprint under the same key is a 409.
+   * In one transaction: returns the row already bound to the idempotency key (a different fingerprint is a
+   * 409); else locks the organization's policy row, evaluates it against the active sandboxes and either
+   * records a denial or inserts the sandbox ({@code creating}, which takes its concurrency slot) with
+   * attempt #1 and its event. Concurrent creates of one organization are serialized by the policy lock, so
+   * limits hold exactly.
    */
-  public Future<Claim> claimCreation(NewSandbox n) {
-    return pool.withTransaction(conn -> conn.preparedQuery("""
+  public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request) {
+    return pool.withTransaction(conn -> existing(conn, n).compose(found -> {
+      if (found != null) {
+        return Future.succeededFuture(found);
+      }
+      return PolicyRepository.lockCurrent(conn, n.organizationId())
+          .compose(policy -> (policy.maxConcurrentSandboxes() == null ? Future.succeededFuture(0L)
+              : PolicyRepository.activeSandboxes(conn, n.organizationId()))
+              .map(active -> PolicyDecision.evaluate(policy, request, active)))
+          .compose(denial -> denial.isPresent()
+              ? PolicyRepository.recordDenial(conn, n.organizationId(), n.creatorKeyId(), request, denial.get(), n.now())
+                  .map(v -> new Claim(null, false, denial.get()))
+              : insert(conn, n));
+    }));
+  }
+
+  private static Future<Claim> existing(SqlClient conn, NewSandbox n) {
+    if (n.idempotencyKey() == null) {
+      return Future.succeededFuture();
+    }
+    return conn.preparedQuery(SELECT + " WHERE s.organization_id = $1 AND s.idempotency_key = $2")
+        .execute(Tuple.of(n.organizationId(), n.idempotencyKey()))
+        .map(rows -> ApiKeyRepository.first(rows).map(r -> replay(SandboxRecord.from(r), n)).orElse(null));
+  }
+
+  private static Claim replay(SandboxRecord existing, NewSandbox n) {
+    if (!existing.requestFingerprint().equals(n.fingerprint())) {
+      throw ApiException.conflict("idempotency key was already used with a different request");
+    }
+    return new Claim(existing, true, null);
+  }
+
+  private static Future<Claim> insert(SqlClient conn, NewSandbox n) {
+    return conn.preparedQuery("""
             INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
               request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
               requested_at, provisioning_at, expires_at, version)
@@ -63,18 +102,11 @@ public final class SandboxRepository {
                 .compose(r -> LifecycleEvents.append(conn, n.organizationId(), n.id(), null, "sandbox.requested",
                     "creating", n.now(), new JsonObject().put("backend", n.backend())))
                 .compose(v -> find(conn, n.id()))
-                .map(s -> new Claim(s.orElseThrow(), false));
+                .map(s -> new Claim(s.orElseThrow(), false, null));
           }
-          return conn.preparedQuery(SELECT + " WHERE s.organization_id = $1 AND s.idempotency_key = $2")
-              .execute(Tuple.of(n.organizationId(), n.idempotencyKey()))
-              .map(rows -> {
-                SandboxRecord existing = SandboxRecord.from(rows.iterator().next());
-                if (!existing.requestFingerprint().equals(n.fingerprint())) {
-                  throw ApiException.conflict("idempotency key was already used with a different request");
-                }
-                return new Claim(existing, true);
-              });
-        }));
+          // a concurrent create with the same key committed first
+          return existing(conn, n);
+        });
   }
 
   /** Marks a creation successful: {@code running}, attempt succeeded. */

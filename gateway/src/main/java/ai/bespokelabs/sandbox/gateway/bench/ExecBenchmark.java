@@ -1,22 +1,9 @@
 package ai.bespokelabs.sandbox.gateway.bench;
 
-import ai.bespokelabs.sandbox.core.config.ConfigLoader;
-import ai.bespokelabs.sandbox.core.config.GatewayConfig;
-import ai.bespokelabs.sandbox.gateway.Gateway;
-import io.vertx.core.json.JsonObject;
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -26,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * process, interleaved so both see the same machine load. Prints p50/p99 of both and of the per-pair
  * difference, then requests/s with 16 concurrent clients. Starts its own gateway on an embedded PostgreSQL.
  *
- * <p>Usage: {@code bin/benchmark [--iterations N] [--seconds S] [--clients C]}
+ * <p>Usage: {@code bin/benchmark [exec] [--iterations N] [--seconds S] [--clients C]}
  */
 public final class ExecBenchmark {
   private ExecBenchmark() {}
@@ -43,36 +30,14 @@ public final class ExecBenchmark {
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
-    Path dataDir = Files.createTempDirectory("gateway-bench-");
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    GatewayConfig config = ConfigLoader.fromMap(Map.of("PORT", String.valueOf(port),
-        "BESPOKE_DATA_DIR", dataDir.toString()), System.getProperty("user.home"));
-    try (Gateway gateway = Gateway.start(config, Clock.systemUTC())) {
-      new ExecBenchmark.Run(port, Files.readString(dataDir.resolve("admin-token")).trim())
-          .run(iterations, seconds, clients);
-    } finally {
-      try (var walk = Files.walk(dataDir)) {
-        walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+    try (BenchGateway gw = BenchGateway.start()) {
+      new ExecBenchmark.Run(gw.port, gw.key, gw.sandbox).run(iterations, seconds, clients);
     }
     System.exit(0);
   }
 
-  private record Run(int port, String adminToken) {
+  private record Run(int port, String key, String sandbox) {
     void run(int iterations, int seconds, int clients) throws Exception {
-      String base = "http://127.0.0.1:" + port;
-      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-      String key = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/organizations"))
-              .header("X-Control-Plane-Admin", adminToken).header("Content-Type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"bench\"}")).build(),
-          HttpResponse.BodyHandlers.ofString()).body()).getJsonObject("api_key").getString("secret");
-      String sandbox = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
-              .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"local\"}")).build(),
-          HttpResponse.BodyHandlers.ofString()).body()).getString("id");
       byte[] execute = KeepAliveClient.request("POST", "/v1/sandboxes/" + sandbox + "/execute", key,
           "{\"command\":\"true\",\"args\":[]}");
       byte[] health = KeepAliveClient.request("GET", "/healthz", null, null);

@@ -124,6 +124,31 @@ public final class Body {
     return num.doubleValue();
   }
 
+  /** A non-negative decimal given as a JSON number or a decimal string (money). */
+  public java.math.BigDecimal decimal(String field) {
+    Object v = json.getValue(field);
+    if (v == null) {
+      return null;
+    }
+    java.math.BigDecimal d = null;
+    if (v instanceof Number || v instanceof String) {
+      try {
+        d = new java.math.BigDecimal(String.valueOf(v).trim());
+      } catch (NumberFormatException ignored) {
+        // reported below
+      }
+    }
+    if (d == null || v instanceof Boolean) {
+      add("decimal_parsing", field, "Input should be a valid decimal", v);
+      return null;
+    }
+    if (d.signum() < 0) {
+      add("greater_than_equal", field, "Input should be greater than or equal to 0", v);
+      return null;
+    }
+    return d;
+  }
+
   public Boolean bool(String field) {
     Object v = json.getValue(field);
     if (v == null) {

@@ -52,6 +52,7 @@ public final class HttpVerticle extends VerticleBase {
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
     new ExecutionApi(vertx, services).register(api);
+    new PolicyApi(services).register(api);
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
     for (int status : new int[] {400, 404, 405, 413, 415}) {

@@ -11,6 +11,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
+import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
@@ -23,7 +24,6 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
-import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.OffsetDateTime;
 import java.util.Base64;
@@ -60,9 +60,13 @@ public final class SandboxApi {
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config.toStoredJson(),
         idempotencyKey, s.hmac().hex(req.fingerprintInput()), Ids.newId("ctk"), s.backends().nodeId(), p.keyId(),
-        BigDecimal.ZERO, "bundled",
+        s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
-    return s.sandboxes().claimCreation(row).compose(claim -> {
+    PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
+    return s.sandboxes().claimCreation(row, asked).compose(claim -> {
+      if (claim.denial() != null) {
+        throw new ApiException(403, claim.denial().detail());
+      }
       if (claim.replay()) {
         return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
       }

@@ -8,20 +8,17 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.List;
 
 /** JSON representations of the wire contract (field names and formats of the seed's API). */
 public final class Wire {
-  private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSSxxx");
   static final String GENERIC_SANDBOX_ERROR = "Sandbox operation failed.";
 
   private Wire() {}
 
   /** ISO-8601 in UTC with {@code +00:00}, microsecond precision (what PostgreSQL stores). */
   public static String ts(OffsetDateTime t) {
-    return t == null ? null : TS.format(t.withOffsetSameInstant(ZoneOffset.UTC));
+    return ai.bespokelabs.sandbox.core.Times.iso(t);
   }
 
   /** Money and other decimals as plain decimal strings. */

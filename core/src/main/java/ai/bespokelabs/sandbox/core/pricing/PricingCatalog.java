@@ -1,0 +1,106 @@
+package ai.bespokelabs.sandbox.core.pricing;
+
+import ai.bespokelabs.sandbox.core.config.ConfigException;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Hourly rates per backend ({@code conf/pricing.json}, or the file named by {@code BESPOKE_PRICING_FILE}).
+ * A sandbox's rate is captured at create and never changes: {@code vcpu_per_hour × cpu (default 1) +
+ * ram_gib_per_hour × memory_mb (default 1024) / 1024}; its pricing source is the catalog's
+ * {@code last_updated}.
+ */
+public final class PricingCatalog {
+  public static final String DEFAULT_RESOURCE = "conf/pricing.json";
+
+  /** The two rates the formula uses. */
+  public record Rates(BigDecimal vcpuPerHour, BigDecimal ramGibPerHour) {}
+
+  private final String source;
+  private final Map<String, Rates> rates;
+
+  public PricingCatalog(String source, Map<String, Rates> rates) {
+    this.source = source;
+    this.rates = Map.copyOf(rates);
+  }
+
+  public static PricingCatalog load(Optional<Path> file) {
+    if (file.isPresent()) {
+      try {
+        return parse(Files.readString(file.get()), "BESPOKE_PRICING_FILE " + file.get());
+      } catch (IOException e) {
+        throw new ConfigException("cannot read BESPOKE_PRICING_FILE " + file.get() + ": " + e.getMessage());
+      }
+    }
+    try (InputStream in = PricingCatalog.class.getClassLoader().getResourceAsStream(DEFAULT_RESOURCE)) {
+      if (in == null) {
+        throw new ConfigException(DEFAULT_RESOURCE + " is missing from the classpath");
+      }
+      return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8), DEFAULT_RESOURCE);
+    } catch (IOException e) {
+      throw new ConfigException("cannot read " + DEFAULT_RESOURCE + ": " + e.getMessage());
+    }
+  }
+
+  static PricingCatalog parse(String json, String origin) {
+    try {
+      JsonObject root = new JsonObject(json);
+      String source = root.getString("last_updated");
+      JsonObject backends = root.getJsonObject("backends");
+      if (source == null || backends == null) {
+        throw new ConfigException(origin + " needs last_updated and backends");
+      }
+      Map<String, Rates> rates = new HashMap<>();
+      for (String name : backends.fieldNames()) {
+        JsonObject b = backends.getJsonObject(name);
+        rates.put(name, new Rates(decimal(b, "vcpu_per_hour_usd", origin), decimal(b, "ram_gib_per_hour_usd", origin)));
+      }
+      return new PricingCatalog(source, rates);
+    } catch (DecodeException | ClassCastException e) {
+      throw new ConfigException(origin + " is not a valid pricing catalog");
+    }
+  }
+
+  private static BigDecimal decimal(JsonObject b, String field, String origin) {
+    Object v = b.getValue(field);
+    if (v == null) {
+      return BigDecimal.ZERO;
+    }
+    try {
+      BigDecimal d = new BigDecimal(String.valueOf(v));
+      if (d.signum() < 0) {
+        throw new ConfigException(origin + ": " + field + " must not be negative");
+      }
+      return d;
+    } catch (NumberFormatException e) {
+      throw new ConfigException(origin + ": " + field + " must be a number");
+    }
+  }
+
+  /** The catalog's {@code last_updated}, recorded on every sandbox as its pricing source. */
+  public String source() {
+    return source;
+  }
+
+  /** The hourly rate of a sandbox; backends without an entry cost nothing. */
+  public BigDecimal hourlyRate(String backend, Double cpu, Integer memoryMb) {
+    Rates r = rates.get(backend);
+    if (r == null) {
+      return BigDecimal.ZERO;
+    }
+    BigDecimal vcpus = cpu == null ? BigDecimal.ONE : new BigDecimal(String.valueOf(cpu));
+    BigDecimal ramGib = BigDecimal.valueOf(memoryMb == null ? 1024 : memoryMb)
+        .divide(BigDecimal.valueOf(1024), 12, RoundingMode.HALF_UP);
+    return r.vcpuPerHour().multiply(vcpus).add(r.ramGibPerHour().multiply(ramGib)).stripTrailingZeros();
+  }
+}

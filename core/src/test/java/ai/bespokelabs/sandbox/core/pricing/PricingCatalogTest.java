@@ -1,0 +1,40 @@
+package ai.bespokelabs.sandbox.core.pricing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.core.config.ConfigException;
+import java.math.BigDecimal;
+import org.junit.jupiter.api.Test;
+
+class PricingCatalogTest {
+  static final String CATALOG = """
+      {"last_updated": "2026-03-28", "backends": {
+        "daytona": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018},
+        "e2b": {"vcpu_per_hour_usd": 0.083, "ram_gib_per_hour_usd": 0.0},
+        "local": {"vcpu_per_hour_usd": 0.0, "ram_gib_per_hour_usd": 0.0}}}""";
+
+  @Test
+  void hourly_rate_follows_the_reference_formula() {
+    PricingCatalog c = PricingCatalog.parse(CATALOG, "test");
+    assertThat(c.source()).isEqualTo("2026-03-28");
+    assertThat(c.hourlyRate("daytona", 1.0, 1024)).isEqualByComparingTo("0.054");
+    assertThat(c.hourlyRate("daytona", null, null)).isEqualByComparingTo("0.054");
+    assertThat(c.hourlyRate("daytona", 2.0, 4096)).isEqualByComparingTo("0.144");
+    assertThat(c.hourlyRate("e2b", 1.0, 8192)).isEqualByComparingTo("0.083");
+    assertThat(c.hourlyRate("local", 4.0, 16384)).isEqualByComparingTo(BigDecimal.ZERO);
+    assertThat(c.hourlyRate("unknown", 1.0, 1024)).isEqualByComparingTo(BigDecimal.ZERO);
+    BigDecimal perSecond = c.hourlyRate("daytona", 1.0, 1024).multiply(BigDecimal.valueOf(1800))
+        .divide(BigDecimal.valueOf(3600));
+    assertThat(perSecond).isEqualByComparingTo("0.027000");
+  }
+
+  @Test
+  void bad_catalogs_are_refused_clearly() {
+    assertThatThrownBy(() -> PricingCatalog.parse("{}", "f")).isInstanceOf(ConfigException.class)
+        .hasMessageContaining("last_updated");
+    assertThatThrownBy(() -> PricingCatalog.parse(
+        "{\"last_updated\":\"x\",\"backends\":{\"a\":{\"vcpu_per_hour_usd\":-1}}}", "f"))
+        .hasMessageContaining("must not be negative");
+  }
+}

@@ -1,0 +1,510 @@
+package ai.bespokelabs.sandbox.gateway.bench;
+
+import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
+import com.sun.management.UnixOperatingSystemMXBean;
+import io.vertx.core.json.JsonObject;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.WebSocket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+
+/**
+ * Measures streaming a program's output through the gateway, each figure against the same program's pipe
+ * read directly by {@code ProcessBuilder} in this process:
+ * <ol>
+ *   <li>throughput of {@code --mib} MiB from {@code head -c}: WebSocket binary frames, SSE of NUL bytes (each
+ *       JSON-escaped to six characters, {@code \u0000}) and SSE of printable bytes ({@code | tr '\0' a});
+ *   <li>latency from a program writing a line to the client reading it: {@code python3} prints its
+ *       {@code time.time_ns()} every 20 ms, the client subtracts it from its own clock (same machine);
+ *   <li>{@code --streams} idle SSE streams attached to one running execution, held {@code --hold} seconds:
+ *       the heap they cost the gateway. Their clients run in a separate JVM ({@link IdleSseClients}), so
+ *       this process's heap and file descriptors hold only the gateway's side.
+ * </ol>
+ * Starts its own gateway on an embedded PostgreSQL, so every client shares the machine with it.
+ *
+ * <p>Usage: {@code bin/benchmark stream [--mib N] [--streams K] [--hold S]}
+ */
+public final class StreamBenchmark {
+  private static final long MIB = 1 << 20;
+  private static final int ROUNDS = 3;
+  private static final int WARMUP_MIB = 32;
+  private static final int LINES = 500;
+  private static final String TIMESTAMPS = String.join("\n",
+      "import sys, time",
+      "for _ in range(" + LINES + "):",
+      "    sys.stdout.write('%d\\n' % time.time_ns())",
+      "    sys.stdout.flush()",
+      "    time.sleep(0.02)");
+  /** File descriptors kept free for the gateway's own work (database, processes, logs) beside the streams. */
+  private static final int FD_RESERVE = 500;
+  /** How long a closed stream's subscription lingers before it unregisters (StreamSubscriber), plus a margin. */
+  private static final long UNREGISTER_WAIT_MS = 6_000;
+  private static final UnixOperatingSystemMXBean OS =
+      (UnixOperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+  private final BenchGateway gw;
+
+  private StreamBenchmark(BenchGateway gw) {
+    this.gw = gw;
+  }
+
+  public static void main(String[] args) throws Exception {
+    int mib = 256;
+    int streams = 10_000;
+    int hold = 21;
+    for (int i = 0; i < args.length; i += 2) {
+      if (i + 1 == args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      int value = Integer.parseInt(args[i + 1]);
+      if (value <= 0) {
+        throw new IllegalArgumentException(args[i] + " must be positive");
+      }
+      switch (args[i]) {
+        case "--mib" -> mib = value;
+        case "--streams" -> streams = value;
+        case "--hold" -> hold = value;
+        default -> throw new IllegalArgumentException("unknown argument " + args[i]
+            + " (expected --mib N, --streams K, --hold S)");
+      }
+    }
+    int status = 0;
+    try (BenchGateway gw = BenchGateway.start()) {
+      StreamBenchmark bench = new StreamBenchmark(gw);
+      bench.throughput(mib);
+      bench.latency();
+      bench.idleStreams(streams, hold);
+    } catch (Exception e) {
+      System.err.println("stream benchmark failed: " + e);
+      e.printStackTrace();
+      status = 1;
+    }
+    System.exit(status);
+  }
+
+  /** Receives output bytes {@code data[0..length)} that arrived at {@code at} (epoch nanoseconds). */
+  @FunctionalInterface
+  private interface Output {
+    void accept(byte[] data, int length, long at);
+  }
+
+  /** Moves the output of a shell command line to this process. */
+  @FunctionalInterface
+  private interface Transport {
+    void run(String command, Output out) throws Exception;
+  }
+
+  // ---- 1. throughput ------------------------------------------------------------------------------
+
+  private void throughput(int mib) throws Exception {
+    record Case(String name, Transport transport, boolean printable) {}
+    List<Case> cases = List.of(
+        new Case("pipe (ProcessBuilder, this JVM)", StreamBenchmark::pipe, false),
+        new Case("WebSocket, binary frames", this::webSocketBinary, false),
+        new Case("SSE, NUL bytes (6x as \\u0000)", this::sse, false),
+        new Case("pipe, printable (| tr '\\0' a)", StreamBenchmark::pipe, true),
+        new Case("SSE, printable bytes", this::sse, true));
+    for (Case c : cases) {
+      transfer(c.name(), c.transport(), Math.min(mib, WARMUP_MIB) * MIB, c.printable());
+    }
+    double[][] rates = new double[cases.size()][ROUNDS];
+    double[][] cores = new double[cases.size()][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int i = 0; i < cases.size(); i++) {
+        Case c = cases.get(i);
+        long cpu = OS.getProcessCpuTime();
+        long t0 = System.nanoTime();
+        transfer(c.name(), c.transport(), mib * MIB, c.printable());
+        long wall = System.nanoTime() - t0;
+        rates[i][r] = mib / (wall / 1e9);
+        cores[i][r] = (OS.getProcessCpuTime() - cpu) / (double) wall;
+      }
+    }
+    System.out.printf("%nThroughput: %d MiB from head -c %d /dev/zero, median of %d runs (after a %d MiB warm-up);"
+        + "%nJVM CPU = this process (gateway and client) in cores, of 2; ratios to the plain pipe:%n",
+        mib, mib * MIB, ROUNDS, Math.min(mib, WARMUP_MIB));
+    System.out.printf("  %-34s %9s %8s %8s  %s%n", "", "MiB/s", "JVM CPU", "of pipe", "target");
+    double pipe = median(rates[0]);
+    String[] targets = {"", "40 %", "25 %", "", "25 %"};
+    for (int i = 0; i < cases.size(); i++) {
+      double rate = median(rates[i]);
+      String ratio = i == 0 ? "" : String.format("%.1f %%", 100 * rate / pipe);
+      String target = targets[i].isEmpty() ? ""
+          : ">= " + targets[i] + (100 * rate / pipe >= Double.parseDouble(targets[i].split(" ")[0]) ? ": met"
+          : ": MISSED");
+      System.out.printf("  %-34s %9.0f %8.2f %8s  %s%n", cases.get(i).name(), rate, median(cores[i]), ratio, target);
+    }
+    System.out.printf("  SSE printable is %.1f %% of the printable pipe (same command, tr included)%n",
+        100 * median(rates[4]) / median(rates[3]));
+  }
+
+  /** Runs one transfer of {@code bytes} within a deadline and checks that every byte arrived. */
+  private static void transfer(String name, Transport transport, long bytes, boolean printable) throws Exception {
+    String command = "head -c " + bytes + " /dev/zero" + (printable ? " | tr '\\0' a" : "");
+    long[] received = {0};
+    within(Duration.ofSeconds(60 + bytes / MIB), name, () -> {
+      transport.run(command, (data, length, at) -> received[0] += length);
+      return null;
+    });
+    if (received[0] != bytes) {
+      throw new IllegalStateException(name + " delivered " + received[0] + " of " + bytes + " bytes");
+    }
+  }
+
+  /** The bare baseline: the command's stdout read with {@code ProcessBuilder}, as the local backend reads it. */
+  private static void pipe(String command, Output out) throws IOException, InterruptedException {
+    ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", command).redirectError(ProcessBuilder.Redirect.INHERIT);
+    pb.environment().put("PATH", ProcessSpec.BASE_PATH);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    byte[] buf = new byte[64 * 1024];
+    try (InputStream in = p.getInputStream()) {
+      for (int n; (n = in.read(buf)) >= 0; ) {
+        out.accept(buf, n, epochNanos());
+      }
+    }
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("'" + command + "' exited with " + p.exitValue());
+    }
+  }
+
+  private void webSocketBinary(String command, Output out) throws Exception {
+    webSocket("binary", new JsonObject().put("command", command), out);
+  }
+
+  private void sse(String command, Output out) throws Exception {
+    sse(new JsonObject().put("command", command), out);
+  }
+
+  // ---- 2. latency ---------------------------------------------------------------------------------
+
+  private void latency() throws Exception {
+    JsonObject code = new JsonObject().put("code", TIMESTAMPS);
+    long[] pipe = lineLatencies("pipe", out -> pipe("python3 -c \"$0\"", TIMESTAMPS, out));
+    long[] sse = lineLatencies("SSE", out -> sse(code, out));
+    long[] ws = lineLatencies("WebSocket", out -> webSocket("text", code, out));
+    System.out.printf("%nLatency: %d lines, python3 printing time.time_ns() every 20 ms; milliseconds from the"
+        + " write to the client:%n", LINES);
+    System.out.printf("  %-34s %9s %8s  %s%n", "", "p50", "p99", "target p50");
+    System.out.printf("  %-34s %9.3f %8.3f%n", "pipe (ProcessBuilder, this JVM)", pct(pipe, 50) / 1e6,
+        pct(pipe, 99) / 1e6);
+    latencyRow("SSE (POST /execute)", sse, pipe);
+    latencyRow("WebSocket, text frames", ws, pipe);
+  }
+
+  private static void latencyRow(String name, long[] nanos, long[] pipe) {
+    double p50 = pct(nanos, 50) / 1e6;
+    System.out.printf("  %-34s %9.3f %8.3f  <= 2 ms: %s (%.2f ms over the pipe)%n", name, p50, pct(nanos, 99) / 1e6,
+        p50 <= 2 ? "met" : "MISSED", p50 - pct(pipe, 50) / 1e6);
+  }
+
+  /** Runs {@link #TIMESTAMPS} over a transport and returns, per line, arrival minus the time printed in it. */
+  private static long[] lineLatencies(String name, ThrowingConsumer<Output> transport) throws Exception {
+    long[] latencies = new long[LINES];
+    int[] count = {0};
+    StringBuilder line = new StringBuilder();
+    within(Duration.ofSeconds(60), name + " latency", () -> {
+      transport.accept((data, length, at) -> {
+        for (int i = 0; i < length; i++) {
+          if (data[i] != '\n') {
+            line.append((char) data[i]);
+          } else if (count[0] < LINES) {
+            latencies[count[0]++] = at - Long.parseLong(line.toString());
+            line.setLength(0);
+          }
+        }
+      });
+      return null;
+    });
+    if (count[0] != LINES) {
+      throw new IllegalStateException(name + " delivered " + count[0] + " of " + LINES + " lines");
+    }
+    return latencies;
+  }
+
+  @FunctionalInterface
+  private interface ThrowingConsumer<T> {
+    void accept(T t) throws Exception;
+  }
+
+  /** {@link #pipe(String, Output)} for {@code sh -c command arg0}, so a script needs no quoting. */
+  private static void pipe(String command, String arg0, Output out) throws IOException, InterruptedException {
+    pipe(command.replace("\"$0\"", "'" + arg0.replace("'", "'\\''") + "'"), out);
+  }
+
+  // ---- 3. idle streams ----------------------------------------------------------------------------
+
+  private void idleStreams(int requested, int holdSecs) throws Exception {
+    int spare = (int) (OS.getMaxFileDescriptorCount() - OS.getOpenFileDescriptorCount() - FD_RESERVE);
+    int streams = Math.min(requested, spare);
+    String exec = gw.call("POST", gw.sandboxPath("/executions"), new JsonObject().put("command", "sleep 600"), 202)
+        .getString("id");
+    Process clients = null;
+    try {
+      long heap0 = usedHeapAfterGc();
+      long fds0 = OS.getOpenFileDescriptorCount();
+      clients = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"), "-cp",
+          System.getProperty("java.class.path"), IdleSseClients.class.getName(), String.valueOf(gw.port),
+          gw.sandboxPath("/executions/" + exec + "/stream"), gw.key, String.valueOf(streams),
+          String.valueOf(holdSecs)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+      Process watched = clients;
+      Thread.ofPlatform().daemon().start(() -> {
+        try {
+          if (!watched.waitFor(180 + holdSecs, TimeUnit.SECONDS)) {
+            System.err.println("the idle SSE clients did not finish in time; stopping them");
+            watched.destroyForcibly();
+          }
+        } catch (InterruptedException ignored) {
+          // the benchmark is ending
+        }
+      });
+      BufferedReader report = clients.inputReader();
+      long[] opened = numbers(report.readLine(), clients);
+      long heap1 = usedHeapAfterGc();
+      long fds1 = OS.getOpenFileDescriptorCount();
+      long[] held = numbers(report.readLine(), clients);
+      if (clients.waitFor() != 0) {
+        throw new IllegalStateException("the idle SSE clients exited with " + clients.exitValue());
+      }
+      Thread.sleep(UNREGISTER_WAIT_MS);
+      long heap2 = usedHeapAfterGc();
+      long fds2 = OS.getOpenFileDescriptorCount();
+
+      long open = opened[0];
+      System.out.printf("%nIdle SSE streams on one running execution (sleep 600); clients in a separate JVM:%n");
+      if (streams < requested) {
+        System.out.printf("  (%d requested; this process has %d spare file descriptors of %d, keeping %d in reserve)%n",
+            requested, spare + FD_RESERVE, OS.getMaxFileDescriptorCount(), FD_RESERVE);
+      }
+      System.out.printf("  %-22s %d of %d in %.1f s (%.0f/s), %d failed, %d closed by the gateway%n", "opened",
+          open, streams, opened[3] / 100.0, open / (opened[3] / 100.0), opened[1], opened[2]);
+      double perStream = open == 0 ? 0 : (heap1 - heap0) / (double) open;
+      System.out.printf("  %-22s %.1f MiB before, %.1f MiB with them open: +%.1f MiB, %.1f KiB per stream%n",
+          "heap used after GC", heap0 / (double) MIB, heap1 / (double) MIB, (heap1 - heap0) / (double) MIB,
+          perStream / 1024);
+      System.out.printf("  %-22s %.0f MiB for 10,000 streams; target <= 512 MiB: %s%n", "", 10_000 * perStream / MIB,
+          open > 0 && 10_000 * perStream <= 512 * MIB ? "met" : "MISSED");
+      System.out.printf("  %-22s +%d in this process (%.2f per stream; limit %d)%n", "file descriptors",
+          fds1 - fds0, open == 0 ? 0 : (fds1 - fds0) / (double) open, OS.getMaxFileDescriptorCount());
+      System.out.printf("  %-22s %d still open, %d got a heartbeat comment (sent after 15 s idle)%n",
+          "held " + holdSecs + " s", held[0], held[1]);
+      System.out.printf("  %-22s heap %+.1f MiB and file descriptors %+d against before%n",
+          "closed, " + UNREGISTER_WAIT_MS / 1000 + " s later", (heap2 - heap0) / (double) MIB, fds2 - fds0);
+    } finally {
+      if (clients != null) {
+        clients.destroyForcibly();
+      }
+      gw.call("POST", gw.sandboxPath("/executions/" + exec + "/signal"), new JsonObject().put("signal", "KILL"), 204);
+    }
+  }
+
+  /**
+   * The numbers of a report line of {@link IdleSseClients} ({@code name value} pairs; a fraction is kept to
+   * hundredths, times 100).
+   */
+  private static long[] numbers(String line, Process clients) throws InterruptedException {
+    if (line == null) {
+      throw new IllegalStateException("the idle SSE clients exited (" + clients.waitFor() + ") before reporting");
+    }
+    String[] words = line.trim().split(" ");
+    long[] values = new long[words.length / 2];
+    for (int i = 0; i < values.length; i++) {
+      String v = words[2 * i + 1];
+      values[i] = v.contains(".") ? Math.round(Double.parseDouble(v) * 100) : Long.parseLong(v);
+    }
+    return values;
+  }
+
+  private static long usedHeapAfterGc() {
+    System.gc();
+    System.gc();
+    return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+  }
+
+  // ---- clients ------------------------------------------------------------------------------------
+
+  /** {@code POST .../execute} with {@code Accept: text/event-stream}: stdout to {@code out} until the exit event. */
+  private void sse(JsonObject body, Output out) throws Exception {
+    HttpRequest request = HttpRequest.newBuilder(URI.create(gw.base + gw.sandboxPath("/execute")))
+        .header("Authorization", "Bearer " + gw.key).header("Accept", "text/event-stream")
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.encode())).build();
+    HttpResponse<InputStream> response = gw.http.send(request, HttpResponse.BodyHandlers.ofInputStream());
+    try (InputStream in = response.body()) {
+      if (response.statusCode() != 200) {
+        throw new IllegalStateException("SSE execute answered " + response.statusCode() + ": "
+            + new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      }
+      SseReader events = new SseReader(in);
+      for (SseReader.Event e; (e = events.next()) != null; ) {
+        long at = epochNanos();
+        switch (e.name()) {
+          case "stdout" -> {
+            byte[] data = bytes(e.data());
+            out.accept(data, data.length, at);
+          }
+          case "exit" -> {
+            completed(e.data());
+            return;
+          }
+          case "error" -> throw new IllegalStateException("SSE error event: " + e.data().getString("message"));
+          default -> {
+            // started, notice: nothing to count
+          }
+        }
+      }
+    }
+    throw new IllegalStateException("the SSE stream ended without an exit event");
+  }
+
+  /** {@code .../executions/ws?mode=...}: starts {@code start}, stdout to {@code out} until the socket closes. */
+  private void webSocket(String mode, JsonObject start, Output out) throws Exception {
+    WsListener listener = new WsListener(out);
+    WebSocket ws = gw.http.newWebSocketBuilder().header("Authorization", "Bearer " + gw.key)
+        .connectTimeout(Duration.ofSeconds(10))
+        .buildAsync(URI.create(gw.base.replace("http://", "ws://") + gw.sandboxPath("/executions/ws?mode=" + mode)),
+            listener)
+        .get(30, TimeUnit.SECONDS);
+    ws.sendText(start.copy().put("type", "start").encode(), true).get(30, TimeUnit.SECONDS);
+    completed(listener.exit.get());
+  }
+
+  /**
+   * Receives one execution over a JDK WebSocket, a message at a time ({@code request(1)}): binary frames
+   * {@code [stream][seq][payload]} and JSON text frames; completes {@link #exit} with the exit frame once the
+   * gateway closes with 1000.
+   */
+  private static final class WsListener implements WebSocket.Listener {
+    final CompletableFuture<JsonObject> exit = new CompletableFuture<>();
+    private final Output out;
+    private final StringBuilder text = new StringBuilder();
+    private byte[] binary = new byte[64 * 1024 + 9];
+    private int binaryLength;
+    private JsonObject exitFrame;
+
+    WsListener(Output out) {
+      this.out = out;
+    }
+
+    @Override
+    public CompletionStage<?> onBinary(WebSocket ws, ByteBuffer data, boolean last) {
+      if (binaryLength + data.remaining() > binary.length) {
+        binary = Arrays.copyOf(binary, Math.max(binary.length * 2, binaryLength + data.remaining()));
+      }
+      data.get(binary, binaryLength, data.remaining());
+      binaryLength += data.limit();
+      if (last) {
+        if (binary[0] == 1) {
+          out.accept(Arrays.copyOfRange(binary, 9, binaryLength), binaryLength - 9, epochNanos());
+        }
+        binaryLength = 0;
+      }
+      ws.request(1);
+      return null;
+    }
+
+    @Override
+    public CompletionStage<?> onText(WebSocket ws, CharSequence data, boolean last) {
+      text.append(data);
+      if (last) {
+        long at = epochNanos();
+        JsonObject frame = new JsonObject(text.toString());
+        text.setLength(0);
+        switch (frame.getString("type", "")) {
+          case "stdout" -> {
+            byte[] bytes = bytes(frame);
+            out.accept(bytes, bytes.length, at);
+          }
+          case "exit" -> exitFrame = frame;
+          case "error" -> exit.completeExceptionally(
+              new IllegalStateException("WebSocket error frame: " + frame.getString("message")));
+          default -> {
+            // started, notice: nothing to count
+          }
+        }
+      }
+      ws.request(1);
+      return null;
+    }
+
+    @Override
+    public CompletionStage<?> onClose(WebSocket ws, int status, String reason) {
+      if (status == 1000 && exitFrame != null) {
+        exit.complete(exitFrame);
+      } else {
+        exit.completeExceptionally(new IllegalStateException("the WebSocket closed with " + status + " (" + reason
+            + ")" + (exitFrame == null ? " before an exit frame" : "")));
+      }
+      return null;
+    }
+
+    @Override
+    public void onError(WebSocket ws, Throwable error) {
+      exit.completeExceptionally(error);
+    }
+  }
+
+  /** The bytes of an output event: {@code data} (UTF-8 text) or {@code data_b64}. */
+  private static byte[] bytes(JsonObject event) {
+    String text = event.getString("data");
+    return text != null ? text.getBytes(StandardCharsets.UTF_8) : Base64.getDecoder().decode(event.getString("data_b64"));
+  }
+
+  private static void completed(JsonObject exit) {
+    if (!"completed".equals(exit.getString("status")) || exit.getInteger("exit_code", -1) != 0) {
+      throw new IllegalStateException("the execution did not complete: " + exit.encode());
+    }
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------------
+
+  /** Runs {@code task} on a thread of its own; fails with a clear message when it takes longer than {@code limit}. */
+  private static void within(Duration limit, String name, Callable<Void> task) throws Exception {
+    FutureTask<Void> f = new FutureTask<>(task);
+    Thread.ofPlatform().daemon().name("bench-" + name).start(f);
+    try {
+      f.get(limit.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      throw new TimeoutException(name + " did not finish within " + limit.toSeconds() + " s");
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  /** Wall-clock time in nanoseconds since the epoch: the clock python's {@code time.time_ns()} reads. */
+  private static long epochNanos() {
+    Instant now = Instant.now();
+    return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+  }
+
+  private static double median(double[] values) {
+    double[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[sorted.length / 2];
+  }
+
+  private static long pct(long[] values, int p) {
+    long[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[Math.min(sorted.length - 1, (int) Math.ceil(p / 100.0 * sorted.length) - 1)];
+  }
+}

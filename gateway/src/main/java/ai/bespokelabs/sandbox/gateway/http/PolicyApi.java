@@ -1,0 +1,104 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.model.Policy;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import java.math.BigDecimal;
+import java.util.List;
+import java.util.Locale;
+import java.util.TreeSet;
+
+/** Organization guardrails: {@code GET/PUT /v1/policies/current} and {@code GET /v1/policy-summary}. */
+public final class PolicyApi {
+  static final int SUMMARY_DENIALS = 20;
+
+  private final Services s;
+
+  public PolicyApi(Services services) {
+    this.s = services;
+  }
+
+  public void register(Api api) {
+    api.authed(HttpMethod.GET, "/v1/policies/current", Scopes.POLICIES_READ, this::get);
+    api.authed(HttpMethod.PUT, "/v1/policies/current", Scopes.POLICIES_WRITE, this::put);
+    api.authed(HttpMethod.GET, "/v1/policy-summary", Scopes.POLICIES_READ, this::summary);
+  }
+
+  static JsonObject json(Policy p) {
+    return new JsonObject()
+        .put("max_concurrent_sandboxes", p.maxConcurrentSandboxes())
+        .put("hourly_spend_limit_usd", Wire.decimal(p.hourlySpendLimitUsd()))
+        .put("daily_spend_limit_usd", Wire.decimal(p.dailySpendLimitUsd()))
+        .put("allowed_backends", p.allowedBackends() == null ? null : new JsonArray(p.allowedBackends()))
+        .put("allowed_gpu_types", p.allowedGpuTypes() == null ? null : new JsonArray(p.allowedGpuTypes()))
+        .put("max_sandbox_lifetime_secs", p.maxSandboxLifetimeSecs())
+        .put("version", p.version())
+        .put("updated_at", Wire.ts(p.updatedAt()))
+        .put("updated_by_api_key_id", p.updatedByApiKeyId());
+  }
+
+  private Future<Reply> get(RoutingContext ctx, Principal p) {
+    return s.policies().current(p.organizationId()).map(policy -> Reply.ok(json(policy)));
+  }
+
+  /** Full replace: omitted fields become null (not enforced). Nothing changes when any field is invalid. */
+  private Future<Reply> put(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    Integer concurrent = body.integer("max_concurrent_sandboxes", null, 0);
+    BigDecimal hourly = body.decimal("hourly_spend_limit_usd");
+    BigDecimal daily = body.decimal("daily_spend_limit_usd");
+    List<String> backends = body.stringList("allowed_backends");
+    List<String> gpus = body.stringList("allowed_gpu_types");
+    Integer lifetime = body.integer("max_sandbox_lifetime_secs", 0, null);
+    body.check();
+    if (hourly != null || daily != null) {
+      // refusing beats storing a cap nothing enforces
+      throw ApiException.invalid("spend limits are not supported by this gateway version");
+    }
+    List<String> allowedBackends = null;
+    if (backends != null) {
+      TreeSet<String> set = new TreeSet<>();
+      for (String b : backends) {
+        String name = b.trim().toLowerCase(Locale.ROOT);
+        if (!s.backends().isEnabled(name)) {
+          throw ApiException.invalid("backend is not enabled: " + name);
+        }
+        set.add(name);
+      }
+      allowedBackends = List.copyOf(set);
+    }
+    List<String> allowedGpus = null;
+    if (gpus != null) {
+      TreeSet<String> set = new TreeSet<>();
+      for (String g : gpus) {
+        if (g.trim().isEmpty()) {
+          throw ApiException.invalid("allowed GPU types must not be empty strings");
+        }
+        set.add(g.trim());
+      }
+      allowedGpus = List.copyOf(set);
+    }
+    Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
+    return s.policies().replace(p.organizationId(), next, p.keyId(), s.now()).map(saved -> Reply.ok(json(saved)));
+  }
+
+  private Future<Reply> summary(RoutingContext ctx, Principal p) {
+    p.require(Scopes.USAGE_READ);
+    return Future.all(s.policies().current(p.organizationId()), s.policies().activeSandboxes(p.organizationId()),
+            s.policies().recentDenials(p.organizationId(), SUMMARY_DENIALS))
+        .map(all -> Reply.ok(new JsonObject()
+            .put("policy", json(all.resultAt(0)))
+            .put("usage", new JsonObject()
+                .put("active_sandboxes", all.<Long>resultAt(1))
+                .putNull("hourly_spend_usd")
+                .putNull("daily_spend_usd"))
+            .put("denials", new JsonArray(all.<List<JsonObject>>resultAt(2)))));
+  }
+}
