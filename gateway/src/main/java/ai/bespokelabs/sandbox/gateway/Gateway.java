@@ -9,7 +9,10 @@ import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
+import ai.bespokelabs.sandbox.ledger.LedgerHandler;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
+import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
+import ai.bespokelabs.sandbox.ledger.UsageMeter;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -81,7 +84,8 @@ public final class Gateway implements AutoCloseable {
         }
       }
       httpDeployment = deployed
-          .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, (conn, batch) -> Future.succeededFuture())))
+          .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
+              new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
           .compose(v -> vertx.deployVerticle(
               new SupervisorVerticle(pool, nodeId, clock, config.supervisionIntervalSecs())))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))

@@ -9,6 +9,8 @@ import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.ledger.CostLedger;
+import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
 import io.vertx.sqlclient.Pool;
 import java.time.Clock;
 import java.time.OffsetDateTime;
@@ -18,14 +20,14 @@ import java.time.temporal.ChronoUnit;
 /** Everything the HTTP verticle needs, built once by the composition root and shared by its instances. */
 public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
     PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
-    ExecutionRepository executions, PolicyRepository policies, Authenticator authenticator) {
+    ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, Authenticator authenticator) {
 
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
         new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
-        new Authenticator(keys, hmac, clock));
+        new CostLedger(pool, new LifecycleCosts(config.customerMarkup())), new Authenticator(keys, hmac, clock));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

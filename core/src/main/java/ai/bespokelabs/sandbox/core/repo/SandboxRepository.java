@@ -51,7 +51,7 @@ public final class SandboxRepository {
    * attempt #1 and its event. Concurrent creates of one organization are serialized by the policy lock, so
    * limits hold exactly.
    */
-  public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request) {
+  public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request, PolicyDecision.SpendReader spend) {
     return pool.withTransaction(conn -> existing(conn, n).compose(found -> {
       if (found != null) {
         return Future.succeededFuture(found);
@@ -59,12 +59,26 @@ public final class SandboxRepository {
       return PolicyRepository.lockCurrent(conn, n.organizationId())
           .compose(policy -> (policy.maxConcurrentSandboxes() == null ? Future.succeededFuture(0L)
               : PolicyRepository.activeSandboxes(conn, n.organizationId()))
-              .map(active -> PolicyDecision.evaluate(policy, request, active)))
+              .compose(active -> spend(conn, policy, n, spend)
+                  .map(s -> PolicyDecision.evaluate(policy, request, active, s))))
           .compose(denial -> denial.isPresent()
               ? PolicyRepository.recordDenial(conn, n.organizationId(), n.creatorKeyId(), request, denial.get(), n.now())
                   .map(v -> new Claim(null, false, denial.get()))
               : insert(conn, n));
     }));
+  }
+
+  private static Future<PolicyDecision.Spend> spend(SqlClient conn, ai.bespokelabs.sandbox.core.model.Policy policy,
+      NewSandbox n, PolicyDecision.SpendReader reader) {
+    if (!PolicyDecision.limitsSpend(policy)) {
+      return Future.succeededFuture(PolicyDecision.Spend.NONE);
+    }
+    OffsetDateTime now = n.now();
+    OffsetDateTime midnight = now.withOffsetSameInstant(java.time.ZoneOffset.UTC).toLocalDate().atStartOfDay()
+        .atOffset(java.time.ZoneOffset.UTC);
+    return reader.spend(conn, n.organizationId(), now.minusHours(1), now)
+        .compose(hour -> reader.spend(conn, n.organizationId(), midnight, now)
+            .map(day -> new PolicyDecision.Spend(hour, day)));
   }
 
   private static Future<Claim> existing(SqlClient conn, NewSandbox n) {

@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * selector it sends {@code streams} SSE requests ({@code GET path}), at most {@value #MAX_CONNECTING} waiting
  * for their response head at a time; a stream is open once its {@code 200} head arrived. Then it holds them
  * all for {@code holdSecs}, watching for closes and heartbeat comments, and closes them. It reports on
- * stdout, one line per phase: {@code opened N failed N closed N seconds S}, then {@code alive N heartbeats
+ * stdout, one line per phase: {@code opened N failed N closed N millis N}, then {@code alive N heartbeats
  * N}; the first failure goes to stderr.
  *
  * <p>Arguments: {@code port path key streams holdSecs}
@@ -67,8 +67,8 @@ final class IdleSseClients {
       c.failed += unanswered;
       c.failure(unanswered + " streams got no response head within " + OPEN_TIMEOUT_SECS + " s");
     }
-    System.out.printf("opened %d failed %d closed %d seconds %.2f%n", c.opened, c.failed, c.closed,
-        (System.nanoTime() - t0) / 1e9);
+    System.out.printf("opened %d failed %d closed %d millis %d%n", c.opened, c.failed, c.closed,
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
 
     long holdEnd = System.nanoTime() + holdNanos;
     for (long left; (left = holdEnd - System.nanoTime()) > 0; ) {

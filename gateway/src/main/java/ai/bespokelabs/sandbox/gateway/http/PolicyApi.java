@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.core.model.Policy;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.ledger.CostLedger;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
@@ -58,10 +59,6 @@ public final class PolicyApi {
     List<String> gpus = body.stringList("allowed_gpu_types");
     Integer lifetime = body.integer("max_sandbox_lifetime_secs", 0, null);
     body.check();
-    if (hourly != null || daily != null) {
-      // refusing beats storing a cap nothing enforces
-      throw ApiException.invalid("spend limits are not supported by this gateway version");
-    }
     List<String> allowedBackends = null;
     if (backends != null) {
       TreeSet<String> set = new TreeSet<>();
@@ -91,14 +88,16 @@ public final class PolicyApi {
 
   private Future<Reply> summary(RoutingContext ctx, Principal p) {
     p.require(Scopes.USAGE_READ);
-    return Future.all(s.policies().current(p.organizationId()), s.policies().activeSandboxes(p.organizationId()),
-            s.policies().recentDenials(p.organizationId(), SUMMARY_DENIALS))
+    java.time.OffsetDateTime now = s.now();
+    return s.ledger().accrue(p.organizationId(), now).compose(v -> Future.all(
+            s.policies().current(p.organizationId()), s.policies().activeSandboxes(p.organizationId()),
+            s.policies().recentDenials(p.organizationId(), SUMMARY_DENIALS), s.ledger().hourAndDay(p.organizationId(), now)))
         .map(all -> Reply.ok(new JsonObject()
             .put("policy", json(all.resultAt(0)))
             .put("usage", new JsonObject()
                 .put("active_sandboxes", all.<Long>resultAt(1))
-                .putNull("hourly_spend_usd")
-                .putNull("daily_spend_usd"))
+                .put("hourly_spend_usd", CostLedger.plain(all.<BigDecimal[]>resultAt(3)[0]))
+                .put("daily_spend_usd", CostLedger.plain(all.<BigDecimal[]>resultAt(3)[1])))
             .put("denials", new JsonArray(all.<List<JsonObject>>resultAt(2)))));
   }
 }

@@ -16,6 +16,7 @@ import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.ledger.CostLedger;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
@@ -63,7 +64,8 @@ public final class SandboxApi {
         s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
     PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
-    return s.sandboxes().claimCreation(row, asked).compose(claim -> {
+    return s.ledger().accrue(p.organizationId(), now)
+        .compose(v -> s.sandboxes().claimCreation(row, asked, CostLedger::spend)).compose(claim -> {
       if (claim.denial() != null) {
         throw new ApiException(403, claim.denial().detail());
       }
@@ -134,8 +136,9 @@ public final class SandboxApi {
   }
 
   private Future<Reply> detail(RoutingContext ctx, Principal p) {
-    return find(ctx, p).compose(sbx -> Future.all(s.sandboxes().attempts(sbx.id()),
-            s.executions().list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL))
+    return find(ctx, p).compose(sbx -> s.ledger().accrue(p.organizationId(), s.now()).compose(v -> Future.all(
+            s.sandboxes().attempts(sbx.id()), s.executions().list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
+            s.ledger().lifecycleCost(sbx.id())))
         .map(all -> {
           JsonArray attempts = new JsonArray();
           all.<List<ai.bespokelabs.sandbox.core.model.AttemptRecord>>resultAt(0).forEach(a -> attempts.add(Wire.attempt(a)));
@@ -146,7 +149,7 @@ public final class SandboxApi {
               .put("sandbox", Wire.sandbox(sbx))
               .put("attempts", attempts)
               .put("executions", executions)
-              .put("cost", null)
+              .put("cost", all.<java.util.Optional<JsonObject>>resultAt(2).orElse(null))
               .put("provider_observations", new JsonArray()));
         }));
   }

@@ -1,0 +1,108 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Costs through the API with the local backend priced by an operator's catalog (0.054 $/h at 1 vCPU / 1 GiB). */
+class CostTest {
+  static TestGateway gw;
+
+  @BeforeAll
+  static void start() throws Exception {
+    Path catalog = Files.createTempFile("pricing-", ".json");
+    Files.writeString(catalog, """
+        {"last_updated": "2026-11-01", "backends": {
+          "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
+    gw = new TestGateway(Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5"));
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  static JsonObject costOf(String key, String id) throws InterruptedException {
+    for (int i = 0; i < 200; i++) {
+      JsonObject detail = gw.get("/v1/sandboxes/" + id + "/detail", key).json();
+      if (detail.getValue("cost") != null && "destroyed".equals(detail.getJsonObject("sandbox").getString("status"))
+          && detail.getJsonObject("cost").getString("updated_at").equals(
+              detail.getJsonObject("sandbox").getString("terminated_at"))) {
+        return detail.getJsonObject("cost");
+      }
+      Thread.sleep(25);
+    }
+    throw new AssertionError("the ledger did not price the sandbox");
+  }
+
+  @Test
+  void a_destroyed_sandbox_is_priced_over_its_whole_window() throws Exception {
+    String key = gw.bootstrap("Priced");
+    JsonObject sbx = gw.sandbox(key, new JsonObject().put("cpu", 1).put("memory_mb", 1024));
+    assertThat(sbx.getString("hourly_rate_usd")).isEqualTo("0.054");
+    assertThat(sbx.getString("pricing_source")).isEqualTo("2026-11-01");
+    gw.clock.advance(Duration.ofSeconds(1800));
+    assertThat(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key).status()).isEqualTo(200);
+    JsonObject cost = costOf(key, sbx.getString("id"));
+    BigDecimal seconds = new BigDecimal(cost.getString("billable_seconds"));
+    assertThat(seconds).isBetween(new BigDecimal("1800"), new BigDecimal("1830"));
+    BigDecimal estimate = new BigDecimal(cost.getString("estimated_cost_usd"));
+    assertThat(estimate).isEqualByComparingTo(seconds.multiply(new BigDecimal("0.054"))
+        .divide(BigDecimal.valueOf(3600), java.math.MathContext.DECIMAL128));
+    assertThat(new BigDecimal(cost.getString("customer_cost_usd")))
+        .isEqualByComparingTo(estimate.multiply(new BigDecimal("1.5")));
+    assertThat(cost.getString("cost_state")).isEqualTo("estimated");
+
+    JsonObject byBackend = gw.get("/v1/costs?group_by=backend", key).json();
+    assertThat(byBackend.getString("group_by")).isEqualTo("backend");
+    JsonArray items = byBackend.getJsonArray("items");
+    assertThat(items).hasSize(1);
+    assertThat(items.getJsonObject(0).getString("key")).isEqualTo("local");
+    assertThat(new BigDecimal(items.getJsonObject(0).getString("provider_cost_usd"))).isEqualByComparingTo(estimate);
+    JsonObject bySandbox = gw.get("/v1/costs", key).json();
+    assertThat(bySandbox.getJsonArray("items").getJsonObject(0).getString("key")).isEqualTo(sbx.getString("id"));
+  }
+
+  @Test
+  void a_daily_spend_cap_denies_new_sandboxes_once_reached() throws Exception {
+    String key = gw.bootstrap("Capped");
+    assertThat(gw.send("PUT", "/v1/policies/current", key,
+        new JsonObject().put("daily_spend_limit_usd", "0.01").encode()).status()).isEqualTo(200);
+    JsonObject first = gw.sandbox(key, null);
+    gw.clock.advance(Duration.ofMinutes(20));
+    Resp denied = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local"));
+    assertThat(denied.status()).isEqualTo(403);
+    JsonObject detail = denied.json().getJsonObject("detail");
+    assertThat(detail.getString("policy")).isEqualTo("daily_spend_limit_usd");
+    assertThat(detail.getString("message")).isEqualTo("Daily spend limit usd has been reached.");
+    assertThat(detail.getString("limit")).isEqualTo("0.01");
+    assertThat(new BigDecimal(detail.getString("current"))).isGreaterThanOrEqualTo(new BigDecimal("0.01"));
+    JsonObject usage = gw.get("/v1/policy-summary", key).json().getJsonObject("usage");
+    assertThat(new BigDecimal(usage.getString("daily_spend_usd"))).isGreaterThanOrEqualTo(new BigDecimal("0.01"));
+    assertThat(gw.delete("/v1/sandboxes/" + first.getString("id"), key).status()).isEqualTo(200);
+  }
+
+  @Test
+  void bad_cost_queries_are_422() {
+    String key = gw.bootstrap("Queries");
+    assertThat(gw.get("/v1/costs?group_by=month", key).detail()).isEqualTo("group_by must be one of sandbox, backend, day");
+    assertThat(gw.get("/v1/costs?start=2026-01-01T00:00:00", key).detail())
+        .isEqualTo("start must be an ISO-8601 datetime with a timezone");
+    assertThat(gw.get("/v1/costs?start=2026-01-02T00:00:00Z&end=2026-01-01T00:00:00Z", key).detail())
+        .isEqualTo("start must be before end");
+    assertThat(gw.get("/v1/costs?start=2026-01-01T00:00:00Z&end=2026-01-02T00:00:00Z", key).json()
+        .getJsonArray("items")).isEmpty();
+    String noUsage = gw.key(key, "sandboxes:read");
+    assertThat(gw.get("/v1/costs", noUsage).detail()).isEqualTo("API key requires scope: usage:read");
+  }
+}

@@ -1,0 +1,57 @@
+package ai.bespokelabs.sandbox.ledger;
+
+import ai.bespokelabs.sandbox.core.outbox.OutboxConsumer;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.sqlclient.SqlConnection;
+import java.util.Iterator;
+import java.util.List;
+
+/**
+ * Turns lifecycle events into money, inside the outbox batch's transaction: a destroyed or failed sandbox
+ * gets its lifecycle cost at that moment, a finished execution its usage. Observation ids make every
+ * event idempotent, so a batch replayed after a crash changes nothing.
+ */
+public final class LedgerHandler implements OutboxConsumer.Handler {
+  private final LifecycleCosts costs;
+  private final UsageMeter usage;
+
+  public LedgerHandler(LifecycleCosts costs, UsageMeter usage) {
+    this.costs = costs;
+    this.usage = usage;
+  }
+
+  @Override
+  public Future<Void> handle(SqlConnection conn, List<OutboxConsumer.Event> batch) {
+    Promise<Void> done = Promise.promise();
+    next(conn, batch.iterator(), done);
+    return done.future();
+  }
+
+  /** One event after the other, driven by callbacks rather than a deep compose chain. */
+  private void next(SqlConnection conn, Iterator<OutboxConsumer.Event> events, Promise<Void> done) {
+    if (!events.hasNext()) {
+      done.complete();
+      return;
+    }
+    apply(conn, events.next()).onComplete(ar -> {
+      if (ar.failed()) {
+        done.fail(ar.cause());
+      } else {
+        next(conn, events, done);
+      }
+    });
+  }
+
+  Future<?> apply(SqlConnection conn, OutboxConsumer.Event e) {
+    String sandbox = e.sandboxId();
+    return switch (e.type()) {
+      case "sandbox.destroyed" -> costs.record(conn, sandbox, "terminate:" + sandbox, e.occurredAt(), null);
+      case "sandbox.failed" -> costs.record(conn, sandbox,
+          ("create".equals(e.data().getString("op")) ? "create:" : "terminate-failed:") + sandbox, e.occurredAt(), null);
+      case "execution.completed", "execution.timed_out", "execution.cancelled", "execution.failed" ->
+          usage.meter(conn, e.executionId(), e.occurredAt());
+      default -> Future.succeededFuture();
+    };
+  }
+}
