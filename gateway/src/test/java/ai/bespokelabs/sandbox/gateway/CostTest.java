@@ -105,4 +105,61 @@ class CostTest {
     String noUsage = gw.key(key, "sandboxes:read");
     assertThat(gw.get("/v1/costs", noUsage).detail()).isEqualTo("API key requires scope: usage:read");
   }
+
+  @Test
+  void csv_exports_page_with_a_cursor_repeat_the_header_and_neutralize_formulas() throws Exception {
+    String key = gw.bootstrap("Exports");
+    JsonObject sbx = gw.sandbox(key, null);
+    String id = sbx.getString("id");
+    for (String rid : new String[] {"=HYPERLINK(1)", "plain", "@sum"}) {
+      assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true"),
+          "Idempotency-Key", rid).status()).isEqualTo(200);
+    }
+    java.util.List<String> rows = new java.util.ArrayList<>();
+    String cursor = null;
+    int pages = 0;
+    for (int wait = 0; wait < 200 && rows.size() < 3; wait++) {
+      rows.clear();
+      cursor = null;
+      pages = 0;
+      do {
+        Resp page = gw.get("/v1/exports/usage.csv?limit=2" + (cursor == null ? "" : "&cursor=" + cursor), key);
+        assertThat(page.status()).isEqualTo(200);
+        assertThat(page.header("Content-Type")).isEqualTo("text/csv; charset=utf-8");
+        assertThat(page.header("Content-Disposition")).isEqualTo("attachment; filename=\"bespoke-usage.csv\"");
+        String[] lines = page.body().split("\r\n");
+        assertThat(lines[0]).isEqualTo(
+            "id,sandbox_id,request_id,metric,quantity,unit,provider_cost_usd,customer_cost_usd,created_at");
+        rows.addAll(java.util.List.of(lines).subList(1, lines.length));
+        cursor = page.header("X-Next-Cursor");
+        pages++;
+      } while (cursor != null && !cursor.isEmpty());
+      if (rows.size() < 3) {
+        Thread.sleep(25);
+      }
+    }
+    assertThat(rows).hasSize(3);
+    assertThat(pages).isEqualTo(2);
+    assertThat(String.join("\n", rows)).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
+    assertThat(gw.get("/v1/exports/secrets.csv", key).detail()).isEqualTo("unsupported export kind");
+    assertThat(gw.get("/v1/exports/usage.csv?cursor=not-a-cursor", key).detail()).isEqualTo("invalid pagination cursor");
+    assertThat(gw.get("/v1/exports/ledger.csv?limit=0", key).detail()).isEqualTo("limit must be between 1 and 1000");
+    assertThat(gw.get("/v1/exports/costs.csv", key).body()).startsWith("sandbox_id,backend,billable_seconds,");
+    assertThat(gw.get("/v1/exports/ledger.csv", gw.key(key, "usage:read")).detail())
+        .isEqualTo("API key requires scope: exports:read");
+  }
+
+  @Test
+  void reconciliation_summary_counts_the_organizations_sandboxes() {
+    String key = gw.bootstrap("Reconcile");
+    gw.sandbox(key, null);
+    gw.sandbox(key, null);
+    JsonObject summary = gw.get("/v1/reconciliation", key).json();
+    assertThat(summary.getLong("total")).isEqualTo(2L);
+    assertThat(summary.getLong("unreconciled")).isEqualTo(2L);
+    assertThat(summary.getLong("reconciled")).isZero();
+    assertThat(summary.getLong("missing")).isZero();
+    assertThat(summary.getValue("last_provider_observed_at")).isNull();
+    assertThat(gw.get("/v1/reconciliation", null).status()).isEqualTo(401);
+  }
 }

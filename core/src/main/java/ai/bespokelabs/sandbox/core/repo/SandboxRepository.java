@@ -194,6 +194,27 @@ public final class SandboxRepository {
         .map(SandboxRepository::all);
   }
 
+  /** Counts of the organization's sandboxes by reconciliation state, for {@code GET /v1/reconciliation}. */
+  public Future<JsonObject> reconciliationSummary(String orgId) {
+    return pool.preparedQuery("""
+            SELECT count(*) AS total,
+                   count(*) FILTER (WHERE cost_state = 'estimated') AS unreconciled,
+                   count(*) FILTER (WHERE cost_state = 'provider_reported') AS provider_reported,
+                   count(*) FILTER (WHERE cost_state = 'reconciled') AS reconciled,
+                   count(*) FILTER (WHERE provider_missing) AS missing,
+                   max(last_provider_observed_at) AS last_provider_observed_at
+            FROM sandboxes WHERE organization_id = $1""")
+        .execute(Tuple.of(orgId))
+        .map(rows -> {
+          Row r = rows.iterator().next();
+          return new JsonObject().put("total", r.getLong("total")).put("unreconciled", r.getLong("unreconciled"))
+              .put("provider_reported", r.getLong("provider_reported")).put("reconciled", r.getLong("reconciled"))
+              .put("missing", r.getLong("missing"))
+              .put("last_provider_observed_at", ai.bespokelabs.sandbox.core.Times.iso(
+                  r.getOffsetDateTime("last_provider_observed_at")));
+        });
+  }
+
   public Future<List<AttemptRecord>> attempts(String sandboxId) {
     return pool.preparedQuery("SELECT " + AttemptRecord.COLUMNS
             + " FROM sandbox_creation_attempts WHERE sandbox_id = $1 ORDER BY attempt_number")

@@ -5,6 +5,9 @@ import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
+import ai.bespokelabs.sandbox.ledger.Exports;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
@@ -14,18 +17,81 @@ import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.Set;
 
-/** {@code GET /v1/costs}: the organization's costs grouped by sandbox, backend or UTC day. */
+/** Costs grouped by sandbox, backend or UTC day; the reconciliation summary; CSV exports. */
 public final class CostApi {
   static final Set<String> GROUPS = Set.of("sandbox", "backend", "day");
 
   private final Services s;
+  private final Exports exports;
 
   public CostApi(Services services) {
     this.s = services;
+    this.exports = new Exports(services.pool());
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/costs", Scopes.USAGE_READ, this::costs);
+    api.authed(HttpMethod.GET, "/v1/reconciliation", Scopes.SANDBOXES_READ,
+        (ctx, p) -> s.sandboxes().reconciliationSummary(p.organizationId()).map(Reply::ok));
+    api.authed(HttpMethod.GET, "/v1/exports/{kind}.csv", Scopes.EXPORTS_READ, this::export);
+  }
+
+  /**
+   * One CSV page: {@code limit} 1..1000 (default 500), an opaque {@code cursor}; {@code X-Next-Cursor} is
+   * empty on the last page (treat empty as absent).
+   */
+  private Future<Reply> export(RoutingContext ctx, Principal p) {
+    String kind = ctx.pathParam("kind");
+    if (!Exports.isKind(kind)) {
+      throw ApiException.invalid("unsupported export kind");
+    }
+    int limit = limit(ctx.queryParams().get("limit"));
+    long offset = offset(ctx.queryParams().get("cursor"));
+    return s.ledger().accrue(p.organizationId(), s.now())
+        .compose(v -> exports.page(p.organizationId(), kind, offset, limit))
+        .map(page -> {
+          ctx.response().putHeader("Content-Type", "text/csv; charset=utf-8")
+              .putHeader("Content-Disposition", "attachment; filename=\"bespoke-" + kind + ".csv\"")
+              .putHeader("X-Next-Cursor", page.more() ? cursor(offset + limit) : "")
+              .end(page.csv());
+          return Reply.HANDLED;
+        });
+  }
+
+  static int limit(String raw) {
+    if (raw == null) {
+      return 500;
+    }
+    try {
+      int n = Integer.parseInt(raw);
+      if (n >= 1 && n <= 1000) {
+        return n;
+      }
+    } catch (NumberFormatException ignored) {
+      // rejected below
+    }
+    throw ApiException.invalid("limit must be between 1 and 1000");
+  }
+
+  /** The cursor is the row offset in decimal, base64url without padding; absent means the first page. */
+  static long offset(String cursor) {
+    if (cursor == null || cursor.isEmpty()) {
+      return 0;
+    }
+    try {
+      long n = Long.parseLong(new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.US_ASCII));
+      if (n >= 0) {
+        return n;
+      }
+    } catch (IllegalArgumentException ignored) {
+      // rejected below
+    }
+    throw ApiException.invalid("invalid pagination cursor");
+  }
+
+  static String cursor(long offset) {
+    return Base64.getUrlEncoder().withoutPadding().encodeToString(Long.toString(offset)
+        .getBytes(StandardCharsets.US_ASCII));
   }
 
   private Future<Reply> costs(RoutingContext ctx, Principal p) {
