@@ -87,6 +87,15 @@ class CostTest {
     assertThat(detail.getString("message")).isEqualTo("Daily spend limit usd has been reached.");
     assertThat(detail.getString("limit")).isEqualTo("0.01");
     assertThat(new BigDecimal(detail.getString("current"))).isGreaterThanOrEqualTo(new BigDecimal("0.01"));
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(16);
+    java.util.List<java.util.concurrent.Future<Integer>> racing = new java.util.ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      racing.add(pool.submit(() -> gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")).status()));
+    }
+    for (var r : racing) {
+      assertThat(r.get()).as("no create is admitted once spend reached the cap").isEqualTo(403);
+    }
+    pool.shutdown();
     JsonObject usage = gw.get("/v1/policy-summary", key).json().getJsonObject("usage");
     assertThat(new BigDecimal(usage.getString("daily_spend_usd"))).isGreaterThanOrEqualTo(new BigDecimal("0.01"));
     assertThat(gw.delete("/v1/sandboxes/" + first.getString("id"), key).status()).isEqualTo(200);
