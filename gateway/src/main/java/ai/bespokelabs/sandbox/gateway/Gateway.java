@@ -86,8 +86,8 @@ public final class Gateway implements AutoCloseable {
       httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
               new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
-          .compose(v -> vertx.deployVerticle(
-              new SupervisorVerticle(pool, nodeId, clock, config.supervisionIntervalSecs())))
+          .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
+              config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()))))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
               new DeploymentOptions().setInstances(config.httpInstances())))

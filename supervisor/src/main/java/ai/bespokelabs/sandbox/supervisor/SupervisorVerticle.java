@@ -1,62 +1,186 @@
 package ai.bespokelabs.sandbox.supervisor;
 
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Claimed;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Tuple;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.Iterator;
+import java.util.List;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Per-node supervision. Today it keeps this node's heartbeat in {@code gateway_nodes}, which lets other nodes
- * tell a live node from a dead one when taking over its claims. TTL enforcement, reconciliation and provider
- * health build on this loop.
+ * Terminates sandboxes at their deadline even when no client is connected, and finishes terminations left
+ * half-done (an operator DELETE or a claim of a supervisor that died). A timer is armed for the earliest
+ * deadline (re-armed on every lifecycle wake-up), with a periodic sweep as the backstop. Claims are rows
+ * taken with {@code FOR UPDATE SKIP LOCKED}, so any number of nodes supervise one database safely; a claim
+ * older than the stale period is taken over. Also keeps this node's heartbeat.
  */
 public final class SupervisorVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(SupervisorVerticle.class);
+  static final int BATCH = 100;
+  static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
+  static final long COALESCE_MS = 20;
 
   private final Pool pool;
+  private final SandboxRepository sandboxes;
   private final String nodeId;
   private final Clock clock;
   private final long intervalMs;
-  private long timer = -1;
+  private final Duration stale;
+  private final Function<Claimed, String> adapterAddress;
+  private final String owner;
+  private long periodic = -1;
+  private long deadlineTimer = -1;
+  private boolean sweeping;
+  private boolean again;
+  private boolean rearmScheduled;
 
-  public SupervisorVerticle(Pool pool, String nodeId, Clock clock, int intervalSecs) {
+  public SupervisorVerticle(Pool pool, String nodeId, Clock clock, int intervalSecs,
+      Function<Claimed, String> adapterAddress) {
     this.pool = pool;
+    this.sandboxes = new SandboxRepository(pool);
     this.nodeId = nodeId;
     this.clock = clock;
     this.intervalMs = intervalSecs * 1000L;
+    this.stale = Duration.ofSeconds(Math.max(60, 3L * intervalSecs));
+    this.adapterAddress = adapterAddress;
+    this.owner = "supervisor-" + nodeId + "-" + Ids.newId("sup").substring(4, 16);
+  }
+
+  private OffsetDateTime now() {
+    return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS);
   }
 
   @Override
   public Future<?> start() {
-    OffsetDateTime now = OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
+    OffsetDateTime now = now();
     return pool.preparedQuery("INSERT INTO gateway_nodes (node_id, started_at, heartbeat_at) VALUES ($1, $2, $2)"
             + " ON CONFLICT (node_id) DO UPDATE SET started_at = $2, heartbeat_at = $2")
         .execute(Tuple.of(nodeId, now))
-        .onSuccess(r -> {
-          if (intervalMs > 0) {
-            timer = vertx.setPeriodic(intervalMs, t -> heartbeat());
+        .compose(r -> {
+          if (intervalMs <= 0) {
+            return Future.succeededFuture();
           }
+          periodic = vertx.setPeriodic(intervalMs, t -> {
+            heartbeat();
+            sweep();
+          });
+          sweep();
+          return vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> scheduleRearm()).completion();
         });
   }
 
   @Override
   public Future<?> stop() {
-    if (timer >= 0) {
-      vertx.cancelTimer(timer);
-    }
+    vertx.cancelTimer(periodic);
+    vertx.cancelTimer(deadlineTimer);
     return Future.succeededFuture();
   }
 
   Future<Void> heartbeat() {
-    OffsetDateTime now = OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
     return pool.preparedQuery("UPDATE gateway_nodes SET heartbeat_at = $2 WHERE node_id = $1")
-        .execute(Tuple.of(nodeId, now))
+        .execute(Tuple.of(nodeId, now()))
         .<Void>mapEmpty()
         .onFailure(e -> LOG.warn("Supervisor heartbeat failed: {}", e.toString()));
+  }
+
+  /** A wake-up (a create, a new deadline) may bring an earlier deadline: look again shortly. */
+  private void scheduleRearm() {
+    if (!rearmScheduled) {
+      rearmScheduled = true;
+      vertx.setTimer(COALESCE_MS, t -> {
+        rearmScheduled = false;
+        rearm();
+      });
+    }
+  }
+
+  /** Arms one timer for the earliest deadline. */
+  private void rearm() {
+    sandboxes.nextDeadline().onSuccess(next -> {
+      vertx.cancelTimer(deadlineTimer);
+      deadlineTimer = -1;
+      next.ifPresent(deadline -> {
+        long delay = Math.max(1, Duration.between(now(), deadline).toMillis() + 1);
+        deadlineTimer = vertx.setTimer(delay, t -> sweep());
+      });
+    }).onFailure(e -> LOG.warn("Reading the next deadline failed: {}", e.toString()));
+  }
+
+  /** Claims and terminates everything due, batch after batch; then re-arms the deadline timer. */
+  void sweep() {
+    if (sweeping) {
+      again = true;
+      return;
+    }
+    sweeping = true;
+    again = false;
+    OffsetDateTime now = now();
+    sandboxes.claimForTermination(owner, now, now.minus(stale), BATCH)
+        .compose(claimed -> terminateAll(claimed).map(claimed.size()))
+        .onComplete(ar -> {
+          sweeping = false;
+          if (ar.failed()) {
+            LOG.warn("Supervisor sweep failed: {}", ar.cause().toString());
+          }
+          if (ar.succeeded() && ar.result() == BATCH || again) {
+            sweep();
+          } else {
+            rearm();
+          }
+        });
+  }
+
+  private Future<Void> terminateAll(List<Claimed> claimed) {
+    if (claimed.isEmpty()) {
+      return Future.succeededFuture();
+    }
+    vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+    Promise<Void> done = Promise.promise();
+    next(claimed.iterator(), done);
+    return done.future();
+  }
+
+  private void next(Iterator<Claimed> it, Promise<Void> done) {
+    if (!it.hasNext()) {
+      vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+      done.complete();
+      return;
+    }
+    terminate(it.next()).onComplete(ar -> next(it, done));
+  }
+
+  /** Destroys one claimed sandbox through its adapter and records the outcome. */
+  private Future<Void> terminate(Claimed c) {
+    return vertx.eventBus().request(adapterAddress.apply(c), new DestroySandbox(c.id(), c.providerResourceId()),
+            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
+        .transform(ar -> {
+          if (ar.succeeded()) {
+            return sandboxes.finishTermination(c.id(), null, c.expired() ? "ttl_expired" : "operator", now());
+          }
+          RuntimeException failure = BusFailures.decode(ar.cause(), c.backend(), "destroy");
+          ProviderError error = failure instanceof ProviderException pe ? pe.error()
+              : BusFailures.normalize(c.backend(), "destroy");
+          LOG.warn("Terminating {} failed: {}", c.id(), error.code().wire());
+          return sandboxes.failTermination(c.id(), error, now());
+        })
+        .mapEmpty();
   }
 }

@@ -194,6 +194,69 @@ public final class SandboxRepository {
         .map(SandboxRepository::all);
   }
 
+  /** A sandbox the supervisor claimed for termination; {@code expired}: claimed for its deadline. */
+  public record Claimed(String id, String organizationId, String backend, String nodeId, String providerResourceId,
+      boolean expired) {}
+
+  private static final String CLAIM = """
+      WITH due AS (
+        SELECT id FROM sandboxes
+        WHERE (expires_at <= $1 AND status IN ('creating', 'running')
+               AND (supervision_claimed_at IS NULL OR supervision_claimed_at < $2))
+           OR (status = 'stopping' AND COALESCE(supervision_claimed_at, stopping_at, expires_at) < $2)
+        ORDER BY expires_at NULLS LAST
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED),
+      claimed AS (
+        UPDATE sandboxes s SET status = 'stopping', stopping_at = COALESCE(s.stopping_at, $1),
+          supervision_owner = $3, supervision_claimed_at = $1, version = s.version + 1
+        FROM due WHERE s.id = due.id
+        RETURNING s.id, s.organization_id, s.backend, s.node_id, s.provider_resource_id,
+                  (s.expires_at IS NOT NULL AND s.expires_at <= $1) AS expired),
+      ev AS (
+        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
+        SELECT 'evt_' || md5(random()::text || claimed.id), claimed.organization_id, claimed.id, 'sandbox.stopping',
+               'stopping', $1, jsonb_build_object('claimed_by', $3::text)
+        FROM claimed)
+      SELECT * FROM claimed""";
+
+  /**
+   * Claims, in one statement, sandboxes past their deadline and terminations left unfinished (a claim or an
+   * operator DELETE older than {@code staleBefore}), skipping rows another supervisor holds. Claimed rows are
+   * {@code stopping} with this owner, so a dead supervisor's claims are taken over once stale.
+   */
+  public Future<List<Claimed>> claimForTermination(String owner, OffsetDateTime now, OffsetDateTime staleBefore,
+      int limit) {
+    return pool.preparedQuery(CLAIM).execute(Tuple.of(now, staleBefore, owner, limit)).map(rows -> {
+      List<Claimed> out = new ArrayList<>();
+      for (Row r : rows) {
+        out.add(new Claimed(r.getString("id"), r.getString("organization_id"), r.getString("backend"),
+            r.getString("node_id"), r.getString("provider_resource_id"), r.getBoolean("expired")));
+      }
+      return out;
+    });
+  }
+
+  /** The earliest deadline of a live sandbox, if any. */
+  public Future<Optional<OffsetDateTime>> nextDeadline() {
+    return pool.query("SELECT min(expires_at) FROM sandboxes WHERE status IN ('creating', 'running')"
+            + " AND expires_at IS NOT NULL")
+        .execute()
+        .map(rows -> Optional.ofNullable(rows.iterator().next().getOffsetDateTime(0)));
+  }
+
+  /** Sets a running sandbox's deadline to {@code expiresAt}; empty when it is not running. */
+  public Future<Optional<SandboxRecord>> setDeadline(String orgId, String id, OffsetDateTime expiresAt,
+      OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery("UPDATE sandboxes SET expires_at = $3,"
+            + " version = version + 1 WHERE id = $1 AND organization_id = $2 AND status = 'running' RETURNING id")
+        .execute(Tuple.of(id, orgId, expiresAt))
+        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture(Optional.<SandboxRecord>empty())
+            : LifecycleEvents.append(conn, orgId, id, null, "sandbox.deadline", "running", now,
+                    new JsonObject().put("expires_at", ai.bespokelabs.sandbox.core.Times.iso(expiresAt)))
+                .compose(v -> find(conn, id))));
+  }
+
   /** Counts of the organization's sandboxes by reconciliation state, for {@code GET /v1/reconciliation}. */
   public Future<JsonObject> reconciliationSummary(String orgId) {
     return pool.preparedQuery("""

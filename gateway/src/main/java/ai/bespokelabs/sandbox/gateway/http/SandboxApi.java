@@ -50,6 +50,7 @@ public final class SandboxApi {
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_READ, this::get);
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/detail", Scopes.SANDBOXES_READ, this::detail);
     api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE, this::terminate);
+    api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/timeout", Scopes.SANDBOXES_CREATE, this::timeout);
   }
 
   // ---- create ----------------------------------------------------------------------------------------
@@ -186,6 +187,32 @@ public final class SandboxApi {
           })
           .onComplete(ar -> publishWakeup());
     });
+  }
+
+  /**
+   * Sets a new deadline {@code timeout_secs} from now (shorter or longer), bounded by the organization's
+   * {@code max_sandbox_lifetime_secs}; the supervisor terminates the sandbox then.
+   */
+  private Future<Reply> timeout(RoutingContext ctx, Principal p) {
+    String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
+    Body body = Body.parse(ctx.body().buffer());
+    Integer secs = body.integer("timeout_secs", 0, null);
+    body.check();
+    if (secs == null) {
+      throw ApiException.invalid("timeout_secs is required");
+    }
+    return s.policies().current(p.organizationId()).compose(policy -> {
+      if (policy.maxSandboxLifetimeSecs() != null && secs > policy.maxSandboxLifetimeSecs()) {
+        throw new ApiException(403, new PolicyDecision.Denial("max_sandbox_lifetime_secs",
+            "Requested sandbox lifetime exceeds organization policy.", secs, policy.maxSandboxLifetimeSecs()).detail());
+      }
+      OffsetDateTime now = s.now();
+      return s.sandboxes().setDeadline(p.organizationId(), id, now.plusSeconds(secs), now);
+    }).compose(updated -> updated.isPresent() ? Future.succeededFuture(Reply.ok(Wire.sandbox(updated.get())))
+        : s.sandboxes().find(p.organizationId(), id).map(found -> {
+          SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
+          throw ApiException.conflict("sandbox is " + sbx.status());
+        })).onSuccess(r -> publishWakeup());
   }
 
   /** Parses If-Match as the seed does: trim, drop {@code W/}, drop quotes, a positive integer. */
