@@ -12,6 +12,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -28,20 +29,14 @@ class GracefulShutdownTest {
   @Test
   void sigterm_finishes_in_flight_requests_then_exits() throws Exception {
     int port = TestGateway.freePort();
-    String java = ProcessHandle.current().info().command().orElse("java");
-    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-        Main.class.getName(), "--port", String.valueOf(port))
-        .redirectErrorStream(true)
-        .redirectOutput(dataDir.resolve("gateway.log").toFile());
-    pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
-    pb.environment().put("BESPOKE_DATABASE_URL", TestDatabase.newDatabaseUrl());
-    pb.environment().put("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN);
-    pb.environment().put("BESPOKE_SHUTDOWN_GRACE_SECS", "20");
-    Process gateway = pb.start();
+    GatewayProcess started = GatewayProcess.start(dataDir, port, Map.of(
+        "BESPOKE_DATABASE_URL", TestDatabase.newDatabaseUrl(),
+        "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN,
+        "BESPOKE_SHUTDOWN_GRACE_SECS", "20"));
+    Process gateway = started.process;
     try {
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-      String base = "http://127.0.0.1:" + port;
-      waitUntilServing(http, base, gateway);
+      String base = started.base;
       String key = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/organizations"))
           .header("X-Control-Plane-Admin", TestGateway.ADMIN)
           .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Acme\"}")).build(),
@@ -76,21 +71,4 @@ class GracefulShutdownTest {
     }
   }
 
-  private static void waitUntilServing(HttpClient http, String base, Process gateway) throws Exception {
-    for (int i = 0; i < 300; i++) {
-      if (!gateway.isAlive()) {
-        throw new AssertionError("the gateway exited during start-up");
-      }
-      try {
-        if (http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
-            HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
-          return;
-        }
-      } catch (ConnectException notYet) {
-        // still starting
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("the gateway did not start");
-  }
 }

@@ -49,6 +49,7 @@ public final class LocalProvider implements SandboxProvider {
   private final Path root;
   private final Clock clock;
   private final ProcessRunner runner = new ProcessRunner(BACKEND);
+  private final ProcessRecords records;
   private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
 
   /**
@@ -57,6 +58,7 @@ public final class LocalProvider implements SandboxProvider {
    */
   public LocalProvider(Path root, Clock clock) {
     this.root = root.toAbsolutePath().normalize();
+    this.records = new ProcessRecords(this.root);
     this.clock = clock;
   }
 
@@ -139,6 +141,7 @@ public final class LocalProvider implements SandboxProvider {
       }
     };
     return runner.start(spec, request.keepStdin(), pruning, pgid -> {
+      records.record(request.sandboxId(), pgid);
       if (!runtime.track(pgid)) {
         ProcessGroups.kill(List.of(pgid));
       }
@@ -146,13 +149,14 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Kills every process group the sandbox started and deletes its directory when owned. Without a
-   * runtime (after a restart) only a directory directly under the root is deleted; processes started
-   * before the restart are not tracked any more.
+   * Kills every process the sandbox's executions started and deletes its directory when owned. Works from
+   * the durable process records too, so after the gateway was killed and restarted nothing the sandbox
+   * started survives its destroy; without a runtime only a directory directly under the root is deleted.
    */
   @Override
   public SandboxDestroyed destroy(DestroySandbox request) {
     SandboxRuntime runtime = runtimes.remove(request.sandboxId());
+    int killed = SANDBOX_ID.matcher(request.sandboxId()).matches() ? records.killAll(request.sandboxId()) : 0;
     if (runtime != null) {
       ProcessGroups.kill(runtime.close());
       if (runtime.owned) {
@@ -164,7 +168,7 @@ public final class LocalProvider implements SandboxProvider {
     }
     Path dir = ownedDirectory(request.providerResourceId());
     if (dir == null) {
-      return new SandboxDestroyed(true);
+      return new SandboxDestroyed(killed == 0);
     }
     deleteTree(dir);
     return new SandboxDestroyed(false);

@@ -80,6 +80,21 @@ final class ProcessGroups {
     return Optional.of(groups);
   }
 
+  /** Sends SIGKILL to each listed process (by pid). */
+  static void killProcesses(List<Long> pids) {
+    List<Long> targets = pids.stream().filter(pid -> pid > 1).toList();
+    if (targets.isEmpty()) {
+      return;
+    }
+    if (KILL.isEmpty()) {
+      targets.forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
+      return;
+    }
+    List<String> argv = new ArrayList<>(List.of(KILL.get().toString(), "-KILL", "--"));
+    targets.forEach(pid -> argv.add(Long.toString(pid)));
+    runQuietly(argv);
+  }
+
   /** Sends {@code TERM}, {@code KILL} or {@code INT} to group {@code pgid}, if it still has members. */
   static void signal(long pgid, String signal) {
     if (pgid <= 1 || KILL.isEmpty() || !java.util.Set.of("TERM", "KILL", "INT").contains(signal)) {

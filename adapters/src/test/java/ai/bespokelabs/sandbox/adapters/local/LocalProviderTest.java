@@ -131,6 +131,19 @@ class LocalProviderTest {
   }
 
   @Test
+  void afterARestartDestroyKillsWhatTheLostRuntimeLeftRunning() throws InterruptedException {
+    String resourceId = provider.create(create("sbx_r", null, null));
+    ExecResult r = provider.exec(shell("sbx_r", "sleep 300 >/dev/null 2>&1 & echo $!"));
+    long background = Long.parseLong(r.stdout().trim());
+    LocalProvider restarted = new LocalProvider(root, Clock.systemUTC());
+
+    assertThat(restarted.destroy(new DestroySandbox("sbx_r", resourceId)).alreadyGone()).isFalse();
+
+    assertThat(Fixtures.awaitDeath(background)).as("the reparented process was found and killed").isTrue();
+    assertThat(Path.of(resourceId)).doesNotExist();
+  }
+
+  @Test
   void closeKillsWhatSandboxesLeftRunningAndForgetsThem() throws InterruptedException {
     provider.create(create("sbx_a", null, null));
     long background = Long.parseLong(

@@ -1,0 +1,53 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.util.Map;
+
+/** The real entry point ({@link Main}) in its own JVM, as an operator runs it. */
+final class GatewayProcess {
+  final Process process;
+  final String base;
+
+  private GatewayProcess(Process process, int port) {
+    this.process = process;
+    this.base = "http://127.0.0.1:" + port;
+  }
+
+  static GatewayProcess start(Path dataDir, int port, Map<String, String> env) throws IOException, InterruptedException {
+    String java = ProcessHandle.current().info().command().orElse("java");
+    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        Main.class.getName(), "--port", String.valueOf(port))
+        .redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(dataDir.resolve("gateway.log").toFile()));
+    pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
+    pb.environment().putAll(env);
+    GatewayProcess g = new GatewayProcess(pb.start(), port);
+    g.awaitServing();
+    return g;
+  }
+
+  private void awaitServing() throws IOException, InterruptedException {
+    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    for (int i = 0; i < 600; i++) {
+      if (!process.isAlive()) {
+        throw new AssertionError("the gateway exited during start-up");
+      }
+      try {
+        if (http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
+            HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
+          return;
+        }
+      } catch (ConnectException notYet) {
+        // still starting
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("the gateway did not start");
+  }
+}
