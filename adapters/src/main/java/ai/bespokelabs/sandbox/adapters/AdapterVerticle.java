@@ -92,6 +92,10 @@ public final class AdapterVerticle extends VerticleBase {
           () -> new SandboxCreated(provider.create((CreateSandbox) msg.body()), nodeId)).onSuccess(msg::reply);
       case Addresses.DESTROY -> blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body()))
           .onSuccess(msg::reply);
+      case Addresses.HEALTH -> blocking(msg, "health", () -> {
+        provider.checkHealth();
+        return (Void) null;
+      }).onSuccess(v -> msg.reply(null));
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {

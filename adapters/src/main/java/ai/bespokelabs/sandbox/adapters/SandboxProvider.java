@@ -42,6 +42,12 @@ public interface SandboxProvider extends AutoCloseable {
   /** Destroys the sandbox from its provider resource id; succeeds when it is already gone. */
   SandboxDestroyed destroy(DestroySandbox request);
 
+  /**
+   * A real, cheap check that the backend can serve (local: spawn a process; cloud: an authenticated call).
+   * Returns normally when healthy; throws when not. The reason never leaves the adapter.
+   */
+  void checkHealth();
+
   @Override
   default void close() {}
 }

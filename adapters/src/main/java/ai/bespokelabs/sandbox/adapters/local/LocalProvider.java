@@ -148,6 +148,23 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
+  /** Spawns {@code true} in its own process group, as every execution does, within five seconds. */
+  @Override
+  public void checkHealth() {
+    ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
+    ProcessSpec spec = new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5, 1024);
+    try {
+      Files.createDirectories(root);
+    } catch (IOException e) {
+      throw new IllegalStateException("the sandboxes directory cannot be created", e);
+    }
+    runner.start(spec, false, sink, pgid -> { });
+    ExecResult r = sink.await();
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException("a test process exited with " + r.exitCode());
+    }
+  }
+
   /**
    * Kills every process the sandbox's executions started and deletes its directory when owned. Works from
    * the durable process records too, so after the gateway was killed and restarted nothing the sandbox

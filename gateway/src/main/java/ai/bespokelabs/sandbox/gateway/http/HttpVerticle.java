@@ -54,6 +54,7 @@ public final class HttpVerticle extends VerticleBase {
     new ExecutionApi(vertx, services).register(api);
     new PolicyApi(services).register(api);
     new CostApi(services).register(api);
+    new ProviderApi(vertx, services).register(api);
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
     for (int status : new int[] {400, 404, 405, 413, 415}) {

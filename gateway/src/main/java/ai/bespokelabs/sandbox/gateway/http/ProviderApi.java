@@ -1,0 +1,75 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import java.util.Locale;
+
+/**
+ * Provider health, deployment-scoped: which backends are enabled and how their last real check went. Only
+ * the backend, configured state, status, check time and a fixed message are ever shown — never a
+ * credential, its name, or a provider's own error text.
+ */
+public final class ProviderApi {
+  static final String HEALTHY = "Provider is healthy.";
+  static final String DEGRADED = "Provider health check failed.";
+  static final long CHECK_TIMEOUT_MS = 30_000;
+
+  private final Vertx vertx;
+  private final Services s;
+  private final ProviderHealthRepository health;
+
+  public ProviderApi(Vertx vertx, Services services) {
+    this.vertx = vertx;
+    this.s = services;
+    this.health = new ProviderHealthRepository(services.pool());
+  }
+
+  public void register(Api api) {
+    api.authed(HttpMethod.GET, "/v1/providers", Scopes.PROVIDERS_READ, this::list);
+    api.authed(HttpMethod.POST, "/v1/providers/{backend}/health-check", Scopes.PROVIDERS_WRITE, this::check);
+  }
+
+  private Future<Reply> list(RoutingContext ctx, Principal p) {
+    return health.all().map(rows -> {
+      JsonArray items = new JsonArray();
+      for (String backend : s.backends().names()) {
+        items.add(item(backend, rows.get(backend)));
+      }
+      return Reply.ok(new JsonObject().put("items", items));
+    });
+  }
+
+  private Future<Reply> check(RoutingContext ctx, Principal p) {
+    String backend = ctx.pathParam("backend").trim().toLowerCase(Locale.ROOT);
+    if (!s.backends().isEnabled(backend)) {
+      throw ApiException.invalid("backend is not enabled: " + backend);
+    }
+    String address = Addresses.adapter(backend, s.backends().execNode(backend, s.backends().nodeId()));
+    return vertx.eventBus().request(address, null, SandboxApi.action(Addresses.HEALTH, CHECK_TIMEOUT_MS))
+        .transform(ar -> {
+          String status = ar.succeeded() ? "healthy" : "degraded";
+          return health.record(backend, status, ar.succeeded() ? HEALTHY : DEGRADED, p.keyId(), s.now());
+        })
+        .compose(previous -> health.all())
+        .map(rows -> Reply.ok(item(backend, rows.get(backend))));
+  }
+
+  static JsonObject item(String backend, JsonObject row) {
+    return new JsonObject()
+        .put("backend", backend)
+        .put("configured", true)
+        .put("status", row == null ? "unknown" : row.getString("status"))
+        .put("checked_at", row == null ? null : row.getString("checked_at"))
+        .put("message", row == null ? "Not checked yet." : row.getString("message"));
+  }
+}

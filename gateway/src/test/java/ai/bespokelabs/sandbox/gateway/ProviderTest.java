@@ -1,0 +1,73 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonObject;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Provider health: a real check per backend, stored, never revealing more than a fixed message. */
+class ProviderTest {
+  static TestGateway gw;
+  static String key;
+
+  @BeforeAll
+  static void start() {
+    gw = new TestGateway();
+    key = gw.bootstrap("Ops");
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  @Test
+  void local_is_checked_by_spawning_a_process_and_a_broken_host_is_degraded() throws Exception {
+    JsonObject before = gw.get("/v1/providers", key).json().getJsonArray("items").getJsonObject(0);
+    assertThat(before).isEqualTo(new JsonObject().put("backend", "local").put("configured", true)
+        .put("status", "unknown").putNull("checked_at").put("message", "Not checked yet."));
+
+    Resp ok = gw.post("/v1/providers/local/health-check", key, null);
+    assertThat(ok.status()).isEqualTo(200);
+    assertThat(ok.json().getString("status")).isEqualTo("healthy");
+    assertThat(ok.json().getString("message")).isEqualTo("Provider is healthy.");
+    assertThat(ok.json().getString("checked_at")).isNotNull();
+    assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").getJsonObject(0).getString("status"))
+        .isEqualTo("healthy");
+
+    Path sandboxes = gw.dataDir.resolve("sandboxes");
+    Path moved = gw.dataDir.resolve("sandboxes.moved");
+    if (Files.exists(sandboxes)) {
+      Files.move(sandboxes, moved);
+    }
+    Files.writeString(sandboxes, "not a directory");
+    try {
+      Resp bad = gw.post("/v1/providers/local/health-check", key, null);
+      assertThat(bad.status()).isEqualTo(200);
+      assertThat(bad.json().getString("status")).isEqualTo("degraded");
+      assertThat(bad.json().getString("message")).isEqualTo("Provider health check failed.");
+      assertThat(bad.body()).doesNotContain("directory").doesNotContain("Exception");
+    } finally {
+      Files.delete(sandboxes);
+      if (Files.exists(moved)) {
+        Files.move(moved, sandboxes);
+      }
+    }
+  }
+
+  @Test
+  void unknown_backends_and_missing_scopes_are_refused() {
+    assertThat(gw.post("/v1/providers/e2b/health-check", key, null).detail()).isEqualTo("backend is not enabled: e2b");
+    String reader = gw.key(key, "providers:read");
+    assertThat(gw.get("/v1/providers", reader).status()).isEqualTo(200);
+    assertThat(gw.post("/v1/providers/local/health-check", reader, null).detail())
+        .isEqualTo("API key requires scope: providers:write");
+    assertThat(gw.get("/v1/providers", gw.key(key, "sandboxes:read")).detail())
+        .isEqualTo("API key requires scope: providers:read");
+  }
+}
