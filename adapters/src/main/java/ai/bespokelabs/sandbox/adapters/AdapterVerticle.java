@@ -96,6 +96,8 @@ public final class AdapterVerticle extends VerticleBase {
         provider.checkHealth();
         return (Void) null;
       }).onSuccess(v -> msg.reply(null));
+      case Addresses.LIST -> blocking(msg, "list",
+          () -> new ai.bespokelabs.sandbox.core.bus.Messages.ResourceList(provider.list())).onSuccess(msg::reply);
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {

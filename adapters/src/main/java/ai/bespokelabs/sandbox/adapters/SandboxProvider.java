@@ -48,6 +48,12 @@ public interface SandboxProvider extends AutoCloseable {
    */
   void checkHealth();
 
+  /**
+   * The provider's resources that carry our marks, for reconciliation and orphan cleanup; node-bound
+   * providers list the resources of this node.
+   */
+  java.util.List<ai.bespokelabs.sandbox.core.bus.Messages.Resource> list();
+
   @Override
   default void close() {}
 }

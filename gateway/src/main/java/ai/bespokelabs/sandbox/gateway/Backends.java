@@ -32,6 +32,11 @@ public final class Backends {
     this.nodeId = nodeId;
   }
 
+  /** True for enabled backends whose sandboxes live on one node. */
+  public boolean isNodeBound(String backend) {
+    return Boolean.TRUE.equals(enabled.get(backend));
+  }
+
   public boolean isEnabled(String backend) {
     return enabled.containsKey(backend);
   }

@@ -13,6 +13,7 @@ import ai.bespokelabs.sandbox.ledger.LedgerHandler;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
 import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
 import ai.bespokelabs.sandbox.ledger.UsageMeter;
+import ai.bespokelabs.sandbox.supervisor.Reconciler;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -87,7 +88,8 @@ public final class Gateway implements AutoCloseable {
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
               new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
           .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
-              config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()))))
+              config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
+              watches(backends), new Reconciler(vertx, pool))))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
               new DeploymentOptions().setInstances(config.httpInstances())))
@@ -102,6 +104,14 @@ public final class Gateway implements AutoCloseable {
         database.isEmbedded() ? "embedded" : "external");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
         httpDeployment);
+  }
+
+  /** Every enabled backend, reconciled by this node: node-bound ones for their sandboxes on this node. */
+  static List<SupervisorVerticle.Watch> watches(Backends backends) {
+    return backends.names().stream().map(b -> {
+      String address = backends.sandboxAddress(b, backends.nodeId());
+      return new SupervisorVerticle.Watch(b, backends.isNodeBound(b) ? backends.nodeId() : null, address, address);
+    }).toList();
   }
 
   public GatewayConfig config() {

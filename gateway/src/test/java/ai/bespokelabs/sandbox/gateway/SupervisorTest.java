@@ -28,7 +28,8 @@ class SupervisorTest {
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
     gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().requireNodeId(),
-            Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId())))
+            Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
+            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool())))
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 

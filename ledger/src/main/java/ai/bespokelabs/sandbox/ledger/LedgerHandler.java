@@ -43,12 +43,23 @@ public final class LedgerHandler implements OutboxConsumer.Handler {
     });
   }
 
+  /** The observation id of a failure: a failed create, a failed termination, or a resource gone missing. */
+  static String failureObservation(OutboxConsumer.Event e) {
+    return switch (String.valueOf(e.data().getString("op"))) {
+      case "create" -> "create:" + e.sandboxId();
+      case "reconcile" -> "missing:" + e.sandboxId() + ":" + e.data().getString("observation_id");
+      default -> "terminate-failed:" + e.sandboxId();
+    };
+  }
+
   Future<?> apply(SqlConnection conn, OutboxConsumer.Event e) {
     String sandbox = e.sandboxId();
     return switch (e.type()) {
       case "sandbox.destroyed" -> costs.record(conn, sandbox, "terminate:" + sandbox, e.occurredAt(), null);
-      case "sandbox.failed" -> costs.record(conn, sandbox,
-          ("create".equals(e.data().getString("op")) ? "create:" : "terminate-failed:") + sandbox, e.occurredAt(), null);
+      case "sandbox.failed" -> costs.record(conn, sandbox, failureObservation(e), e.occurredAt(), null);
+      case "sandbox.observed" -> costs.record(conn, sandbox, e.data().getString("observation_id"), e.occurredAt(),
+          e.data().getString("provider_cost_usd") == null ? null
+              : new java.math.BigDecimal(e.data().getString("provider_cost_usd")));
       case "execution.completed", "execution.timed_out", "execution.cancelled", "execution.failed" ->
           usage.meter(conn, e.executionId(), e.occurredAt());
       default -> Future.succeededFuture();

@@ -45,6 +45,9 @@ public final class SupervisorVerticle extends VerticleBase {
   private final long intervalMs;
   private final Duration stale;
   private final Function<Claimed, String> adapterAddress;
+  private final List<Watch> watches;
+  private final Reconciler reconciler;
+  private boolean reconciling;
   private final String owner;
   private long periodic = -1;
   private long deadlineTimer = -1;
@@ -52,8 +55,16 @@ public final class SupervisorVerticle extends VerticleBase {
   private boolean again;
   private boolean rearmScheduled;
 
+  /**
+   * A backend the supervisor reconciles periodically: where to list its resources, where to destroy orphans,
+   * and the node whose sandboxes the listing covers (null: every node).
+   */
+  public record Watch(String backend, String nodeId, String listAddress, String destroyAddress) {}
+
   public SupervisorVerticle(Pool pool, String nodeId, Clock clock, int intervalSecs,
-      Function<Claimed, String> adapterAddress) {
+      Function<Claimed, String> adapterAddress, List<Watch> watches, Reconciler reconciler) {
+    this.watches = List.copyOf(watches);
+    this.reconciler = reconciler;
     this.pool = pool;
     this.sandboxes = new SandboxRepository(pool);
     this.nodeId = nodeId;
@@ -81,6 +92,7 @@ public final class SupervisorVerticle extends VerticleBase {
           periodic = vertx.setPeriodic(intervalMs, t -> {
             heartbeat();
             sweep();
+            reconcile();
           });
           sweep();
           return vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> scheduleRearm()).completion();
@@ -99,6 +111,27 @@ public final class SupervisorVerticle extends VerticleBase {
         .execute(Tuple.of(nodeId, now()))
         .<Void>mapEmpty()
         .onFailure(e -> LOG.warn("Supervisor heartbeat failed: {}", e.toString()));
+  }
+
+  /** Reconciles every watched backend and cleans up orphans; one pass at a time. */
+  void reconcile() {
+    if (reconciling || watches.isEmpty()) {
+      return;
+    }
+    reconciling = true;
+    OffsetDateTime now = now();
+    Future<Void> chain = Future.succeededFuture();
+    for (Watch w : watches) {
+      chain = chain.compose(v -> reconciler.sweep(w.backend(), w.nodeId(), w.listAddress(), w.destroyAddress(), now,
+          now.minus(stale)).recover(e -> {
+            LOG.warn("Reconciling {} failed: {}", w.backend(), e.toString());
+            return Future.succeededFuture();
+          }));
+    }
+    chain.onComplete(ar -> {
+      reconciling = false;
+      vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+    });
   }
 
   /** A wake-up (a create, a new deadline) may bring an earlier deadline: look again shortly. */

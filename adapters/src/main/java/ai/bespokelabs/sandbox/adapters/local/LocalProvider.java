@@ -148,6 +148,39 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
+  /**
+   * The sandbox directories under the root or given as workdirs, and sandboxes with recorded processes but
+   * no directory any more; every one is {@code running} (a local sandbox exists as long as its directory or
+   * its processes do).
+   */
+  @Override
+  public List<ai.bespokelabs.sandbox.core.bus.Messages.Resource> list() {
+    java.util.Map<String, ai.bespokelabs.sandbox.core.bus.Messages.Resource> out = new java.util.TreeMap<>();
+    if (Files.isDirectory(root)) {
+      try (var dirs = Files.newDirectoryStream(root, p -> Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
+        for (Path d : dirs) {
+          String id = d.getFileName().toString();
+          if (SANDBOX_ID.matcher(id).matches()) {
+            out.put(id, new ai.bespokelabs.sandbox.core.bus.Messages.Resource(d.toString(), id, "running", null));
+          }
+        }
+      } catch (IOException e) {
+        throw new IllegalStateException("the sandboxes directory cannot be listed", e);
+      }
+    }
+    for (String id : records.sandboxes()) {
+      out.putIfAbsent(id, new ai.bespokelabs.sandbox.core.bus.Messages.Resource(root.resolve(id).toString(), id,
+          "running", null));
+    }
+    runtimes.forEach((id, rt) -> {
+      if (Files.isDirectory(rt.dir)) {
+        out.putIfAbsent(id, new ai.bespokelabs.sandbox.core.bus.Messages.Resource(rt.dir.toString(), id, "running",
+            null));
+      }
+    });
+    return java.util.List.copyOf(out.values());
+  }
+
   /** Spawns {@code true} in its own process group, as every execution does, within five seconds. */
   @Override
   public void checkHealth() {

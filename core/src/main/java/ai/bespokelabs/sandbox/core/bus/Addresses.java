@@ -13,6 +13,7 @@ public final class Addresses {
   public static final String DETACH = "detach";
   public static final String STDIN = "stdin";
   public static final String SIGNAL = "signal";
+  public static final String LIST = "list";
 
   /** Published (wake-up only) after a transaction that wrote lifecycle events commits. */
   public static final String LIFECYCLE_WAKEUP = "sandbox.lifecycle";

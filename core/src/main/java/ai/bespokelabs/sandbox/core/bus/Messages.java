@@ -26,6 +26,40 @@ public final class Messages {
     RecordCodec.register(bus, StdinExec.class, StdinExec::toJson, StdinExec::fromJson);
     RecordCodec.register(bus, SignalExec.class, SignalExec::toJson, SignalExec::fromJson);
     RecordCodec.register(bus, ExecFinished.class, ExecFinished::toJson, ExecFinished::fromJson);
+    RecordCodec.register(bus, ResourceList.class, ResourceList::toJson, ResourceList::fromJson);
+  }
+
+  /**
+   * What a provider lists: its resources that carry our marks. {@code sandboxId} is the sandbox the resource
+   * belongs to (from its labels or name), {@code status} one of provisioning, running, stopping,
+   * terminated, failed; {@code providerCostUsd} the provider's own total when it reports one.
+   */
+  public record Resource(String resourceId, String sandboxId, String status, java.math.BigDecimal providerCostUsd) {}
+
+  /** The answer to a list request. */
+  public record ResourceList(List<Resource> resources) {
+    public ResourceList {
+      resources = List.copyOf(resources);
+    }
+
+    JsonObject toJson() {
+      JsonArray a = new JsonArray();
+      resources.forEach(r -> a.add(new JsonObject().put("resource_id", r.resourceId()).put("sandbox_id", r.sandboxId())
+          .put("status", r.status()).put("provider_cost_usd",
+              r.providerCostUsd() == null ? null : r.providerCostUsd().toPlainString())));
+      return new JsonObject().put("resources", a);
+    }
+
+    static ResourceList fromJson(JsonObject j) {
+      List<Resource> out = new java.util.ArrayList<>();
+      j.getJsonArray("resources").forEach(o -> {
+        JsonObject r = (JsonObject) o;
+        String cost = r.getString("provider_cost_usd");
+        out.add(new Resource(r.getString("resource_id"), r.getString("sandbox_id"), r.getString("status"),
+            cost == null ? null : new java.math.BigDecimal(cost)));
+      });
+      return new ResourceList(out);
+    }
   }
 
   /** Create one sandbox. {@code createToken} is stamped on the provider resource. */

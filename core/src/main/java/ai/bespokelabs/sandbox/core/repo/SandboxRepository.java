@@ -278,6 +278,25 @@ public final class SandboxRepository {
         });
   }
 
+  /** What providers reported about the sandbox, newest first. */
+  public Future<List<JsonObject>> observations(String sandboxId) {
+    return pool.preparedQuery("SELECT observation_id, provider_resource_id, status, observed_at, provider_cost_usd,"
+            + " currency, missing FROM provider_observations WHERE sandbox_id = $1 ORDER BY observed_at DESC LIMIT 200")
+        .execute(Tuple.of(sandboxId))
+        .map(rows -> {
+          List<JsonObject> out = new ArrayList<>();
+          for (Row r : rows) {
+            BigDecimal cost = r.getBigDecimal("provider_cost_usd");
+            out.add(new JsonObject().put("observation_id", r.getString("observation_id"))
+                .put("provider_resource_id", r.getString("provider_resource_id")).put("status", r.getString("status"))
+                .put("observed_at", ai.bespokelabs.sandbox.core.Times.iso(r.getOffsetDateTime("observed_at")))
+                .put("provider_cost_usd", cost == null ? null : cost.toPlainString())
+                .put("currency", r.getString("currency")).put("missing", r.getBoolean("missing")));
+          }
+          return out;
+        });
+  }
+
   public Future<List<AttemptRecord>> attempts(String sandboxId) {
     return pool.preparedQuery("SELECT " + AttemptRecord.COLUMNS
             + " FROM sandbox_creation_attempts WHERE sandbox_id = $1 ORDER BY attempt_number")

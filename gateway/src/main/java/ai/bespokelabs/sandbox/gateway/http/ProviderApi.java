@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.supervisor.Reconciler;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
@@ -27,16 +28,36 @@ public final class ProviderApi {
   private final Vertx vertx;
   private final Services s;
   private final ProviderHealthRepository health;
+  private final Reconciler reconciler;
 
   public ProviderApi(Vertx vertx, Services services) {
     this.vertx = vertx;
     this.s = services;
     this.health = new ProviderHealthRepository(services.pool());
+    this.reconciler = new Reconciler(vertx, services.pool());
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/providers", Scopes.PROVIDERS_READ, this::list);
     api.authed(HttpMethod.POST, "/v1/providers/{backend}/health-check", Scopes.PROVIDERS_WRITE, this::check);
+    api.authed(HttpMethod.POST, "/v1/reconciliation/{backend}", Scopes.PROVIDERS_RECONCILE, this::reconcile);
+  }
+
+  /**
+   * Reconciles the organization's sandboxes of one backend with what the provider lists (node-bound
+   * backends: the sandboxes this node hosts).
+   */
+  private Future<Reply> reconcile(RoutingContext ctx, Principal p) {
+    String backend = ctx.pathParam("backend").trim().toLowerCase(Locale.ROOT);
+    if (!s.backends().isEnabled(backend)) {
+      throw ApiException.invalid("reconciliation is not configured: " + backend);
+    }
+    String node = s.backends().nodeId();
+    String address = s.backends().sandboxAddress(backend, node);
+    return reconciler.reconcile(p.organizationId(), backend, s.backends().isNodeBound(backend) ? node : null, address,
+            s.now())
+        .onSuccess(r -> vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null))
+        .map(r -> Reply.ok(r.toJson()));
   }
 
   private Future<Reply> list(RoutingContext ctx, Principal p) {

@@ -139,7 +139,7 @@ public final class SandboxApi {
   private Future<Reply> detail(RoutingContext ctx, Principal p) {
     return find(ctx, p).compose(sbx -> s.ledger().accrue(p.organizationId(), s.now()).compose(v -> Future.all(
             s.sandboxes().attempts(sbx.id()), s.executions().list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
-            s.ledger().lifecycleCost(sbx.id())))
+            s.ledger().lifecycleCost(sbx.id()), s.sandboxes().observations(sbx.id())))
         .map(all -> {
           JsonArray attempts = new JsonArray();
           all.<List<ai.bespokelabs.sandbox.core.model.AttemptRecord>>resultAt(0).forEach(a -> attempts.add(Wire.attempt(a)));
@@ -151,7 +151,7 @@ public final class SandboxApi {
               .put("attempts", attempts)
               .put("executions", executions)
               .put("cost", all.<java.util.Optional<JsonObject>>resultAt(2).orElse(null))
-              .put("provider_observations", new JsonArray()));
+              .put("provider_observations", new JsonArray(all.<List<JsonObject>>resultAt(3))));
         }));
   }
 
