@@ -89,7 +89,7 @@ public final class Gateway implements AutoCloseable {
               new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
           .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
               config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
-              watches(backends), new Reconciler(vertx, pool))))
+              watches(backends), new Reconciler(vertx, pool), services.alerts())))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
               new DeploymentOptions().setInstances(config.httpInstances())))

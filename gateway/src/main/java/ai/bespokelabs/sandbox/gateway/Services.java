@@ -5,7 +5,9 @@ import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
+import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
@@ -20,14 +22,17 @@ import java.time.temporal.ChronoUnit;
 /** Everything the HTTP verticle needs, built once by the composition root and shared by its instances. */
 public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
     PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
-    ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, Authenticator authenticator) {
+    ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, OperationsRepository operations,
+    AlertEvaluator alerts, Authenticator authenticator) {
 
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
+    CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.customerMarkup()));
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
         new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
-        new CostLedger(pool, new LifecycleCosts(config.customerMarkup())), new Authenticator(keys, hmac, clock));
+        ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),
+        new Authenticator(keys, hmac, clock));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

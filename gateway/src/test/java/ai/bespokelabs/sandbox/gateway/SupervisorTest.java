@@ -29,7 +29,10 @@ class SupervisorTest {
     // a second supervisor on the same database competes for every claim
     gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().requireNodeId(),
             Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
-            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool())))
+            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool()),
+            new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(gw.gateway.pool(),
+                (org, now) -> io.vertx.core.Future.succeededFuture(new java.math.BigDecimal[] {
+                    java.math.BigDecimal.ZERO, java.math.BigDecimal.ZERO}))))
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 

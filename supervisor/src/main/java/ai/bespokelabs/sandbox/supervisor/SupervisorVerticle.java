@@ -47,6 +47,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private final Function<Claimed, String> adapterAddress;
   private final List<Watch> watches;
   private final Reconciler reconciler;
+  private final AlertEvaluator alerts;
   private boolean reconciling;
   private final String owner;
   private long periodic = -1;
@@ -62,7 +63,8 @@ public final class SupervisorVerticle extends VerticleBase {
   public record Watch(String backend, String nodeId, String listAddress, String destroyAddress) {}
 
   public SupervisorVerticle(Pool pool, String nodeId, Clock clock, int intervalSecs,
-      Function<Claimed, String> adapterAddress, List<Watch> watches, Reconciler reconciler) {
+      Function<Claimed, String> adapterAddress, List<Watch> watches, Reconciler reconciler, AlertEvaluator alerts) {
+    this.alerts = alerts;
     this.watches = List.copyOf(watches);
     this.reconciler = reconciler;
     this.pool = pool;
@@ -113,9 +115,9 @@ public final class SupervisorVerticle extends VerticleBase {
         .onFailure(e -> LOG.warn("Supervisor heartbeat failed: {}", e.toString()));
   }
 
-  /** Reconciles every watched backend and cleans up orphans; one pass at a time. */
+  /** Reconciles every watched backend, cleans up orphans and evaluates alerts; one pass at a time. */
   void reconcile() {
-    if (reconciling || watches.isEmpty()) {
+    if (reconciling) {
       return;
     }
     reconciling = true;
@@ -128,8 +130,11 @@ public final class SupervisorVerticle extends VerticleBase {
             return Future.succeededFuture();
           }));
     }
-    chain.onComplete(ar -> {
+    chain.compose(v -> alerts.evaluateAll(now)).onComplete(ar -> {
       reconciling = false;
+      if (ar.failed()) {
+        LOG.warn("Evaluating alerts failed: {}", ar.cause().toString());
+      }
       vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
     });
   }

@@ -40,6 +40,9 @@ public final class Api {
     router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx).authenticator()
         .authenticate(ctx.request().getHeader("Authorization"))
         .compose(p -> {
+          if (AuditTrail.audited(method, path)) {
+            AuditTrail.record(services, ctx, p, method, path);
+          }
           if (scope != null) {
             p.require(scope);
           }

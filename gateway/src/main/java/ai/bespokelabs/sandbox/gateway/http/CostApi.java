@@ -6,8 +6,6 @@ import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import ai.bespokelabs.sandbox.ledger.Exports;
-import java.nio.charset.StandardCharsets;
-import java.util.Base64;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
@@ -45,53 +43,17 @@ public final class CostApi {
     if (!Exports.isKind(kind)) {
       throw ApiException.invalid("unsupported export kind");
     }
-    int limit = limit(ctx.queryParams().get("limit"));
-    long offset = offset(ctx.queryParams().get("cursor"));
+    int limit = Paging.limit(ctx.queryParams().get("limit"), 500, 1000);
+    long offset = Paging.offset(ctx.queryParams().get("cursor"));
     return s.ledger().accrue(p.organizationId(), s.now())
         .compose(v -> exports.page(p.organizationId(), kind, offset, limit))
         .map(page -> {
           ctx.response().putHeader("Content-Type", "text/csv; charset=utf-8")
               .putHeader("Content-Disposition", "attachment; filename=\"bespoke-" + kind + ".csv\"")
-              .putHeader("X-Next-Cursor", page.more() ? cursor(offset + limit) : "")
+              .putHeader("X-Next-Cursor", page.more() ? Paging.cursor(offset + limit) : "")
               .end(page.csv());
           return Reply.HANDLED;
         });
-  }
-
-  static int limit(String raw) {
-    if (raw == null) {
-      return 500;
-    }
-    try {
-      int n = Integer.parseInt(raw);
-      if (n >= 1 && n <= 1000) {
-        return n;
-      }
-    } catch (NumberFormatException ignored) {
-      // rejected below
-    }
-    throw ApiException.invalid("limit must be between 1 and 1000");
-  }
-
-  /** The cursor is the row offset in decimal, base64url without padding; absent means the first page. */
-  static long offset(String cursor) {
-    if (cursor == null || cursor.isEmpty()) {
-      return 0;
-    }
-    try {
-      long n = Long.parseLong(new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.US_ASCII));
-      if (n >= 0) {
-        return n;
-      }
-    } catch (IllegalArgumentException ignored) {
-      // rejected below
-    }
-    throw ApiException.invalid("invalid pagination cursor");
-  }
-
-  static String cursor(long offset) {
-    return Base64.getUrlEncoder().withoutPadding().encodeToString(Long.toString(offset)
-        .getBytes(StandardCharsets.US_ASCII));
   }
 
   private Future<Reply> costs(RoutingContext ctx, Principal p) {

@@ -55,6 +55,7 @@ public final class HttpVerticle extends VerticleBase {
     new PolicyApi(services).register(api);
     new CostApi(services).register(api);
     new ProviderApi(vertx, services).register(api);
+    new OperationsApi(services).register(api);
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
     for (int status : new int[] {400, 404, 405, 413, 415}) {

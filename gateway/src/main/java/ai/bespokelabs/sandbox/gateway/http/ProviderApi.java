@@ -79,9 +79,12 @@ public final class ProviderApi {
     return vertx.eventBus().request(address, null, SandboxApi.action(Addresses.HEALTH, CHECK_TIMEOUT_MS))
         .transform(ar -> {
           String status = ar.succeeded() ? "healthy" : "degraded";
-          return health.record(backend, status, ar.succeeded() ? HEALTHY : DEGRADED, p.keyId(), s.now());
+          java.time.OffsetDateTime now = s.now();
+          return health.record(backend, status, ar.succeeded() ? HEALTHY : DEGRADED, p.keyId(), now)
+              .compose(previous -> "degraded".equals(status) && !"degraded".equals(previous)
+                  ? s.alerts().providerDegraded(backend, now) : Future.succeededFuture());
         })
-        .compose(previous -> health.all())
+        .compose(v -> health.all())
         .map(rows -> Reply.ok(item(backend, rows.get(backend))));
   }
 

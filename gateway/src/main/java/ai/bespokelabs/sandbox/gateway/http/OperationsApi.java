@@ -1,0 +1,91 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+/** Alerts (configuration and events), the audit trail, and retention. */
+public final class OperationsApi {
+  private final Services s;
+
+  public OperationsApi(Services services) {
+    this.s = services;
+  }
+
+  public void register(Api api) {
+    api.authed(HttpMethod.GET, "/v1/alerts/configuration", Scopes.ALERTS_READ,
+        (ctx, p) -> s.operations().alertConfiguration(p.organizationId()).map(Reply::ok));
+    api.authed(HttpMethod.PUT, "/v1/alerts/configuration", Scopes.ALERTS_WRITE, this::configureAlerts);
+    api.authed(HttpMethod.GET, "/v1/alerts", Scopes.ALERTS_READ, this::alerts);
+    api.authed(HttpMethod.GET, "/v1/audit", Scopes.AUDIT_READ, (ctx, p) -> page(ctx,
+        (offset, limit) -> s.operations().auditPage(p.organizationId(), offset, limit)));
+    api.authed(HttpMethod.GET, "/v1/retention/current", Scopes.RETENTION_READ,
+        (ctx, p) -> s.operations().retention(p.organizationId()).map(Reply::ok));
+    api.authed(HttpMethod.PUT, "/v1/retention/current", Scopes.RETENTION_WRITE, this::configureRetention);
+    api.authed(HttpMethod.POST, "/v1/retention/apply", Scopes.RETENTION_WRITE,
+        (ctx, p) -> s.operations().applyRetention(p.organizationId(), s.now()).map(Reply::ok));
+  }
+
+  /** Full replace; an empty body resets every rule to its default. */
+  private Future<Reply> configureAlerts(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    Integer budget = body.integer("budget_threshold_percent", 0, null);
+    Integer failures = body.integer("repeated_failures_count", 0, null);
+    Integer window = body.integer("repeated_failures_window_minutes", 0, null);
+    Boolean degradation = body.bool("provider_degradation_enabled");
+    Integer longRunning = body.integer("long_running_secs", 0, null);
+    Boolean cleanup = body.bool("failed_cleanup_enabled");
+    body.check();
+    if (budget != null && budget > 100) {
+      throw ApiException.invalid("budget_threshold_percent must be between 1 and 100");
+    }
+    if (window != null && window > 10080) {
+      throw ApiException.invalid("repeated_failures_window_minutes must be between 1 and 10080");
+    }
+    JsonObject c = new JsonObject().put("budget_threshold_percent", budget).put("repeated_failures_count", failures)
+        .put("repeated_failures_window_minutes", window == null ? 60 : window)
+        .put("provider_degradation_enabled", degradation == null || degradation).put("long_running_secs", longRunning)
+        .put("failed_cleanup_enabled", cleanup == null || cleanup);
+    return s.operations().replaceAlertConfiguration(p.organizationId(), c, p.keyId(), s.now()).map(Reply::ok);
+  }
+
+  /** Alerts are evaluated on every read as well as by the supervisor. */
+  private Future<Reply> alerts(RoutingContext ctx, Principal p) {
+    return s.ledger().accrue(p.organizationId(), s.now())
+        .compose(v -> s.alerts().evaluate(p.organizationId(), s.now()))
+        .compose(v -> page(ctx, (offset, limit) -> s.operations().alertsPage(p.organizationId(), offset, limit)));
+  }
+
+  private Future<Reply> configureRetention(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    Integer operational = body.integer("operational_days", 0, null);
+    Integer audit = body.integer("audit_days", 0, null);
+    body.check();
+    int op = operational == null ? 90 : operational;
+    int au = audit == null ? 365 : audit;
+    if (op > 3650 || au > 3650) {
+      throw ApiException.invalid("retention periods must be between 1 and 3650 days");
+    }
+    return s.operations().replaceRetention(p.organizationId(), op, au, p.keyId(), s.now()).map(Reply::ok);
+  }
+
+  @FunctionalInterface
+  private interface PageQuery {
+    Future<OperationsRepository.Page> fetch(long offset, int limit);
+  }
+
+  private static Future<Reply> page(RoutingContext ctx, PageQuery query) {
+    int limit = Paging.limit(ctx.queryParams().get("limit"), 50, 200);
+    long offset = Paging.offset(ctx.queryParams().get("cursor"));
+    return query.fetch(offset, limit).map(page -> Reply.ok(new JsonObject()
+        .put("items", new JsonArray(page.items()))
+        .put("next_cursor", page.more() ? Paging.cursor(offset + limit) : null)));
+  }
+}
