@@ -78,13 +78,13 @@ class SandboxApiTest {
 
   @Test
   void non_zero_exit_is_preserved_and_timeout_is_124() {
-    String id = gw.sandbox(key, new JsonObject().put("timeout_secs", 1)).getString("id");
+    String id = gw.sandbox(key, new JsonObject().put("timeout_secs", 300)).getString("id");
     Resp fail = exec(id, new JsonObject().put("command", "echo partial; exit 17"));
     assertThat(fail.status()).isEqualTo(200);
     assertThat(fail.json().getInteger("exit_code")).isEqualTo(17);
     assertThat(fail.json().getString("stdout")).isEqualTo("partial\n");
     long t0 = System.nanoTime();
-    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30"));
+    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
     assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(10_000);
     assertThat(slow.status()).isEqualTo(200);
     assertThat(slow.json().getInteger("exit_code")).isEqualTo(124);

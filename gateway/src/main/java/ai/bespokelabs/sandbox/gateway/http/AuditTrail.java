@@ -46,15 +46,16 @@ final class AuditTrail {
     return status < 400 ? "success" : status < 500 ? "denied" : "failure";
   }
 
-  /** Records the request once its response has ended. */
+  /** Records the request, stamped with its arrival, once its response has ended. */
   static void record(Services s, RoutingContext ctx, Principal p, HttpMethod method, String template) {
+    java.time.OffsetDateTime at = s.now();
     ctx.addEndHandler(ar -> {
       int status = ctx.response().getStatusCode();
       JsonObject query = new JsonObject();
       ctx.queryParams().forEach(e -> query.put(e.getKey(), e.getValue()));
       JsonObject details = Redaction.redact(new JsonObject().put("status_code", status).put("query", query));
       s.operations().audit(p.organizationId(), p.keyId(), action(method, template), ctx.normalizedPath(),
-              outcome(status), details, s.now())
+              outcome(status), details, at)
           .onFailure(e -> LOG.error("Audit entry for {} {} could not be written: {}", method, template, e.toString()));
     });
   }
