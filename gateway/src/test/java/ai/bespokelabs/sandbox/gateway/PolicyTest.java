@@ -63,8 +63,8 @@ class PolicyTest {
     assertThat(emptyGpu.detail()).isEqualTo("allowed GPU types must not be empty strings");
     assertThat(put(key, new JsonObject().put("max_concurrent_sandboxes", -1)).status()).isEqualTo(422);
     assertThat(put(key, new JsonObject().put("max_sandbox_lifetime_secs", 0)).status()).isEqualTo(422);
-    assertThat(put(key, new JsonObject().put("hourly_spend_limit_usd", "5")).detail())
-        .isEqualTo("spend limits are not supported by this gateway version");
+    assertThat(put(key, new JsonObject().put("hourly_spend_limit_usd", "-5")).status()).isEqualTo(422);
+    assertThat(put(key, new JsonObject().put("daily_spend_limit_usd", "lots")).status()).isEqualTo(422);
     JsonObject now = gw.get("/v1/policies/current", key).json();
     assertThat(now.getInteger("max_concurrent_sandboxes")).isEqualTo(2);
     assertThat(now.getInteger("version")).isEqualTo(2);
