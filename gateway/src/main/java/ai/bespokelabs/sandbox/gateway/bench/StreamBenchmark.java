@@ -116,128 +116,7 @@ public final class StreamBenchmark {
     void run(String command, Output out) throws Exception;
   }
 
-  // ---- 1. throughput ------------------------------------------------------------------------------
-
-  private void throughput(int mib) throws Exception {
-    record Case(String name, Transport transport, boolean printable, int targetPercent) {}
-    List<Case> cases = List.of(
-        new Case("pipe (ProcessBuilder, this JVM)", StreamBenchmark::pipe, false, 0),
-        new Case("WebSocket, binary frames", webSocket("binary"), false, 40),
-        new Case("SSE, NUL bytes (6x as \\u0000)", this::sse, false, 25),
-        new Case("pipe, printable (| tr '\\0' a)", StreamBenchmark::pipe, true, 0),
-        new Case("SSE, printable bytes", this::sse, true, 25));
-    for (Case c : cases) {
-      transfer(c.name(), c.transport(), mib * MIB, c.printable());
-    }
-    double[][] rates = new double[cases.size()][ROUNDS];
-    double[][] cores = new double[cases.size()][ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-      for (int i = 0; i < cases.size(); i++) {
-        Case c = cases.get(i);
-        long cpu = OS.getProcessCpuTime();
-        long t0 = System.nanoTime();
-        transfer(c.name(), c.transport(), mib * MIB, c.printable());
-        long wall = System.nanoTime() - t0;
-        rates[i][r] = mib / (wall / 1e9);
-        cores[i][r] = (OS.getProcessCpuTime() - cpu) / (double) wall;
-      }
-    }
-    System.out.printf("%nThroughput: %d MiB from head -c %d /dev/zero, median of %d interleaved runs after one to"
-        + " warm up;%nJVM CPU = cores busy in this process (gateway and client); ratios to the plain pipe:%n",
-        mib, mib * MIB, ROUNDS);
-    System.out.printf("  %-34s %9s %8s %8s  %s%n", "", "MiB/s", "JVM CPU", "of pipe", "target");
-    double pipe = median(rates[0]);
-    for (int i = 0; i < cases.size(); i++) {
-      Case c = cases.get(i);
-      double percent = 100 * median(rates[i]) / pipe;
-      System.out.printf("  %-34s %9.0f %8.2f %8s  %s%n", c.name(), median(rates[i]), median(cores[i]),
-          i == 0 ? "" : String.format("%.1f %%", percent), c.targetPercent() == 0 ? ""
-          : ">= " + c.targetPercent() + " %: " + (percent >= c.targetPercent() ? "met" : "MISSED"));
-    }
-    System.out.printf("  SSE printable is %.1f %% of the printable pipe (same command, tr included)%n",
-        100 * median(rates[4]) / median(rates[3]));
-  }
-
-  /** Runs one transfer of {@code bytes} within a deadline and checks that every byte arrived. */
-  private static void transfer(String name, Transport transport, long bytes, boolean printable) throws Exception {
-    String command = "head -c " + bytes + " /dev/zero" + (printable ? " | tr '\\0' a" : "");
-    long[] received = {0};
-    within(Duration.ofSeconds(60 + bytes / MIB), name, () -> {
-      transport.run(command, (data, at) -> received[0] += data.remaining());
-      return null;
-    });
-    if (received[0] != bytes) {
-      throw new IllegalStateException(name + " delivered " + received[0] + " of " + bytes + " bytes");
-    }
-  }
-
-  /**
-   * The bare baseline: {@code sh -c command} (with a sandbox's {@code PATH}) read with {@code ProcessBuilder}
-   * in 64 KiB reads, as the local backend reads it.
-   */
-  private static void pipe(String command, Output out) throws IOException, InterruptedException {
-    ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", command).redirectError(ProcessBuilder.Redirect.INHERIT);
-    pb.environment().put("PATH", ProcessSpec.BASE_PATH);
-    Process p = pb.start();
-    p.getOutputStream().close();
-    byte[] buf = new byte[64 * 1024];
-    try (InputStream in = p.getInputStream()) {
-      for (int n; (n = in.read(buf)) >= 0; ) {
-        out.accept(ByteBuffer.wrap(buf, 0, n), epochNanos());
-      }
-    }
-    if (p.waitFor() != 0) {
-      throw new IllegalStateException("'" + command + "' exited with " + p.exitValue());
-    }
-  }
-
-  // ---- 2. latency ---------------------------------------------------------------------------------
-
-  private void latency() throws Exception {
-    long[] pipe = lineLatencies("pipe", StreamBenchmark::pipe);
-    long[] sse = lineLatencies("SSE", this::sse);
-    long[] ws = lineLatencies("WebSocket", webSocket("text"));
-    System.out.printf("%nLatency: %d lines, python3 printing time.time_ns() every 20 ms; milliseconds from the"
-        + " write to the client:%n", LINES);
-    System.out.printf("  %-34s %9s %8s  %s%n", "", "p50", "p99", "target p50");
-    System.out.printf("  %-34s %9.3f %8.3f%n", "pipe (ProcessBuilder, this JVM)", pct(pipe, 50) / 1e6,
-        pct(pipe, 99) / 1e6);
-    latencyRow("SSE (POST /execute)", sse, pipe);
-    latencyRow("WebSocket, text frames", ws, pipe);
-  }
-
-  private static void latencyRow(String name, long[] nanos, long[] pipe) {
-    double p50 = pct(nanos, 50) / 1e6;
-    System.out.printf("  %-34s %9.3f %8.3f  <= 2 ms: %s (%.2f ms over the pipe)%n", name, p50, pct(nanos, 99) / 1e6,
-        p50 <= 2 ? "met" : "MISSED", p50 - pct(pipe, 50) / 1e6);
-  }
-
-  /** Runs {@link #TIMESTAMPS} over a transport and returns, per line, arrival minus the time printed in it. */
-  private static long[] lineLatencies(String name, Transport transport) throws Exception {
-    long[] latencies = new long[LINES];
-    int[] count = {0};
-    StringBuilder line = new StringBuilder();
-    within(Duration.ofSeconds(60), name + " latency", () -> {
-      transport.run(TIMESTAMPS, (data, at) -> {
-        while (data.hasRemaining()) {
-          char c = (char) data.get();
-          if (c != '\n') {
-            line.append(c);
-          } else if (count[0] < LINES) {
-            latencies[count[0]++] = at - Long.parseLong(line.toString());
-            line.setLength(0);
-          }
-        }
-      });
-      return null;
-    });
-    if (count[0] != LINES) {
-      throw new IllegalStateException(name + " delivered " + count[0] + " of " + LINES + " lines");
-    }
-    return latencies;
-  }
-
-  // ---- 3. idle streams ----------------------------------------------------------------------------
+  // ---- idle streams -------------------------------------------------------------------------------
 
   private void idleStreams(int requested, int holdSecs) throws Exception {
     int spare = (int) (OS.getMaxFileDescriptorCount() - OS.getOpenFileDescriptorCount() - FD_RESERVE);
@@ -320,6 +199,127 @@ public final class StreamBenchmark {
     System.gc();
     System.gc();
     return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+  }
+
+  // ---- throughput ---------------------------------------------------------------------------------
+
+  private void throughput(int mib) throws Exception {
+    record Case(String name, Transport transport, boolean printable, int targetPercent) {}
+    List<Case> cases = List.of(
+        new Case("pipe (ProcessBuilder, this JVM)", StreamBenchmark::pipe, false, 0),
+        new Case("WebSocket, binary frames", webSocket("binary"), false, 40),
+        new Case("SSE, NUL bytes (6x as \\u0000)", this::sse, false, 25),
+        new Case("pipe, printable (| tr '\\0' a)", StreamBenchmark::pipe, true, 0),
+        new Case("SSE, printable bytes", this::sse, true, 25));
+    for (Case c : cases) {
+      transfer(c.name(), c.transport(), mib * MIB, c.printable());
+    }
+    double[][] rates = new double[cases.size()][ROUNDS];
+    double[][] cores = new double[cases.size()][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int i = 0; i < cases.size(); i++) {
+        Case c = cases.get(i);
+        long cpu = OS.getProcessCpuTime();
+        long t0 = System.nanoTime();
+        transfer(c.name(), c.transport(), mib * MIB, c.printable());
+        long wall = System.nanoTime() - t0;
+        rates[i][r] = mib / (wall / 1e9);
+        cores[i][r] = (OS.getProcessCpuTime() - cpu) / (double) wall;
+      }
+    }
+    System.out.printf("%nThroughput: %d MiB from head -c %d /dev/zero, median of %d interleaved runs after one to"
+        + " warm up;%nJVM CPU = cores busy in this process (gateway and client); ratios to the plain pipe:%n",
+        mib, mib * MIB, ROUNDS);
+    System.out.printf("  %-34s %9s %8s %8s  %s%n", "", "MiB/s", "JVM CPU", "of pipe", "target");
+    double pipe = median(rates[0]);
+    for (int i = 0; i < cases.size(); i++) {
+      Case c = cases.get(i);
+      double percent = 100 * median(rates[i]) / pipe;
+      System.out.printf("  %-34s %9.0f %8.2f %8s  %s%n", c.name(), median(rates[i]), median(cores[i]),
+          i == 0 ? "" : String.format("%.1f %%", percent), c.targetPercent() == 0 ? ""
+          : ">= " + c.targetPercent() + " %: " + (percent >= c.targetPercent() ? "met" : "MISSED"));
+    }
+    System.out.printf("  SSE printable is %.1f %% of the printable pipe (same command, tr included)%n",
+        100 * median(rates[4]) / median(rates[3]));
+  }
+
+  /** Runs one transfer of {@code bytes} within a deadline and checks that every byte arrived. */
+  private static void transfer(String name, Transport transport, long bytes, boolean printable) throws Exception {
+    String command = "head -c " + bytes + " /dev/zero" + (printable ? " | tr '\\0' a" : "");
+    long[] received = {0};
+    within(Duration.ofSeconds(60 + bytes / MIB), name, () -> {
+      transport.run(command, (data, at) -> received[0] += data.remaining());
+      return null;
+    });
+    if (received[0] != bytes) {
+      throw new IllegalStateException(name + " delivered " + received[0] + " of " + bytes + " bytes");
+    }
+  }
+
+  /**
+   * The bare baseline: {@code sh -c command} (with a sandbox's {@code PATH}) read with {@code ProcessBuilder}
+   * in 64 KiB reads, as the local backend reads it.
+   */
+  private static void pipe(String command, Output out) throws IOException, InterruptedException {
+    ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", command).redirectError(ProcessBuilder.Redirect.INHERIT);
+    pb.environment().put("PATH", ProcessSpec.BASE_PATH);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    byte[] buf = new byte[64 * 1024];
+    try (InputStream in = p.getInputStream()) {
+      for (int n; (n = in.read(buf)) >= 0; ) {
+        out.accept(ByteBuffer.wrap(buf, 0, n), epochNanos());
+      }
+    }
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("'" + command + "' exited with " + p.exitValue());
+    }
+  }
+
+  // ---- latency ------------------------------------------------------------------------------------
+
+  private void latency() throws Exception {
+    long[] pipe = lineLatencies("pipe", StreamBenchmark::pipe);
+    long[] sse = lineLatencies("SSE", this::sse);
+    long[] ws = lineLatencies("WebSocket", webSocket("text"));
+    System.out.printf("%nLatency: %d lines, python3 printing time.time_ns() every 20 ms; milliseconds from the"
+        + " write to the client:%n", LINES);
+    System.out.printf("  %-34s %9s %8s  %s%n", "", "p50", "p99", "target p50");
+    System.out.printf("  %-34s %9.3f %8.3f%n", "pipe (ProcessBuilder, this JVM)", pct(pipe, 50) / 1e6,
+        pct(pipe, 99) / 1e6);
+    latencyRow("SSE (POST /execute)", sse, pipe);
+    latencyRow("WebSocket, text frames", ws, pipe);
+  }
+
+  private static void latencyRow(String name, long[] nanos, long[] pipe) {
+    double p50 = pct(nanos, 50) / 1e6;
+    System.out.printf("  %-34s %9.3f %8.3f  <= 2 ms: %s (%.2f ms over the pipe)%n", name, p50, pct(nanos, 99) / 1e6,
+        p50 <= 2 ? "met" : "MISSED", p50 - pct(pipe, 50) / 1e6);
+  }
+
+  /** Runs {@link #TIMESTAMPS} over a transport and returns, per line, arrival minus the time printed in it. */
+  private static long[] lineLatencies(String name, Transport transport) throws Exception {
+    long[] latencies = new long[LINES];
+    int[] count = {0};
+    StringBuilder line = new StringBuilder();
+    within(Duration.ofSeconds(60), name + " latency", () -> {
+      transport.run(TIMESTAMPS, (data, at) -> {
+        while (data.hasRemaining()) {
+          char c = (char) data.get();
+          if (c != '\n') {
+            line.append(c);
+          } else if (count[0] < LINES) {
+            latencies[count[0]++] = at - Long.parseLong(line.toString());
+            line.setLength(0);
+          }
+        }
+      });
+      return null;
+    });
+    if (count[0] != LINES) {
+      throw new IllegalStateException(name + " delivered " + count[0] + " of " + LINES + " lines");
+    }
+    return latencies;
   }
 
   // ---- clients ------------------------------------------------------------------------------------
@@ -449,7 +449,8 @@ public final class StreamBenchmark {
   /** The bytes of an output event: {@code data} (UTF-8 text) or {@code data_b64}. */
   private static byte[] bytes(JsonObject event) {
     String text = event.getString("data");
-    return text != null ? text.getBytes(StandardCharsets.UTF_8) : Base64.getDecoder().decode(event.getString("data_b64"));
+    return text != null ? text.getBytes(StandardCharsets.UTF_8)
+        : Base64.getDecoder().decode(event.getString("data_b64"));
   }
 
   private static void completed(JsonObject exit) {
