@@ -21,11 +21,23 @@ public final class LedgerHandler implements OutboxConsumer.Handler {
     this.usage = usage;
   }
 
+  /**
+   * Events of one sandbox apply in order; different sandboxes proceed concurrently on the batch's
+   * connection (their statements are pipelined), which is where the ledger's throughput comes from.
+   */
   @Override
   public Future<Void> handle(SqlConnection conn, List<OutboxConsumer.Event> batch) {
-    Promise<Void> done = Promise.promise();
-    next(conn, batch.iterator(), done);
-    return done.future();
+    java.util.Map<String, List<OutboxConsumer.Event>> bySandbox = new java.util.LinkedHashMap<>();
+    for (OutboxConsumer.Event e : batch) {
+      bySandbox.computeIfAbsent(e.sandboxId(), k -> new java.util.ArrayList<>()).add(e);
+    }
+    List<Future<Void>> all = new java.util.ArrayList<>(bySandbox.size());
+    for (List<OutboxConsumer.Event> events : bySandbox.values()) {
+      Promise<Void> done = Promise.promise();
+      next(conn, events.iterator(), done);
+      all.add(done.future());
+    }
+    return Future.all(all).mapEmpty();
   }
 
   /** One event after the other, driven by callbacks rather than a deep compose chain. */

@@ -27,7 +27,7 @@ public final class LedgerVerticle extends VerticleBase {
   private long timer;
 
   public LedgerVerticle(Pool pool, OutboxConsumer.Handler handler) {
-    this.consumer = new OutboxConsumer(pool, CONSUMER, 200, handler);
+    this.consumer = new OutboxConsumer(pool, CONSUMER, 1000, handler);
   }
 
   @Override
