@@ -201,7 +201,7 @@ public final class SandboxApi {
     if (secs == null) {
       throw ApiException.invalid("timeout_secs is required");
     }
-    return s.policies().current(p.organizationId()).compose(policy -> {
+    return find(ctx, p).compose(found -> s.policies().current(p.organizationId())).compose(policy -> {
       if (policy.maxSandboxLifetimeSecs() != null && secs > policy.maxSandboxLifetimeSecs()) {
         throw new ApiException(403, new PolicyDecision.Denial("max_sandbox_lifetime_secs",
             "Requested sandbox lifetime exceeds organization policy.", secs, policy.maxSandboxLifetimeSecs()).detail());
