@@ -2,11 +2,6 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import io.vertx.core.json.JsonObject;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
-import java.util.Base64;
 
 /** One client's end of an execution stream (an SSE response or a WebSocket). Used on its event loop. */
 interface ClientChannel {
@@ -29,9 +24,7 @@ interface ClientChannel {
    */
   static JsonObject json(StreamEvent e) {
     if (StreamEvent.OUTPUT.equals(e.type())) {
-      JsonObject j = new JsonObject().put("type", e.stream()).put("seq", e.seq());
-      String text = utf8(e.data());
-      return text != null ? j.put("data", text) : j.put("data_b64", Base64.getEncoder().encodeToString(e.data()));
+      return new JsonObject(io.vertx.core.buffer.Buffer.buffer(OutputJson.encode(new byte[0], e, new byte[0])));
     }
     JsonObject j = new JsonObject().put("type", StreamEvent.EVICTED.equals(e.type()) ? "error" : e.type())
         .put("seq", e.seq());
@@ -41,13 +34,4 @@ interface ClientChannel {
     return j;
   }
 
-  /** The bytes as a string when they are valid UTF-8, else null. */
-  static String utf8(byte[] data) {
-    try {
-      return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(data)).toString();
-    } catch (CharacterCodingException e) {
-      return null;
-    }
-  }
 }

@@ -25,8 +25,16 @@ final class SseChannel implements ClientChannel {
     return response;
   }
 
+  private static final byte[] OUTPUT_END = "\n\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
   @Override
   public void write(StreamEvent e) {
+    if (StreamEvent.OUTPUT.equals(e.type())) {
+      byte[] prefix = ("id: " + e.seq() + "\nevent: " + e.stream() + "\ndata: ")
+          .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      send(Buffer.buffer(OutputJson.encode(prefix, e, OUTPUT_END)));
+      return;
+    }
     JsonObject j = ClientChannel.json(e);
     String name = j.getString("type");
     StringBuilder sb = new StringBuilder(64 + (e.data() == null ? 64 : e.data().length * 2));

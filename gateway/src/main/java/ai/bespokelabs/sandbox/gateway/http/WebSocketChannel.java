@@ -30,6 +30,9 @@ final class WebSocketChannel implements ClientChannel {
           .appendLong(e.seq())
           .appendBytes(e.data());
       ws.writeBinaryMessage(frame);
+    } else if (StreamEvent.OUTPUT.equals(e.type())) {
+      ws.writeFrame(io.vertx.core.http.WebSocketFrame.textFrame(
+          new String(OutputJson.encode(new byte[0], e, new byte[0]), java.nio.charset.StandardCharsets.UTF_8), true));
     } else {
       ws.writeTextMessage(ClientChannel.json(e).encode());
     }
