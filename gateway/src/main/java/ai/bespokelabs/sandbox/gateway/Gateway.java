@@ -137,7 +137,8 @@ public final class Gateway implements AutoCloseable {
 
   /**
    * Graceful stop: the HTTP verticles go first (no new connections; requests in flight finish, within the
-   * shutdown grace), then adapters, ledger and supervisor, the pool and the embedded database.
+   * shutdown grace), then the other verticles (the ledger and supervisor finish the pass in progress), then
+   * the pool and the embedded database.
    */
   @Override
   public void close() {
@@ -145,6 +146,13 @@ public final class Gateway implements AutoCloseable {
       vertx.undeploy(httpDeployment).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("HTTP verticles did not stop within the grace period: {}", e.toString());
+    }
+    for (String id : vertx.deploymentIDs()) {
+      try {
+        vertx.undeploy(id).await(30, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        LOG.warn("A verticle did not stop cleanly: {}", e.toString());
+      }
     }
     try {
       closeQuietly(vertx, 30L);

@@ -22,6 +22,8 @@ public final class LedgerVerticle extends VerticleBase {
 
   private final OutboxConsumer consumer;
   private boolean running;
+  private boolean stopping;
+  private Future<Integer> current = Future.succeededFuture(0);
   private boolean again;
   private boolean scheduled;
   private long timer;
@@ -38,10 +40,12 @@ public final class LedgerVerticle extends VerticleBase {
         .onSuccess(v -> drain());
   }
 
+  /** Lets a pass in progress finish (its transaction commits or rolls back) before the pool closes. */
   @Override
   public Future<?> stop() {
+    stopping = true;
     vertx.cancelTimer(timer);
-    return Future.succeededFuture();
+    return current.otherwiseEmpty();
   }
 
   private void wakeUp() {
@@ -56,13 +60,17 @@ public final class LedgerVerticle extends VerticleBase {
 
   /** Runs batches until caught up; wake-ups arriving meanwhile schedule one more pass. */
   private void drain() {
+    if (stopping) {
+      return;
+    }
     if (running) {
       again = true;
       return;
     }
     running = true;
     again = false;
-    consumer.pollOnce().onComplete(ar -> {
+    current = consumer.pollOnce();
+    current.onComplete(ar -> {
       running = false;
       if (ar.failed()) {
         LOG.warn("Ledger outbox pass failed: {}", ar.cause().toString());

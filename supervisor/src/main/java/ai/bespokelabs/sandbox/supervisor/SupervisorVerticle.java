@@ -55,6 +55,9 @@ public final class SupervisorVerticle extends VerticleBase {
   private boolean sweeping;
   private boolean again;
   private boolean rearmScheduled;
+  private boolean stopping;
+  private Future<?> sweepInFlight = Future.succeededFuture();
+  private Future<?> reconcileInFlight = Future.succeededFuture();
 
   /**
    * A backend the supervisor reconciles periodically: where to list its resources, where to destroy orphans,
@@ -101,11 +104,13 @@ public final class SupervisorVerticle extends VerticleBase {
         });
   }
 
+  /** Lets a sweep or reconciliation in progress finish before the pool closes. */
   @Override
   public Future<?> stop() {
+    stopping = true;
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
-    return Future.succeededFuture();
+    return Future.join(sweepInFlight, reconcileInFlight).otherwiseEmpty();
   }
 
   Future<Void> heartbeat() {
@@ -117,7 +122,7 @@ public final class SupervisorVerticle extends VerticleBase {
 
   /** Reconciles every watched backend, cleans up orphans and evaluates alerts; one pass at a time. */
   void reconcile() {
-    if (reconciling) {
+    if (reconciling || stopping) {
       return;
     }
     reconciling = true;
@@ -130,7 +135,9 @@ public final class SupervisorVerticle extends VerticleBase {
             return Future.succeededFuture();
           }));
     }
-    chain.compose(v -> alerts.evaluateAll(now)).onComplete(ar -> {
+    Future<Void> pass = chain.compose(v -> alerts.evaluateAll(now));
+    reconcileInFlight = pass;
+    pass.onComplete(ar -> {
       reconciling = false;
       if (ar.failed()) {
         LOG.warn("Evaluating alerts failed: {}", ar.cause().toString());
@@ -152,6 +159,9 @@ public final class SupervisorVerticle extends VerticleBase {
 
   /** Arms one timer for the earliest deadline. */
   private void rearm() {
+    if (stopping) {
+      return;
+    }
     sandboxes.nextDeadline().onSuccess(next -> {
       vertx.cancelTimer(deadlineTimer);
       deadlineTimer = -1;
@@ -164,6 +174,9 @@ public final class SupervisorVerticle extends VerticleBase {
 
   /** Claims and terminates everything due, batch after batch; then re-arms the deadline timer. */
   void sweep() {
+    if (stopping) {
+      return;
+    }
     if (sweeping) {
       again = true;
       return;
@@ -171,16 +184,17 @@ public final class SupervisorVerticle extends VerticleBase {
     sweeping = true;
     again = false;
     OffsetDateTime now = now();
-    sandboxes.claimForTermination(owner, now, now.minus(stale), BATCH)
-        .compose(claimed -> terminateAll(claimed).map(claimed.size()))
-        .onComplete(ar -> {
+    Future<Integer> pass = sandboxes.claimForTermination(owner, now, now.minus(stale), BATCH)
+        .compose(claimed -> terminateAll(claimed).map(claimed.size()));
+    sweepInFlight = pass;
+    pass.onComplete(ar -> {
           sweeping = false;
           if (ar.failed()) {
             LOG.warn("Supervisor sweep failed: {}", ar.cause().toString());
           }
           if (ar.succeeded() && ar.result() == BATCH || again) {
             sweep();
-          } else {
+          } else if (!stopping) {
             rearm();
           }
         });
