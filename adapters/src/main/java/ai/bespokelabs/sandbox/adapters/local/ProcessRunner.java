@@ -37,6 +37,7 @@ public final class ProcessRunner {
    */
   static final Duration DRAIN_GRACE = Duration.ofMillis(200);
   static final int CHUNK = 256 * 1024;
+  static final int FIRST_READ = 16 * 1024;
 
   /*
    * Platform daemon threads, not virtual ones: a blocking pipe read pins a virtual thread's carrier, and a
@@ -74,11 +75,12 @@ public final class ProcessRunner {
     if (!keepStdin) {
       run.closeStdin();
     }
-    Reader out = new Reader(process.getInputStream(), ExecSink.Stream.STDOUT, sink);
-    Reader err = new Reader(process.getErrorStream(), ExecSink.Stream.STDERR, sink);
+    Object progress = new Object();
+    Reader out = new Reader(process.getInputStream(), ExecSink.Stream.STDOUT, sink, progress);
+    Reader err = new Reader(process.getErrorStream(), ExecSink.Stream.STDERR, sink, progress);
     THREADS.execute(out);
     THREADS.execute(err);
-    THREADS.execute(() -> run.watch(spec.timeoutSecs(), out, err));
+    THREADS.execute(() -> run.watch(spec.timeoutSecs(), progress, out, err));
     return run;
   }
 
@@ -101,7 +103,7 @@ public final class ProcessRunner {
       this.stdinClosed = false;
     }
 
-    void watch(int timeoutSecs, Reader out, Reader err) {
+    void watch(int timeoutSecs, Object progress, Reader out, Reader err) {
       boolean timedOut = false;
       try {
         timedOut = !process.waitFor(timeoutSecs, TimeUnit.SECONDS);
@@ -109,7 +111,7 @@ public final class ProcessRunner {
           ProcessGroups.kill(List.of(pgid));
           process.waitFor();
         }
-        drain(out, err);
+        drain(progress, out, err);
       } catch (InterruptedException e) {
         ProcessGroups.kill(List.of(pgid));
         Thread.currentThread().interrupt();
@@ -124,23 +126,29 @@ public final class ProcessRunner {
      * Waits until both readers reached end of file, except a reader idle in {@code read} for the drain grace
      * (a background child holds its pipe). A reader blocked in the sink is delivering and is always awaited.
      */
-    private void drain(Reader... readers) throws InterruptedException {
+    private void drain(Object progress, Reader... readers) throws InterruptedException {
       long exitedAt = System.nanoTime();
-      while (true) {
-        boolean waiting = false;
-        for (Reader r : readers) {
-          long idleSince = Math.max(exitedAt, r.lastProgress);
-          if (!r.done && (r.inSink || System.nanoTime() - idleSince < DRAIN_GRACE.toNanos())) {
-            waiting = true;
-          }
-        }
-        if (!waiting) {
+      synchronized (progress) {
+        while (true) {
+          boolean waiting = false;
+          long wait = DRAIN_GRACE.toNanos();
           for (Reader r : readers) {
-            r.abandoned = true;
+            long idleSince = Math.max(exitedAt, r.lastProgress);
+            long left = DRAIN_GRACE.toNanos() - (System.nanoTime() - idleSince);
+            if (!r.done && (r.inSink || left > 0)) {
+              waiting = true;
+              wait = Math.min(wait, r.inSink ? DRAIN_GRACE.toNanos() : left);
+            }
           }
-          return;
+          if (!waiting) {
+            for (Reader r : readers) {
+              r.abandoned = true;
+            }
+            return;
+          }
+          // readers signal every chunk and their end, so the common case returns at once
+          TimeUnit.NANOSECONDS.timedWait(progress, Math.max(1, wait));
         }
-        Thread.sleep(2);
       }
     }
 
@@ -187,26 +195,39 @@ public final class ProcessRunner {
     volatile boolean abandoned;
     volatile long lastProgress = System.nanoTime();
 
-    Reader(InputStream in, ExecSink.Stream stream, ExecSink sink) {
+    final Object progress;
+
+    Reader(InputStream in, ExecSink.Stream stream, ExecSink sink, Object progress) {
       this.in = in;
       this.stream = stream;
       this.sink = sink;
+      this.progress = progress;
+    }
+
+    private void signal() {
+      synchronized (progress) {
+        progress.notifyAll();
+      }
     }
 
     @Override
     public void run() {
-      byte[] buf = new byte[CHUNK + 4];
+      // small at first (most programs print little); grows when output arrives in bursts
+      byte[] buf = new byte[FIRST_READ + 4];
       int carried = 0;
       try (in) {
         int n;
-        while ((n = in.read(buf, carried, CHUNK)) >= 0) {
+        while ((n = in.read(buf, carried, buf.length - 4 - carried)) >= 0) {
           lastProgress = System.nanoTime();
           int len = carried + n;
           // a burst already waiting in the pipe joins this chunk: fewer, larger events at full speed
-          int more;
-          while (len < CHUNK && (more = Math.min(in.available(), CHUNK - len)) > 0) {
-            int m = in.read(buf, len, more);
-            if (m < 0) {
+          int waiting;
+          while (len < CHUNK && (waiting = in.available()) > 0) {
+            if (len + waiting > buf.length - 4 && buf.length - 4 < CHUNK) {
+              buf = Arrays.copyOf(buf, Math.min(CHUNK, Math.max(2 * (buf.length - 4), len + waiting)) + 4);
+            }
+            int m = in.read(buf, len, Math.min(waiting, buf.length - 4 - len));
+            if (m <= 0) {
               break;
             }
             len += m;
@@ -225,6 +246,7 @@ public final class ProcessRunner {
         Thread.currentThread().interrupt();
       } finally {
         done = true;
+        signal();
       }
     }
 
@@ -238,6 +260,7 @@ public final class ProcessRunner {
       } finally {
         inSink = false;
         lastProgress = System.nanoTime();
+        signal();
       }
     }
   }
