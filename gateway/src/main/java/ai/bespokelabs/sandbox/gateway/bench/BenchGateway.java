@@ -95,6 +95,11 @@ final class BenchGateway implements AutoCloseable {
     return r.body().isEmpty() ? new JsonObject() : new JsonObject(r.body());
   }
 
+  /** The gateway itself (its pool and Vert.x), for benchmarks that drive it below the HTTP API. */
+  Gateway gateway() {
+    return gateway;
+  }
+
   /** Stops the gateway and deletes its data directory. */
   @Override
   public void close() {

@@ -29,19 +29,11 @@ public final class LedgerBenchmark {
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
-    java.nio.file.Path dataDir = java.nio.file.Files.createTempDirectory("gateway-bench-");
-    int port;
-    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    var config = ai.bespokelabs.sandbox.core.config.ConfigLoader.fromMap(java.util.Map.of("PORT",
-        String.valueOf(port), "BESPOKE_DATA_DIR", dataDir.toString()), System.getProperty("user.home"));
-    try (ai.bespokelabs.sandbox.gateway.Gateway gw = ai.bespokelabs.sandbox.gateway.Gateway.start(config,
-        java.time.Clock.systemUTC())) {
+    try (BenchGateway bench = BenchGateway.start()) {
+      var gw = bench.gateway();
       Pool pool = gw.pool();
-      String org = "org_" + "0".repeat(32);
-      await(pool.preparedQuery("INSERT INTO organizations (id, name, created_at) VALUES ($1, 'bench', now())")
-          .execute(Tuple.of(org)));
+      String org = await(pool.preparedQuery("SELECT organization_id FROM sandboxes WHERE id = $1")
+          .execute(Tuple.of(bench.sandbox))).iterator().next().getString(0);
       int sandboxes = 1000;
       await(pool.preparedQuery("""
               INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, create_token, node_id,
@@ -106,9 +98,6 @@ public final class LedgerBenchmark {
           priced / baselineRate);
       System.out.printf("  lag commit -> priced              p50 %6.1f ms   p99 %6.1f ms%n", lag[batches / 2] / 1e6,
           lag[(int) Math.ceil(batches * 0.99) - 1] / 1e6);
-    }
-    try (var walk = java.nio.file.Files.walk(dataDir)) {
-      walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }
     System.exit(0);
   }
