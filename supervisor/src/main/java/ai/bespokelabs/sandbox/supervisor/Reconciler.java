@@ -190,7 +190,7 @@ public final class Reconciler {
     resources.forEach(r -> sandboxIds.add(r.sandboxId()));
     return pool.preparedQuery("SELECT id FROM sandboxes WHERE id = ANY($1) AND status IN ('creating', 'running',"
             + " 'stopping')")
-        .execute(Tuple.of(sandboxIds.toArray(String[]::new)))
+        .execute(Tuple.tuple().addArrayOfString(sandboxIds.toArray(String[]::new)))
         .compose(rows -> {
           Set<String> live = new HashSet<>();
           rows.forEach(r -> live.add(r.getString(0)));
