@@ -28,7 +28,7 @@ class ProviderTest {
 
   @Test
   void local_is_checked_by_spawning_a_process_and_a_broken_host_is_degraded() throws Exception {
-    JsonObject before = gw.get("/v1/providers", key).json().getJsonArray("items").getJsonObject(0);
+    JsonObject before = local(gw.get("/v1/providers", key).json());
     assertThat(before).isEqualTo(new JsonObject().put("backend", "local").put("configured", true)
         .put("status", "unknown").putNull("checked_at").put("message", "Not checked yet."));
 
@@ -37,8 +37,7 @@ class ProviderTest {
     assertThat(ok.json().getString("status")).isEqualTo("healthy");
     assertThat(ok.json().getString("message")).isEqualTo("Provider is healthy.");
     assertThat(ok.json().getString("checked_at")).isNotNull();
-    assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").getJsonObject(0).getString("status"))
-        .isEqualTo("healthy");
+    assertThat(local(gw.get("/v1/providers", key).json()).getString("status")).isEqualTo("healthy");
 
     Path sandboxes = gw.dataDir.resolve("sandboxes");
     Path moved = gw.dataDir.resolve("sandboxes.moved");
@@ -58,6 +57,17 @@ class ProviderTest {
         Files.move(moved, sandboxes);
       }
     }
+  }
+
+  static JsonObject local(JsonObject providers) {
+    return providers.getJsonArray("items").stream().map(JsonObject.class::cast)
+        .filter(p -> p.getString("backend").equals("local")).findFirst().orElseThrow();
+  }
+
+  @Test
+  void every_enabled_backend_is_listed() {
+    assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").stream()
+        .map(p -> ((JsonObject) p).getString("backend")).toList()).containsExactly("bwrap", "local");
   }
 
   @Test

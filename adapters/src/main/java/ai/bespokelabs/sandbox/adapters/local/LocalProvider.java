@@ -48,7 +48,9 @@ public final class LocalProvider implements SandboxProvider {
 
   private final Path root;
   private final Clock clock;
-  private final ProcessRunner runner = new ProcessRunner(BACKEND);
+  private final String backend;
+  private final HostWrapper wrapper;
+  private final ProcessRunner runner;
   private final ProcessRecords records;
   private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
 
@@ -57,6 +59,14 @@ public final class LocalProvider implements SandboxProvider {
    * @param clock the clock stamping sandbox creation
    */
   public LocalProvider(Path root, Clock clock) {
+    this(BACKEND, root, clock, HostWrapper.NONE);
+  }
+
+  /** A host-process backend named {@code backend} whose programs run through {@code wrapper}. */
+  public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper) {
+    this.backend = backend;
+    this.wrapper = wrapper;
+    this.runner = new ProcessRunner(backend);
     this.root = root.toAbsolutePath().normalize();
     this.records = new ProcessRecords(this.root);
     this.clock = clock;
@@ -64,7 +74,7 @@ public final class LocalProvider implements SandboxProvider {
 
   @Override
   public String backend() {
-    return BACKEND;
+    return backend;
   }
 
   @Override
@@ -80,6 +90,7 @@ public final class LocalProvider implements SandboxProvider {
    */
   @Override
   public String create(CreateSandbox request) {
+    wrapper.check();
     SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(), id -> newRuntime(id, request));
     return runtime.dir.toString();
   }
@@ -88,7 +99,7 @@ public final class LocalProvider implements SandboxProvider {
     Map<String, String> env = request.config().envVars() == null ? Map.of() : request.config().envVars();
     String workdir = request.config().workdir();
     if (workdir != null) {
-      return new SandboxRuntime(existingWorkdir(workdir), false, env, clock.instant());
+      return new SandboxRuntime(existingWorkdir(workdir), false, env, request.config(), clock.instant());
     }
     if (!SANDBOX_ID.matcher(sandboxId).matches()) {
       throw new IllegalArgumentException("sandbox id is not a safe directory name");
@@ -98,9 +109,9 @@ public final class LocalProvider implements SandboxProvider {
       Files.createDirectories(dir);
     } catch (IOException e) {
       throw new ProviderException(
-          ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false, ProviderError.Outcome.FAILED), e);
+          ProviderError.of(ErrorCode.CREATION_FAILED, backend, "create", false, ProviderError.Outcome.FAILED), e);
     }
-    return new SandboxRuntime(dir, true, env, clock.instant());
+    return new SandboxRuntime(dir, true, env, request.config(), clock.instant());
   }
 
   private static Path existingWorkdir(String workdir) {
@@ -127,7 +138,7 @@ public final class LocalProvider implements SandboxProvider {
     if (runtime == null) {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
-    ProcessSpec spec = ProcessSpec.of(runtime.dir, runtime.env, request);
+    ProcessSpec spec = wrapper.wrap(ProcessSpec.of(runtime.dir, runtime.env, request), runtime.dir, runtime.config);
     ExecSink pruning = new ExecSink() {
       @Override
       public void output(Stream stream, byte[] data) throws InterruptedException {
@@ -185,7 +196,9 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public void checkHealth() {
     ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
-    ProcessSpec spec = new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5, 1024);
+    wrapper.check();
+    ProcessSpec spec = wrapper.wrap(
+        new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5, 1024), root, null);
     try {
       Files.createDirectories(root);
     } catch (IOException e) {
@@ -254,7 +267,7 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /** Deletes {@code dir} and everything in it (symlinks are removed, never followed). */
-  private static void deleteTree(Path dir) {
+  private void deleteTree(Path dir) {
     for (int attempt = 1; ; attempt++) {
       try {
         Files.walkFileTree(dir, new SimpleFileVisitor<>() {
@@ -287,8 +300,8 @@ public final class LocalProvider implements SandboxProvider {
     }
   }
 
-  private static ProviderException destroyFailed(IOException cause) {
+  private ProviderException destroyFailed(IOException cause) {
     return new ProviderException(
-        ProviderError.of(ErrorCode.COMMAND_FAILED, BACKEND, "destroy", true, ProviderError.Outcome.UNKNOWN), cause);
+        ProviderError.of(ErrorCode.COMMAND_FAILED, backend, "destroy", true, ProviderError.Outcome.UNKNOWN), cause);
   }
 }

@@ -16,12 +16,15 @@ final class SandboxRuntime {
   final Path dir;
   final boolean owned;
   final Map<String, String> env;
+  final ai.bespokelabs.sandbox.core.model.SandboxConfig config;
   final Instant createdAt;
   static final int PRUNE_THRESHOLD = 32;
   private final Set<Long> groups = new HashSet<>();
   private boolean closed;
 
-  SandboxRuntime(Path dir, boolean owned, Map<String, String> env, Instant createdAt) {
+  SandboxRuntime(Path dir, boolean owned, Map<String, String> env, ai.bespokelabs.sandbox.core.model.SandboxConfig config,
+      Instant createdAt) {
+    this.config = config;
     this.dir = dir;
     this.owned = owned;
     this.env = Map.copyOf(env);

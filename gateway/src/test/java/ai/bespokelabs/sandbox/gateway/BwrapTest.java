@@ -1,0 +1,96 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonObject;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The bwrap backend with real bubblewrap: isolation, and executions behaving exactly as on local. */
+class BwrapTest {
+  static TestGateway gw;
+  static String key;
+
+  @BeforeAll
+  static void start() {
+    gw = new TestGateway();
+    key = gw.bootstrap("Isolated");
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  static JsonObject sandbox(JsonObject extra) {
+    return gw.sandbox(key, new JsonObject().put("backend", "bwrap").mergeIn(extra));
+  }
+
+  static JsonObject run(String id, String command) {
+    Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", command));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    return r.json();
+  }
+
+  @Test
+  void programs_see_nothing_of_the_gateway_and_have_no_network_unless_allowed() throws Exception {
+    Path hostMarker = Files.createTempFile("host-only-", ".txt");
+    JsonObject sbx = sandbox(new JsonObject().put("allow_internet", false)
+        .put("env_vars", new JsonObject().put("GREETING", "hola")));
+    String id = sbx.getString("id");
+    JsonObject r = run(id, "id -u; hostname; pwd; echo $$; env | sort | tr '\\n' ' '; echo;"
+        + " test -e " + gw.dataDir + " && echo DATA-VISIBLE; test -e " + hostMarker + " && echo TMP-SHARED;"
+        + " grep -c : /proc/net/dev; touch /usr/probe 2>/dev/null || echo usr-read-only; echo kept > out.txt");
+    String[] lines = r.getString("stdout").split("\n");
+    assertThat(lines[0]).isEqualTo("65534");
+    assertThat(lines[1]).isEqualTo("sandbox");
+    assertThat(lines[2]).isEqualTo("/sandbox");
+    assertThat(Integer.parseInt(lines[3])).as("a new pid namespace").isLessThan(10);
+    assertThat(lines[4]).isEqualTo("GREETING=hola HOME=/sandbox LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin"
+        + " PWD=/sandbox TMPDIR=/tmp ");
+    assertThat(r.getString("stdout")).doesNotContain("DATA-VISIBLE").doesNotContain("TMP-SHARED");
+    assertThat(lines[5]).as("only the loopback interface").isEqualTo("1");
+    assertThat(lines[6]).isEqualTo("usr-read-only");
+    assertThat(Files.readString(Path.of(sbx.getString("provider_resource_id")).resolve("out.txt"))).isEqualTo("kept\n");
+
+    String online = sandbox(new JsonObject().put("allow_internet", true)).getString("id");
+    assertThat(Integer.parseInt(run(online, "grep -c : /proc/net/dev").getString("stdout").trim()))
+        .as("the host's interfaces").isGreaterThan(1);
+    Files.delete(hostMarker);
+  }
+
+  @Test
+  void timeouts_limits_streaming_and_destroy_work_as_on_local() throws Exception {
+    JsonObject sbx = sandbox(new JsonObject().put("memory_mb", 64));
+    String id = sbx.getString("id");
+    Resp slow = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(slow.json().getInteger("exit_code")).isEqualTo(124);
+    assertThat(slow.json().getString("stdout")).isEqualTo("started\n");
+    JsonObject big = run(id, "python3 -c 'x = bytearray(256 * 1024 * 1024)' 2>/dev/null; echo $?");
+    assertThat(big.getString("stdout").trim()).as("memory_mb caps the address space").isNotEqualTo("0");
+
+    try (SseClient sse = SseClient.open(StreamingTest.HTTP, gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+        new JsonObject().put("command", "seq 1 3; printf tail").encode())) {
+      StringBuilder out = new StringBuilder();
+      SseClient.Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          out.append(new String(e.bytes(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+      }
+      assertThat(out.toString()).isEqualTo("1\n2\n3\ntail");
+    }
+
+    JsonObject bg = run(id, "sleep 300 >/dev/null 2>&1 & echo started");
+    assertThat(bg.getString("stdout")).isEqualTo("started\n");
+    assertThat(gw.delete("/v1/sandboxes/" + id, key).json().getString("status")).isEqualTo("destroyed");
+    assertThat(Path.of(sbx.getString("provider_resource_id"))).doesNotExist();
+    Resp health = gw.post("/v1/providers/bwrap/health-check", key, null);
+    assertThat(health.json().getString("status")).isEqualTo("healthy");
+  }
+}
