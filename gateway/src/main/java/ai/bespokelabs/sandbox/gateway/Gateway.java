@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
@@ -74,7 +75,9 @@ public final class Gateway implements AutoCloseable {
       Messages.registerCodecs(vertx.eventBus());
       List<SandboxProvider> providers = List.of(new LocalProvider(config.dataDir().resolve("sandboxes"), clock),
           new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
-              new BwrapWrapper()));
+              new BwrapWrapper()),
+          new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
+              new SafehouseWrapper()));
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
       Backends backends = new Backends(registered, config.allowedBackends(), nodeId);

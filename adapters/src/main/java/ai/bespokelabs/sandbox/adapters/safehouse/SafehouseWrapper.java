@@ -1,0 +1,71 @@
+package ai.bespokelabs.sandbox.adapters.safehouse;
+
+import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
+import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * macOS Agent Safehouse: every program runs as {@code safehouse --workdir=<sandbox dir> --env -- <program…>}
+ * (the seed's command line), so the sandbox-exec policy confines it to its directory. macOS only: where the
+ * {@code safehouse} CLI is not installed ({@code brew install eugene1g/safehouse/agent-safehouse}) creates
+ * answer {@code backend_not_installed}.
+ */
+public final class SafehouseWrapper implements HostWrapper {
+  public static final String BACKEND = "safehouse";
+  private static final List<String> EXTRA_DIRS = List.of("/opt/homebrew/bin", "/usr/local/bin");
+
+  private final Optional<Path> cli;
+
+  public SafehouseWrapper() {
+    this(find());
+  }
+
+  public SafehouseWrapper(Optional<Path> cli) {
+    this.cli = cli;
+  }
+
+  @Override
+  public void check() {
+    if (cli.isEmpty()) {
+      throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, BACKEND, "create", false,
+          ProviderError.Outcome.FAILED));
+    }
+  }
+
+  @Override
+  public ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config) {
+    check();
+    return new ProcessSpec(command(cli.get(), sandboxDir, spec.argv()), spec.cwd(), spec.env(), spec.timeoutSecs(),
+        spec.outputLimitBytes());
+  }
+
+  /** {@code safehouse --workdir=<dir> --env -- argv…}. */
+  static List<String> command(Path cli, Path sandboxDir, List<String> argv) {
+    List<String> out = new ArrayList<>(argv.size() + 4);
+    out.add(cli.toString());
+    out.add("--workdir=" + sandboxDir.toAbsolutePath().normalize());
+    out.add("--env");
+    out.add("--");
+    out.addAll(argv);
+    return out;
+  }
+
+  private static Optional<Path> find() {
+    String path = System.getenv().getOrDefault("PATH", "");
+    return Stream.concat(Stream.of(path.split(File.pathSeparator)), EXTRA_DIRS.stream())
+        .filter(d -> !d.isEmpty())
+        .map(d -> Path.of(d, "safehouse"))
+        .filter(Files::isExecutable)
+        .findFirst();
+  }
+}
