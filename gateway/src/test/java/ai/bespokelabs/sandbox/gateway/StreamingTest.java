@@ -360,7 +360,8 @@ class StreamingTest {
   void a_signal_kills_the_whole_process_tree_and_the_execution_is_cancelled() throws Exception {
     String id = startExecution(new JsonObject().put("command", "sleep 300 & echo $! > bg.pid; sleep 300"));
     Path pidFile = dir.resolve("bg.pid");
-    for (int i = 0; i < 200 && !Files.exists(pidFile); i++) {
+    // The redirection creates the file before echo writes the pid: wait for the full line.
+    for (int i = 0; i < 200 && !(Files.exists(pidFile) && Files.readString(pidFile).endsWith("\n")); i++) {
       Thread.sleep(20);
     }
     long bg = Long.parseLong(Files.readString(pidFile).trim());
