@@ -42,14 +42,16 @@ class SupervisorTest {
   }
 
   static JsonObject awaitStatus(String id, String status) throws InterruptedException {
-    for (int i = 0; i < 300; i++) {
-      JsonObject s = gw.get("/v1/sandboxes/" + id, key).json();
+    JsonObject s = null;
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (System.nanoTime() < until) {
+      s = gw.get("/v1/sandboxes/" + id, key).json();
       if (status.equals(s.getString("status"))) {
         return s;
       }
       Thread.sleep(20);
     }
-    throw new AssertionError(id + " never became " + status);
+    throw new AssertionError(id + " never became " + status + ": " + s);
   }
 
   static long count(String sql, Object... args) throws Exception {
