@@ -6,14 +6,11 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
-import java.io.File;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * Runs every program under bubblewrap as an unprivileged user (uid 65534, no capabilities) in new pid, mount,
@@ -36,7 +33,8 @@ public final class BwrapWrapper implements HostWrapper {
   private final Optional<Path> prlimit;
 
   public BwrapWrapper() {
-    this(binary("bwrap"), binary("prlimit"));
+    this(HostWrapper.findExecutable("bwrap", HostWrapper.SYSTEM_BIN, List.of()),
+        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()));
   }
 
   BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit) {
@@ -102,12 +100,4 @@ public final class BwrapWrapper implements HostWrapper {
     return config == null || config.cpu() == null ? 1 : Math.max(1, (long) Math.ceil(config.cpu()));
   }
 
-  private static Optional<Path> binary(String name) {
-    String path = System.getenv().getOrDefault("PATH", "");
-    return Stream.concat(Stream.of("/usr/bin", "/bin"), Stream.of(path.split(File.pathSeparator)))
-        .filter(d -> !d.isEmpty())
-        .map(d -> Path.of(d, name))
-        .filter(Files::isExecutable)
-        .findFirst();
-  }
 }

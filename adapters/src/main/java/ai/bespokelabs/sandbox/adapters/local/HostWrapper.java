@@ -1,7 +1,11 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import java.io.File;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * How a host-process backend runs a program: as it is ({@code local}), or inside an isolation tool
@@ -28,4 +32,18 @@ public interface HostWrapper {
 
   /** The spec to run for a program of a sandbox rooted at {@code sandboxDir} created with {@code config}. */
   ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
+
+  /** Where system tools live; searched before {@code PATH} so a user's PATH cannot substitute them. */
+  java.util.List<String> SYSTEM_BIN = java.util.List.of("/usr/bin", "/bin");
+
+  /** The first executable {@code name} in {@code dirsFirst}, then on {@code PATH}, then in {@code dirsLast}. */
+  static Optional<Path> findExecutable(String name, java.util.List<String> dirsFirst, java.util.List<String> dirsLast) {
+    String path = System.getenv().getOrDefault("PATH", "");
+    return Stream.of(dirsFirst.stream(), Stream.of(path.split(File.pathSeparator)), dirsLast.stream())
+        .flatMap(d -> d)
+        .filter(d -> !d.isEmpty())
+        .map(d -> Path.of(d, name))
+        .filter(Files::isExecutable)
+        .findFirst();
+  }
 }

@@ -1,6 +1,5 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import java.io.File;
 import java.nio.file.DirectoryStream;
 import java.util.HashSet;
 import java.util.Set;
@@ -11,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * Process-group control through the host's {@code setsid} and {@code kill} binaries. A child started as
@@ -19,8 +17,8 @@ import java.util.stream.Stream;
  * process it spawned, including background ones that outlive it.
  */
 final class ProcessGroups {
-  private static final Optional<Path> SETSID = binary("setsid");
-  private static final Optional<Path> KILL = binary("kill");
+  private static final Optional<Path> SETSID = HostWrapper.findExecutable("setsid", HostWrapper.SYSTEM_BIN, List.of());
+  private static final Optional<Path> KILL = HostWrapper.findExecutable("kill", HostWrapper.SYSTEM_BIN, List.of());
 
   private ProcessGroups() {}
 
@@ -116,13 +114,5 @@ final class ProcessGroups {
     }
   }
 
-  private static Optional<Path> binary(String name) {
-    String path = System.getenv().getOrDefault("PATH", "");
-    return Stream.concat(Stream.of("/usr/bin", "/bin"), Stream.of(path.split(File.pathSeparator)))
-        .filter(dir -> !dir.isEmpty())
-        .map(dir -> Path.of(dir, name))
-        .filter(Files::isExecutable)
-        .findFirst();
-  }
 }
 

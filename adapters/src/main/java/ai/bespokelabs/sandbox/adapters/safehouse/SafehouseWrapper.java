@@ -6,13 +6,10 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
-import java.io.File;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * macOS Agent Safehouse: every program runs as {@code safehouse --workdir=<sandbox dir> --env -- <program…>}
@@ -27,7 +24,7 @@ public final class SafehouseWrapper implements HostWrapper {
   private final Optional<Path> cli;
 
   public SafehouseWrapper() {
-    this(find());
+    this(HostWrapper.findExecutable("safehouse", List.of(), EXTRA_DIRS));
   }
 
   public SafehouseWrapper(Optional<Path> cli) {
@@ -60,12 +57,4 @@ public final class SafehouseWrapper implements HostWrapper {
     return out;
   }
 
-  private static Optional<Path> find() {
-    String path = System.getenv().getOrDefault("PATH", "");
-    return Stream.concat(Stream.of(path.split(File.pathSeparator)), EXTRA_DIRS.stream())
-        .filter(d -> !d.isEmpty())
-        .map(d -> Path.of(d, "safehouse"))
-        .filter(Files::isExecutable)
-        .findFirst();
-  }
 }
