@@ -1,11 +1,14 @@
 package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -14,6 +17,15 @@ import org.junit.jupiter.api.Test;
 class BwrapTest {
   static TestGateway gw;
   static String key;
+  static final int GATEWAY_UID = uidOf(Path.of("/proc/self"));
+
+  static int uidOf(Path p) {
+    try {
+      return (Integer) Files.getAttribute(p, "unix:uid");
+    } catch (Exception e) {
+      return -1;
+    }
+  }
 
   @BeforeAll
   static void start() {
@@ -46,7 +58,8 @@ class BwrapTest {
         + " test -e " + gw.dataDir + " && echo DATA-VISIBLE; test -e " + hostMarker + " && echo TMP-SHARED;"
         + " grep -c : /proc/net/dev; touch /usr/probe 2>/dev/null || echo usr-read-only; echo kept > out.txt");
     String[] lines = r.getString("stdout").split("\n");
-    assertThat(lines[0]).isEqualTo("65534");
+    long uid = Long.parseLong(lines[0]);
+    assertThat(uid).as("an unprivileged uid, not the gateway's").isNotZero().isNotEqualTo(GATEWAY_UID);
     assertThat(lines[1]).isEqualTo("sandbox");
     assertThat(lines[2]).isEqualTo("/sandbox");
     assertThat(Integer.parseInt(lines[3])).as("a new pid namespace").isLessThan(10);
@@ -92,5 +105,35 @@ class BwrapTest {
     assertThat(Path.of(sbx.getString("provider_resource_id"))).doesNotExist();
     Resp health = gw.post("/v1/providers/bwrap/health-check", key, null);
     assertThat(health.json().getString("status")).isEqualTo("healthy");
+  }
+
+  /**
+   * A fork bomb meets its sandbox's process limit; other sandboxes and the gateway carry on, and the bomb's
+   * processes are gone after its timeout. Needs a root gateway: only then do programs run as their sandbox's
+   * own host uid, which the process limit counts (otherwise they share the gateway user's count).
+   */
+  @Test
+  void a_fork_bomb_stays_in_its_sandbox() throws Exception {
+    assumeTrue(GATEWAY_UID == 0, "the gateway runs as root");
+    JsonObject bomb = sandbox(new JsonObject());
+    String other = sandbox(new JsonObject()).getString("id");
+    CompletableFuture<Resp> detonated = CompletableFuture.supplyAsync(() -> gw.post(
+        "/v1/sandboxes/" + bomb.getString("id") + "/execute", key,
+        new JsonObject().put("command", "b() { b | b & }; b").put("timeout_secs", 4)));
+    Thread.sleep(1500);
+    assertThat(run(other, "echo fine").getString("stdout")).isEqualTo("fine\n");
+    assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
+    Resp r = detonated.get(30, TimeUnit.SECONDS);
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getString("stderr")).as("the process limit was hit").containsIgnoringCase("fork");
+    int bombUid = uidOf(Path.of(bomb.getString("provider_resource_id")));
+    assertThat(bombUid).isNotZero();
+    long left = Long.MAX_VALUE;
+    for (int i = 0; i < 100 && left > 0; i++) {
+      left = java.util.stream.Stream.of(new java.io.File("/proc").listFiles())
+          .filter(f -> f.getName().matches("\\d+") && uidOf(f.toPath()) == bombUid).count();
+      Thread.sleep(50);
+    }
+    assertThat(left).as("the bomb's processes are gone").isZero();
   }
 }

@@ -6,6 +6,9 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,17 +32,37 @@ public final class BwrapWrapper implements HostWrapper {
   static final long MAX_OPEN_FILES = 4096;
   static final long MAX_FILE_BYTES = 4L << 30;
 
+  /** First host uid of the per-sandbox range used when the gateway runs as root. */
+  static final int HOST_UID_BASE = 1_000_000;
+
   private final Optional<Path> bwrap;
   private final Optional<Path> prlimit;
+  /** Present when the gateway runs as root: programs then run as a per-sandbox unprivileged host uid. */
+  private final Optional<Path> setpriv;
 
   public BwrapWrapper() {
     this(HostWrapper.findExecutable("bwrap", HostWrapper.SYSTEM_BIN, List.of()),
-        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()));
+        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()),
+        isRoot() ? HostWrapper.findExecutable("setpriv", HostWrapper.SYSTEM_BIN, List.of()) : Optional.empty());
   }
 
-  BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit) {
+  BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit, Optional<Path> setpriv) {
     this.bwrap = bwrap;
     this.prlimit = prlimit;
+    this.setpriv = setpriv;
+  }
+
+  private static boolean isRoot() {
+    try {
+      return ((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid")) == 0;
+    } catch (IOException | UnsupportedOperationException e) {
+      return false;
+    }
+  }
+
+  /** The unprivileged host uid (and gid) a sandbox's programs run as when the gateway is root. */
+  static int hostUid(Path sandboxDir) {
+    return HOST_UID_BASE + Math.floorMod(sandboxDir.getFileName().toString().hashCode(), 1 << 16);
   }
 
   @Override
@@ -66,24 +89,56 @@ public final class BwrapWrapper implements HostWrapper {
     argv.add("--cpu=" + Math.max(1, spec.timeoutSecs()) * cpus(config));
     argv.add("--");
     argv.add(bwrap.get().toString());
-    argv.addAll(List.of("--die-with-parent", "--unshare-all", "--hostname", "sandbox",
-        "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"));
-    if (config == null || config.allowInternet() == null || config.allowInternet()) {
-      argv.add("--share-net");
+    boolean online = config == null || config.allowInternet() == null || config.allowInternet();
+    if (setpriv.isPresent()) {
+      // As root a user namespace would map the sandbox to host root, which no process limit binds. Instead bwrap
+      // builds the namespaces with its privileges and setpriv drops to the sandbox's own uid with no capabilities,
+      // so --nproc counts this sandbox's processes only (a fork bomb stays inside its sandbox).
+      argv.addAll(List.of("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+          "--unshare-cgroup-try", "--hostname", "sandbox"));
+      if (!online) {
+        argv.add("--unshare-net");
+      }
+    } else {
+      argv.addAll(List.of("--die-with-parent", "--unshare-all", "--hostname", "sandbox",
+          "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"));
+      if (online) {
+        argv.add("--share-net");
+      }
     }
     for (String d : SYSTEM_DIRS) {
       argv.addAll(List.of("--ro-bind-try", d, d));
     }
-    argv.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+    argv.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
         "--bind", dir.toString(), INSIDE, "--chdir", cwd.endsWith("/") ? cwd.substring(0, cwd.length() - 1) : cwd,
         "--clearenv"));
     for (Map.Entry<String, String> e : inside(spec.env(), dir).entrySet()) {
       argv.addAll(List.of("--setenv", e.getKey(), e.getValue()));
     }
     argv.add("--");
+    if (setpriv.isPresent()) {
+      int uid = hostUid(dir);
+      if (config == null || config.workdir() == null) {
+        own(dir, uid); // a workdir the caller gave keeps its owner and permissions
+      }
+      argv.addAll(List.of(setpriv.get().toString(), "--reuid=" + uid, "--regid=" + uid, "--clear-groups",
+          "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"));
+    }
     argv.addAll(spec.argv());
     return new ProcessSpec(argv, dir, Map.of("PATH", ProcessSpec.BASE_PATH), spec.timeoutSecs(),
         spec.outputLimitBytes());
+  }
+
+  /** Gives the sandbox directory to the uid its programs run as (once; their files are theirs already). */
+  private static void own(Path dir, int uid) {
+    try {
+      if (((Integer) Files.getAttribute(dir, "unix:uid")) != uid) {
+        Files.setAttribute(dir, "unix:uid", uid);
+        Files.setAttribute(dir, "unix:gid", uid);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot hand the sandbox directory to its uid", e);
+    }
   }
 
   /** The environment as seen inside: the sandbox directory is {@code /sandbox}, temporary files in /tmp. */
