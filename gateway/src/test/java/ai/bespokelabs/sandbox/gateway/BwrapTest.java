@@ -119,12 +119,13 @@ class BwrapTest {
     String other = sandbox(new JsonObject()).getString("id");
     CompletableFuture<Resp> detonated = CompletableFuture.supplyAsync(() -> gw.post(
         "/v1/sandboxes/" + bomb.getString("id") + "/execute", key,
-        new JsonObject().put("command", "b() { b | b & }; b").put("timeout_secs", 4)));
+        new JsonObject().put("command", "b() { b | b & }; b; sleep 30").put("timeout_secs", 4)));
     Thread.sleep(1500);
     assertThat(run(other, "echo fine").getString("stdout")).isEqualTo("fine\n");
     assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
     Resp r = detonated.get(30, TimeUnit.SECONDS);
     assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("exit_code")).as("killed at its timeout").isEqualTo(124);
     assertThat(r.json().getString("stderr")).as("the process limit was hit").containsIgnoringCase("fork");
     int bombUid = uidOf(Path.of(bomb.getString("provider_resource_id")));
     assertThat(bombUid).isNotZero();
