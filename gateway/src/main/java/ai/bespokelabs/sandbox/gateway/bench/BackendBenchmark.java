@@ -1,0 +1,115 @@
+package ai.bespokelabs.sandbox.gateway.bench;
+
+import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
+import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * Sandbox round trip per host-process backend: create → first exec of {@code true} → destroy through the
+ * API, against doing the same by hand in this process (make a directory, run the program — through the
+ * backend's exact bubblewrap command line for {@code bwrap} — remove the directory).
+ *
+ * <p>Usage: {@code bin/benchmark backends [--iterations N]}
+ */
+public final class BackendBenchmark {
+  private BackendBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    int n = 200;
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      if (args[i].equals("--iterations")) {
+        n = Integer.parseInt(args[i + 1]);
+      } else {
+        throw new IllegalArgumentException("unknown argument " + args[i]);
+      }
+    }
+    Path scratch = Files.createTempDirectory("backend-bench-");
+    try (BenchGateway gw = BenchGateway.start()) {
+      System.out.printf("%nCreate -> first exec -> destroy, %d rounds each, microseconds:%n", n);
+      System.out.printf("  %-28s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
+      for (String backend : List.of("local", "bwrap")) {
+        HostWrapper wrapper = backend.equals("bwrap") ? new BwrapWrapper() : HostWrapper.NONE;
+        for (int i = 0; i < Math.max(10, n / 10); i++) { // warm-up
+          direct(scratch, wrapper, i);
+          viaApi(gw, backend, new long[3]);
+        }
+        long[] direct = new long[n];
+        long[] api = new long[n];
+        long[][] phases = new long[3][n];
+        long[] one = new long[3];
+        for (int i = 0; i < n; i++) { // interleaved so both see the same machine
+          direct[i] = direct(scratch, wrapper, i);
+          api[i] = viaApi(gw, backend, one);
+          for (int p = 0; p < 3; p++) {
+            phases[p][i] = one[p];
+          }
+        }
+        Arrays.sort(direct);
+        Arrays.sort(api);
+        long d50 = direct[n / 2];
+        long a50 = api[n / 2];
+        System.out.printf("  %-28s %9d %9d%n", backend + " by hand (baseline)", d50, p99(direct));
+        System.out.printf("  %-28s %9d %9d %9d %9.2f%n", backend + " through the gateway", a50, p99(api),
+            a50 - d50, (double) a50 / d50);
+        String[] names = {"create", "execute", "destroy"};
+        for (int p = 0; p < 3; p++) {
+          Arrays.sort(phases[p]);
+          System.out.printf("  %-28s %9d %9d%n", "  of which " + names[p], phases[p][n / 2], p99(phases[p]));
+        }
+      }
+    } finally {
+      try (Stream<Path> all = Files.walk(scratch)) {
+        all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
+    System.exit(0);
+  }
+
+  private static long p99(long[] sorted) {
+    return sorted[(int) Math.ceil(sorted.length * 0.99) - 1];
+  }
+
+  /** Create, exec and destroy through the API; {@code phases} receives each call's microseconds. */
+  private static long viaApi(BenchGateway gw, String backend, long[] phases) {
+    long t0 = System.nanoTime();
+    String id = gw.call("POST", "/v1/sandboxes", new JsonObject().put("backend", backend), 201).getString("id");
+    long t1 = System.nanoTime();
+    JsonObject r = gw.call("POST", "/v1/sandboxes/" + id + "/execute", new JsonObject().put("command", "true"), 200);
+    if (r.getInteger("exit_code") != 0) {
+      throw new IllegalStateException(backend + ": true exited " + r.getInteger("exit_code"));
+    }
+    long t2 = System.nanoTime();
+    gw.call("DELETE", "/v1/sandboxes/" + id, null, 200);
+    long t3 = System.nanoTime();
+    phases[0] = (t1 - t0) / 1000;
+    phases[1] = (t2 - t1) / 1000;
+    phases[2] = (t3 - t2) / 1000;
+    return (t3 - t0) / 1000;
+  }
+
+  private static long direct(Path scratch, HostWrapper wrapper, int i) throws IOException, InterruptedException {
+    long t0 = System.nanoTime();
+    Path dir = Files.createDirectory(scratch.resolve("s" + System.nanoTime() + "-" + i));
+    ProcessSpec spec = wrapper.wrap(new ProcessSpec(List.of("/bin/sh", "-c", "true"), dir,
+        Map.of("PATH", ProcessSpec.BASE_PATH), 60, 1 << 20), dir, null);
+    ProcessBuilder pb = new ProcessBuilder(spec.argv()).directory(dir.toFile())
+        .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
+    pb.environment().clear();
+    pb.environment().putAll(spec.env());
+    int code = pb.start().waitFor();
+    if (code != 0) {
+      throw new IllegalStateException("direct run exited " + code);
+    }
+    Files.delete(dir);
+    return (System.nanoTime() - t0) / 1000;
+  }
+}
