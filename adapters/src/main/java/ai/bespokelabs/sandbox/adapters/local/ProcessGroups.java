@@ -52,7 +52,7 @@ final class ProcessGroups {
   }
 
   /**
-   * The ids of every process group that has at least one member (zombies included), read from
+   * The ids of every process group that has at least one live (not zombie) member, read from
    * {@code /proc}; empty when {@code /proc} cannot be read, in which case callers keep what they track.
    */
   static Optional<Set<Long>> populatedGroups() {
@@ -67,7 +67,9 @@ final class ProcessGroups {
           String stat = Files.readString(entry.resolve("stat"));
           // pid (comm) state ppid pgrp ...: comm may contain spaces and parentheses, so parse after the last ')'
           String[] rest = stat.substring(stat.lastIndexOf(')') + 2).split(" ", 4);
-          groups.add(Long.parseLong(rest[2]));
+          if (!rest[0].equals("Z")) { // a zombie cannot be signalled; its live group mates count themselves
+            groups.add(Long.parseLong(rest[2]));
+          }
         } catch (IOException | RuntimeException vanished) {
           // the process exited while we were reading
         }

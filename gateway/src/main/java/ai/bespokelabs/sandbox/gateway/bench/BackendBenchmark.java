@@ -34,6 +34,7 @@ public final class BackendBenchmark {
     }
     Path scratch = Files.createTempDirectory("backend-bench-");
     try (BenchGateway gw = BenchGateway.start()) {
+      long[] commits = commits(gw, n);
       System.out.printf("%nCreate -> first exec -> destroy, %d rounds each, microseconds:%n", n);
       System.out.printf("  %-28s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
       for (String backend : List.of("local", "bwrap")) {
@@ -66,12 +67,33 @@ public final class BackendBenchmark {
           System.out.printf("  %-28s %9d %9d%n", "  of which " + names[p], phases[p][n / 2], p99(phases[p]));
         }
       }
+      System.out.printf("  %-28s %9d %9d%n", "one committed write (DB floor)", commits[n / 2], p99(commits));
     } finally {
       try (Stream<Path> all = Files.walk(scratch)) {
         all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       }
     }
     System.exit(0);
+  }
+
+  /** Latency of a one-row transaction on the gateway's own database: the floor of every durable step. */
+  private static long[] commits(BenchGateway gw, int n) throws Exception {
+    var pool = gw.gateway().pool();
+    await(pool.query("CREATE TABLE IF NOT EXISTS bench_commit_probe (v int)").execute());
+    long[] out = new long[n];
+    for (int i = 0; i < n; i++) {
+      long t0 = System.nanoTime();
+      await(pool.withTransaction(c -> c.preparedQuery("INSERT INTO bench_commit_probe VALUES ($1)")
+          .execute(io.vertx.sqlclient.Tuple.of(1))));
+      out[i] = (System.nanoTime() - t0) / 1000;
+    }
+    await(pool.query("DROP TABLE bench_commit_probe").execute());
+    Arrays.sort(out);
+    return out;
+  }
+
+  private static <T> T await(io.vertx.core.Future<T> f) throws Exception {
+    return f.toCompletionStage().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
   }
 
   private static long p99(long[] sorted) {
