@@ -16,9 +16,10 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * Runs every program under bubblewrap as an unprivileged user (uid 65534, no capabilities) in new pid, mount,
- * ipc, uts, cgroup and user namespaces, and a new network
- * namespace unless the sandbox allows internet access; a read-only view of the system directories only, the
+ * Runs every program under bubblewrap as an unprivileged user with no capabilities in new pid, mount, ipc, uts
+ * and cgroup namespaces, and a new network namespace unless the sandbox allows internet access. As an ordinary
+ * user the gateway adds a user namespace (uid 65534 inside); as root it drops each program to its sandbox's own
+ * host uid instead, so the process limit counts that sandbox alone; a read-only view of the system directories only, the
  * sandbox directory writable at {@code /sandbox}, a private {@code /tmp}, an environment made only of the
  * sandbox's variables, and resource limits (address space from {@code memory_mb}, CPU seconds, processes, open
  * files, file size) set with {@code prlimit}. Nothing of the gateway — its data directory, database, secrets
@@ -90,18 +91,17 @@ public final class BwrapWrapper implements HostWrapper {
     argv.add("--");
     argv.add(bwrap.get().toString());
     boolean online = config == null || config.allowInternet() == null || config.allowInternet();
+    argv.addAll(List.of("--die-with-parent", "--hostname", "sandbox"));
     if (setpriv.isPresent()) {
       // As root a user namespace would map the sandbox to host root, which no process limit binds. Instead bwrap
       // builds the namespaces with its privileges and setpriv drops to the sandbox's own uid with no capabilities,
       // so --nproc counts this sandbox's processes only (a fork bomb stays inside its sandbox).
-      argv.addAll(List.of("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-          "--unshare-cgroup-try", "--hostname", "sandbox"));
+      argv.addAll(List.of("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"));
       if (!online) {
         argv.add("--unshare-net");
       }
     } else {
-      argv.addAll(List.of("--die-with-parent", "--unshare-all", "--hostname", "sandbox",
-          "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"));
+      argv.addAll(List.of("--unshare-all", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"));
       if (online) {
         argv.add("--share-net");
       }
@@ -154,5 +154,4 @@ public final class BwrapWrapper implements HostWrapper {
   private static long cpus(SandboxConfig config) {
     return config == null || config.cpu() == null ? 1 : Math.max(1, (long) Math.ceil(config.cpu()));
   }
-
 }

@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.stream.Stream;
 
@@ -34,10 +35,10 @@ public interface HostWrapper {
   ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
 
   /** Where system tools live; searched before {@code PATH} so a user's PATH cannot substitute them. */
-  java.util.List<String> SYSTEM_BIN = java.util.List.of("/usr/bin", "/bin");
+  List<String> SYSTEM_BIN = List.of("/usr/bin", "/bin");
 
   /** The first executable {@code name} in {@code dirsFirst}, then on {@code PATH}, then in {@code dirsLast}. */
-  static Optional<Path> findExecutable(String name, java.util.List<String> dirsFirst, java.util.List<String> dirsLast) {
+  static Optional<Path> findExecutable(String name, List<String> dirsFirst, List<String> dirsLast) {
     String path = System.getenv().getOrDefault("PATH", "");
     return Stream.of(dirsFirst.stream(), Stream.of(path.split(File.pathSeparator)), dirsLast.stream())
         .flatMap(d -> d)

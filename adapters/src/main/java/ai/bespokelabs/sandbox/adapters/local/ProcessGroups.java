@@ -115,6 +115,4 @@ final class ProcessGroups {
       return -1;
     }
   }
-
 }
-

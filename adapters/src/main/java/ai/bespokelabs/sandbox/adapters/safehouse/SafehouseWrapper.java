@@ -56,5 +56,4 @@ public final class SafehouseWrapper implements HostWrapper {
     out.addAll(argv);
     return out;
   }
-
 }

@@ -39,6 +39,12 @@ public final class BackendBenchmark {
       System.out.printf("  %-28s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
       for (String backend : List.of("local", "bwrap")) {
         HostWrapper wrapper = backend.equals("bwrap") ? new BwrapWrapper() : HostWrapper.NONE;
+        try {
+          wrapper.check();
+        } catch (RuntimeException notInstalled) {
+          System.out.printf("  %-28s not installed on this host%n", backend);
+          continue;
+        }
         for (int i = 0; i < Math.max(10, n / 10); i++) { // warm-up
           direct(scratch, wrapper, i);
           viaApi(gw, backend, new long[3]);
