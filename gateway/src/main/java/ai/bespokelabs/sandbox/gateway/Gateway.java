@@ -58,6 +58,20 @@ public final class Gateway implements AutoCloseable {
     this.store = store;
   }
 
+  /**
+   * Every backend this node offers: the host-process ones always, the others as their settings allow
+   * (cloud providers only when their credentials are configured).
+   */
+  static List<SandboxProvider> providers(Vertx vertx, GatewayConfig config, Clock clock) {
+    List<SandboxProvider> out = new java.util.ArrayList<>();
+    out.add(new LocalProvider(config.dataDir().resolve("sandboxes"), clock));
+    out.add(new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
+        new BwrapWrapper()));
+    out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
+        new SafehouseWrapper()));
+    return out;
+  }
+
   /** Starts a gateway; blocks until it serves requests or fails. */
   public static Gateway start(GatewayConfig initial, Clock clock) {
     SecretStore store = new SecretStore(initial.dataDir());
@@ -73,11 +87,7 @@ public final class Gateway implements AutoCloseable {
     String httpDeployment;
     try {
       Messages.registerCodecs(vertx.eventBus());
-      List<SandboxProvider> providers = List.of(new LocalProvider(config.dataDir().resolve("sandboxes"), clock),
-          new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
-              new BwrapWrapper()),
-          new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
-              new SafehouseWrapper()));
+      List<SandboxProvider> providers = providers(vertx, config, clock);
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
       Backends backends = new Backends(registered, config.allowedBackends(), nodeId);

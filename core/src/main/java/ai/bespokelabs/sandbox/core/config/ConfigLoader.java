@@ -21,7 +21,8 @@ import java.util.regex.Pattern;
 /**
  * Builds {@link GatewayConfig} from three layers, later ones winning: the defaults in
  * {@code conf/gateway.json} (on the classpath), an optional JSON file named by {@code BESPOKE_CONFIG_FILE},
- * and environment variables. Every layer uses the same names (the environment variable names).
+ * and environment variables. Every layer uses the same names (the environment variable names); provider
+ * settings keep the providers' own names ({@link ProviderSettings}).
  */
 public final class ConfigLoader {
   public static final String DEFAULTS_RESOURCE = "conf/gateway.json";
@@ -45,12 +46,11 @@ public final class ConfigLoader {
     if (file != null && !file.isBlank()) {
       merged.putAll(readFile(Path.of(file)));
     }
-    for (String key : KEYS) {
-      String value = env.get(key);
-      if (value != null) {
+    env.forEach((key, value) -> {
+      if (value != null && (KEYS.contains(key) || ProviderSettings.isProviderKey(key))) {
         merged.put(key, value);
       }
-    }
+    });
     return fromMap(merged, env.getOrDefault("HOME", System.getProperty("user.home")));
   }
 
@@ -86,7 +86,8 @@ public final class ConfigLoader {
         nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
         intIn(v, "BESPOKE_HTTP_INSTANCES", cores, 1, 1024),
         intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600),
-        nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of));
+        nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
+        ProviderSettings.from(v));
   }
 
   private static List<String> backendList(String raw) {
@@ -160,7 +161,7 @@ public final class ConfigLoader {
     }
     Map<String, String> out = new HashMap<>();
     for (Map.Entry<String, Object> e : obj) {
-      if (!KEYS.contains(e.getKey())) {
+      if (!KEYS.contains(e.getKey()) && !ProviderSettings.isProviderKey(e.getKey())) {
         throw new ConfigException(source + ": unknown setting " + e.getKey());
       }
       if (e.getValue() != null) {

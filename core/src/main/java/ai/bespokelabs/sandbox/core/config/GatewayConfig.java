@@ -29,24 +29,25 @@ public record GatewayConfig(
     Optional<String> nodeId,
     int httpInstances,
     int shutdownGraceSecs,
-    Optional<java.nio.file.Path> pricingFile) {
+    Optional<java.nio.file.Path> pricingFile,
+    ProviderSettings providers) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, Optional.of(pepper),
         Optional.of(adminToken), allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes,
-        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile);
+        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, providers);
   }
 
   public GatewayConfig withNodeId(String id) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs, pricingFile);
+        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs, pricingFile, providers);
   }
 
   public GatewayConfig withPort(int newPort) {
     return new GatewayConfig(host, newPort, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile);
+        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, providers);
   }
 
   public String requireNodeId() {

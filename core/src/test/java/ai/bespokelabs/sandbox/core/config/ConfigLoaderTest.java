@@ -54,4 +54,18 @@ class ConfigLoaderTest {
         "BESPOKE_DATABASE_URL", "postgresql://u:pw-value@h/db"), "/h");
     assertThat(c.toString()).doesNotContain("pepper-value").doesNotContain("pw-value");
   }
+
+  @Test
+  void provider_settings_come_from_the_environment_and_the_file_and_never_print_values(@TempDir Path dir)
+      throws Exception {
+    Path file = dir.resolve("gw.json");
+    Files.writeString(file, "{\"DOCKER_HOST\": \"unix:///run/file.sock\", \"E2B_API_URL\": \"http://file\"}");
+    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "E2B_API_KEY", "e2b-secret",
+        "DOCKER_HOST", "unix:///run/env.sock", "UNRELATED", "x"));
+    assertThat(c.providers().get("DOCKER_HOST")).contains("unix:///run/env.sock");
+    assertThat(c.providers().get("E2B_API_URL")).contains("http://file");
+    assertThat(c.providers().secret("E2B_API_KEY").orElseThrow().reveal()).isEqualTo("e2b-secret");
+    assertThat(c.providers().get("UNRELATED")).isEmpty();
+    assertThat(c.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
+  }
 }
