@@ -1,0 +1,123 @@
+package ai.bespokelabs.sandbox.adapters.sim;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.openapi.contract.OpenAPIContract;
+import io.vertx.openapi.contract.Operation;
+import io.vertx.openapi.validation.RequestValidator;
+import io.vertx.openapi.validation.ValidatedRequest;
+import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+
+/**
+ * Checks a simulator's incoming requests against a provider's published OpenAPI document (a copy of it
+ * under {@code provider-specs/} on the test classpath): the path and method must be an operation of the
+ * spec, and parameters, required headers and the body must conform. A request the real provider would
+ * reject fails here, so a simulator can never accept what the provider would not.
+ */
+public final class SpecValidator {
+  private final OpenAPIContract contract;
+  private final RequestValidator validator;
+
+  private SpecValidator(Vertx vertx, OpenAPIContract contract) {
+    this.contract = contract;
+    this.validator = RequestValidator.create(vertx, contract);
+  }
+
+  /**
+   * Loads {@code provider-specs/<resource>} from the test classpath, e.g. {@code e2b/openapi.yml}.
+   * Operations the document leaves without an {@code operationId} get {@code "<METHOD> <path>"}; responses
+   * are not checked; request
+   * paths are matched from the root.
+   */
+  public static Future<SpecValidator> load(Vertx vertx, String resource) {
+    return load(vertx, resource, "");
+  }
+
+  /** As {@link #load(Vertx, String)}, for a simulator serving the spec's paths under {@code basePath}. */
+  public static Future<SpecValidator> load(Vertx vertx, String resource, String basePath) {
+    JsonObject raw;
+    try (InputStream in = Objects.requireNonNull(
+        SpecValidator.class.getClassLoader().getResourceAsStream("provider-specs/" + resource), "no spec " + resource)) {
+      Object yaml = new Yaml(new SafeConstructor(new LoaderOptions())).load(in);
+      raw = new JsonObject(SpecValidator.<Map<String, Object>>plain(yaml));
+    } catch (IOException e) {
+      return Future.failedFuture(e);
+    }
+    raw.put("servers", new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", "http://simulator" + basePath)));
+    JsonObject paths = raw.getJsonObject("paths", new JsonObject());
+    for (String path : paths.fieldNames()) {
+      JsonObject item = paths.getJsonObject(path);
+      for (String method : item.fieldNames()) {
+        if (item.getValue(method) instanceof JsonObject op && !op.containsKey("operationId")
+            && METHODS.contains(method)) {
+          op.put("operationId", method.toUpperCase(Locale.ROOT) + " " + path);
+        }
+        if (item.getValue(method) instanceof JsonObject op && METHODS.contains(method)) {
+          // only requests are checked; responses may use media types the validator does not know
+          op.put("responses", new JsonObject().put("default", new JsonObject().put("description", "any")));
+          JsonObject content = op.getJsonObject("requestBody", new JsonObject()).getJsonObject("content");
+          if (content != null && content.containsKey("*/*")) {
+            // generator artefact of a JSON body: "consumes" was lost in the OpenAPI 3 rendering
+            content.put("application/json", content.remove("*/*"));
+          }
+        }
+      }
+    }
+    return OpenAPIContract.from(vertx, raw).map(c -> new SpecValidator(vertx, c));
+  }
+
+  private static final Set<String> METHODS = Set.of("get", "put", "post", "delete", "options", "head", "patch", "trace");
+
+  /** YAML values as JSON ones: timestamps become their ISO text, keys become strings. */
+  @SuppressWarnings("unchecked")
+  private static <T> T plain(Object v) {
+    if (v instanceof Map<?, ?> m) {
+      Map<String, Object> out = new LinkedHashMap<>();
+      m.forEach((k, val) -> out.put(String.valueOf(k), plain(val)));
+      return (T) out;
+    }
+    if (v instanceof List<?> l) {
+      List<Object> out = new ArrayList<>();
+      l.forEach(x -> out.add(plain(x)));
+      return (T) out;
+    }
+    if (v instanceof Date d) {
+      return (T) d.toInstant().toString();
+    }
+    return (T) v;
+  }
+
+  /**
+   * Validates the request (reading its body); fails with a {@link SpecViolation} naming what does not
+   * conform. The simulator answers such a request with 400 and the test that sent it fails.
+   */
+  public Future<ValidatedRequest> validate(HttpServerRequest request) {
+    Operation op = contract.findOperation(request.path(), request.method());
+    if (op == null) {
+      return Future.failedFuture(new SpecViolation(request.method() + " " + request.path() + " is not in the spec"));
+    }
+    return validator.validate(request, op.getOperationId())
+        .recover(t -> Future.failedFuture(new SpecViolation(op.getOperationId() + ": " + t.getMessage())));
+  }
+
+  /** A request the provider's spec does not allow. */
+  public static final class SpecViolation extends RuntimeException {
+    public SpecViolation(String message) {
+      super(message, null, false, false);
+    }
+  }
+}
