@@ -1,0 +1,183 @@
+package ai.bespokelabs.sandbox.adapters.docker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.config.ProviderSettings;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The docker backend against a real Docker Engine API (Podman's), with real containers. */
+class DockerProviderTest {
+  static Vertx vertx;
+  static TestEngine engine;
+  static DockerProvider provider;
+
+  @BeforeAll
+  static void start() {
+    engine = TestEngine.get();
+    vertx = Vertx.vertx();
+    provider = new DockerProvider(vertx, ProviderSettings.from(Map.of("DOCKER_HOST", engine.dockerHost(),
+        "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE)));
+  }
+
+  @AfterAll
+  static void stop() {
+    provider.close();
+    vertx.close();
+  }
+
+  static SandboxConfig config(Boolean internet, Integer memoryMb, Map<String, String> env) {
+    return new SandboxConfig(null, 0.5, memoryMb, null, null, null, null, env, internet, null, null, null, null, null,
+        null);
+  }
+
+  static String sandboxId() {
+    return "sbx_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+  }
+
+  static ExecSandbox shell(String id, String container, String line, int timeout, boolean stdin) {
+    return new ExecSandbox(id, "exe_" + UUID.randomUUID(), container, null, null, line, null, Map.of("EXEC_VAR", "e"),
+        null, timeout, 64 * 1024, stdin, null, null);
+  }
+
+  static JsonObject inspect(String container) {
+    return new JsonArray(engine.podman("inspect", container)).getJsonObject(0);
+  }
+
+  @Test
+  void a_container_runs_commands_with_separate_streams_exit_codes_env_and_limits() {
+    String id = sandboxId();
+    String container = provider.create(new CreateSandbox(id, "org_a", "docker", "tok_" + id,
+        config(false, 256, Map.of("SANDBOX_VAR", "s"))));
+    try {
+      JsonObject labels = inspect(container).getJsonObject("Config").getJsonObject("Labels");
+      assertThat(labels.getString(DockerProvider.SANDBOX)).isEqualTo(id);
+      assertThat(labels.getString(DockerProvider.ORGANIZATION)).isEqualTo("org_a");
+      assertThat(labels.getString(DockerProvider.CREATE_TOKEN)).isEqualTo("tok_" + id);
+      assertThat(inspect(container).getJsonObject("HostConfig").getLong("Memory")).isEqualTo(256L << 20);
+
+      ExecResult r = provider.exec(shell(id, container,
+          "echo out; echo err >&2; echo \"$SANDBOX_VAR$EXEC_VAR\"; pwd; printf 'h\\303\\251'; exit 7", 10, false));
+      assertThat(r.exitCode()).isEqualTo(7);
+      assertThat(r.stdout()).isEqualTo("out\nse\n/workspace\nhé");
+      assertThat(r.stderr()).isEqualTo("err\n");
+
+      // no network but loopback when allow_internet is false
+      assertThat(provider.exec(shell(id, container, "ls /sys/class/net", 10, false)).stdout().strip()).isEqualTo("lo");
+      // code runs through its interpreter, args without a shell
+      assertThat(provider.exec(new ExecSandbox(id, "exe_c", container, "echo from-code; pwd", "sh", null, null, Map.of(),
+          "/tmp", 10, 1024)).stdout()).isEqualTo("from-code\n/tmp\n");
+      assertThat(provider.exec(new ExecSandbox(id, "exe_a", container, null, null, "echo", List.of("a b", "$HOME"),
+          Map.of(), null, 10, 1024)).stdout()).isEqualTo("a b $HOME\n");
+      // a repeated create of the same sandbox answers with the same container
+      assertThat(provider.create(new CreateSandbox(id, "org_a", "docker", "tok_" + id, config(false, 256, Map.of()))))
+          .isEqualTo(container);
+    } finally {
+      assertThat(provider.destroy(new DestroySandbox(id, container)).alreadyGone()).isFalse();
+    }
+    assertThat(provider.destroy(new DestroySandbox(id, container)).alreadyGone()).isTrue();
+    assertThat(provider.list()).noneMatch(r -> r.resourceId().equals(container));
+  }
+
+  @Test
+  void stdin_streams_in_and_output_streams_out_while_the_program_runs() throws Exception {
+    String id = sandboxId();
+    String container = provider.create(new CreateSandbox(id, "org_a", "docker", "t", config(false, null, Map.of())));
+    try {
+      java.util.concurrent.LinkedBlockingQueue<String> chunks = new java.util.concurrent.LinkedBlockingQueue<>();
+      CapturingSink sink = new CapturingSink(1 << 20);
+      ExecHandle h = provider.start(shell(id, container, "echo ready; while read l; do echo \"got $l\"; done; echo eof",
+          10, true), new ai.bespokelabs.sandbox.adapters.ExecSink() {
+            @Override
+            public void output(Stream stream, byte[] data) {
+              sink.output(stream, data);
+              chunks.add(new String(data, StandardCharsets.UTF_8));
+            }
+
+            @Override
+            public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+              sink.exited(exitCode, timedOut, cancelled, durationMs);
+            }
+          });
+      assertThat(chunks.poll(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo("ready\n");
+      h.writeStdin("one\n".getBytes(StandardCharsets.UTF_8));
+      assertThat(chunks.poll(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo("got one\n");
+      h.writeStdin("two\n".getBytes(StandardCharsets.UTF_8));
+      h.closeStdin();
+      ExecResult r = sink.await();
+      assertThat(r.stdout()).isEqualTo("ready\ngot one\ngot two\neof\n");
+      assertThat(r.exitCode()).isZero();
+    } finally {
+      provider.destroy(new DestroySandbox(id, container));
+    }
+  }
+
+  @Test
+  void a_timeout_kills_the_whole_process_group_and_a_signal_cancels() {
+    String id = sandboxId();
+    String container = provider.create(new CreateSandbox(id, "org_a", "docker", "t", config(false, null, Map.of())));
+    try {
+      ExecResult r = provider.exec(shell(id, container, "sleep 300 & echo started; wait", 1, false));
+      assertThat(r.timedOut()).isTrue();
+      assertThat(r.exitCode()).isEqualTo(124);
+      assertThat(r.stdout()).isEqualTo("started\n");
+      // the background sleep died with its group (and was reaped): only the container's own sleep is left
+      assertThat(provider.exec(shell(id, container, "cat /proc/[0-9]*/stat | grep -c '(sleep)' || true", 10, false))
+          .stdout()).isEqualTo("1\n");
+
+      CapturingSink sink = new CapturingSink(1024);
+      ExecHandle h = provider.start(shell(id, container, "echo up; sleep 300", 30, false), sink);
+      h.signal("TERM");
+      ExecResult cancelled = sink.await();
+      assertThat(cancelled.cancelled()).isTrue();
+      assertThat(cancelled.exitCode()).isEqualTo(143);
+      assertThat(cancelled.durationMs()).isLessThan(10_000);
+    } finally {
+      provider.destroy(new DestroySandbox(id, container));
+    }
+  }
+
+  @Test
+  void an_engine_that_is_not_there_is_reported_in_the_error_contract() {
+    DockerProvider none = new DockerProvider(vertx, ProviderSettings.from(Map.of("DOCKER_HOST",
+        "unix:///nonexistent/docker.sock")));
+    assertThatThrownBy(() -> none.create(new CreateSandbox("sbx_x", "org_a", "docker", "t", config(null, null, null))))
+        .isInstanceOfSatisfying(ProviderException.class,
+            e -> assertThat(e.error().code()).isEqualTo(ErrorCode.BACKEND_NOT_INSTALLED));
+    assertThat(none.list()).isEmpty();
+    assertThatThrownBy(none::checkHealth).isInstanceOf(ProviderException.class);
+    none.close();
+  }
+
+  @Test
+  void an_image_that_cannot_be_had_fails_the_create_and_leaves_nothing() {
+    String id = sandboxId();
+    SandboxConfig cfg = new SandboxConfig(null, null, null, null, null, null, "localhost/no-such-image:0", null, false,
+        null, null, null, null, null, null);
+    assertThatThrownBy(() -> provider.create(new CreateSandbox(id, "org_a", "docker", "tok_" + id, cfg)))
+        .isInstanceOfSatisfying(ProviderException.class, e -> {
+          assertThat(e.error().code()).isEqualTo(ErrorCode.CREATION_FAILED);
+          assertThat(e.error().context()).containsEntry("cleanup_status", "not_found");
+        });
+    assertThat(provider.list()).noneMatch(r -> id.equals(r.sandboxId()));
+    provider.checkHealth();
+  }
+}
