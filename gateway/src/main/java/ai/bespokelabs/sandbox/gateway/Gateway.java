@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -69,6 +70,7 @@ public final class Gateway implements AutoCloseable {
         new BwrapWrapper()));
     out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
         new SafehouseWrapper()));
+    out.add(new DockerProvider(vertx, config.providers()));
     return out;
   }
 

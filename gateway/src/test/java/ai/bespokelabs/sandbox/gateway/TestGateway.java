@@ -36,6 +36,8 @@ final class TestGateway implements AutoCloseable {
     this(Map.of());
   }
 
+  private final Map<String, String> env;
+
   TestGateway(Map<String, String> overrides) {
     try {
       dataDir = Files.createTempDirectory("gateway-test-");
@@ -43,7 +45,7 @@ final class TestGateway implements AutoCloseable {
       throw new UncheckedIOException(e);
     }
     databaseUrl = TestDatabase.newDatabaseUrl();
-    Map<String, String> env = new HashMap<>();
+    env = new HashMap<>();
     env.put("PORT", String.valueOf(freePort()));
     env.put("BESPOKE_DATA_DIR", dataDir.toString());
     env.put("BESPOKE_DATABASE_URL", databaseUrl);
@@ -56,6 +58,21 @@ final class TestGateway implements AutoCloseable {
     GatewayConfig config = ConfigLoader.fromMap(env, System.getProperty("user.home"));
     gateway = Gateway.start(config, clock);
     base = "http://127.0.0.1:" + config.port();
+  }
+
+  private TestGateway(TestGateway previous) {
+    dataDir = previous.dataDir;
+    databaseUrl = previous.databaseUrl;
+    env = previous.env;
+    GatewayConfig config = ConfigLoader.fromMap(env, System.getProperty("user.home"));
+    gateway = Gateway.start(config, clock);
+    base = "http://127.0.0.1:" + config.port();
+  }
+
+  /** Stops this gateway (its data stays) and starts another on the same port, data directory and database. */
+  TestGateway restarted() {
+    gateway.close();
+    return new TestGateway(this);
   }
 
   static int freePort() {

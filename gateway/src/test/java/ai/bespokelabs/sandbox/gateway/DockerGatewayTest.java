@@ -1,0 +1,127 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.docker.TestEngine;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The docker backend through the gateway's API, against a real Docker Engine API (Podman's). */
+class DockerGatewayTest {
+  static TestEngine engine;
+  static TestGateway gw;
+  static String key;
+
+  @BeforeAll
+  static void start() {
+    engine = TestEngine.get();
+    gw = new TestGateway(Map.of("DOCKER_HOST", engine.dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+    key = gw.bootstrap("Containers");
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  static boolean exists(String container) {
+    try {
+      engine.podman("container", "exists", container);
+      return true;
+    } catch (IllegalStateException e) {
+      return false;
+    }
+  }
+
+  static JsonObject awaitSandbox(TestGateway g, String id, String status) throws InterruptedException {
+    JsonObject s = null;
+    for (int i = 0; i < 300; i++) {
+      s = g.get("/v1/sandboxes/" + id, key).json();
+      if (status.equals(s.getString("status"))) {
+        return s;
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError(id + " never became " + status + ": " + s);
+  }
+
+  @Test
+  void a_container_sandbox_runs_streams_takes_stdin_and_is_destroyed() throws Exception {
+    Resp created = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("allow_internet", false)
+        .put("memory_mb", 256).put("env_vars", new JsonObject().put("GREETING", "hello")));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String id = created.json().getString("id");
+    String container = created.json().getString("provider_resource_id");
+    assertThat(exists(container)).isTrue();
+    JsonObject labels = new JsonArray(engine.podman("inspect", container)).getJsonObject(0).getJsonObject("Config")
+        .getJsonObject("Labels");
+    assertThat(labels.getString("ai.bespokelabs.sandbox.sandbox")).isEqualTo(id);
+    assertThat(labels.getString("ai.bespokelabs.sandbox.organization")).isNotBlank();
+
+    Resp run = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo $GREETING; echo oops >&2; exit 3"));
+    assertThat(run.json().getString("stdout")).isEqualTo("hello\n");
+    assertThat(run.json().getString("stderr")).isEqualTo("oops\n");
+    assertThat(run.json().getInteger("exit_code")).isEqualTo(3);
+
+    Resp started = gw.post("/v1/sandboxes/" + id + "/executions", key,
+        new JsonObject().put("command", "echo ready; while read l; do echo \"got $l\"; done").put("stdin", true));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String exec = started.json().getString("id");
+    HttpResponse<String> stdin = gw.client.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+            + "/executions/" + exec + "/stdin?eof=true")).header("Authorization", "Bearer " + key)
+        .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString("one\ntwo\n")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(stdin.statusCode()).as(stdin.body()).isBetween(200, 204);
+    HttpResponse<String> sse = gw.client.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+            + "/executions/" + exec + "/stream")).header("Authorization", "Bearer " + key)
+        .timeout(Duration.ofSeconds(30)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(sse.body()).contains("event: stdout").contains("event: exit");
+    JsonObject result = gw.get("/v1/sandboxes/" + id + "/executions/" + exec, key).json();
+    assertThat(result.getString("status")).isEqualTo("completed");
+    assertThat(result.getString("stdout")).isEqualTo("ready\ngot one\ngot two\n");
+
+    JsonObject sandbox = gw.get("/v1/sandboxes/" + id, key).json();
+    Resp deleted = gw.delete("/v1/sandboxes/" + id, key, "If-Match", String.valueOf(sandbox.getLong("version")));
+    assertThat(deleted.status()).as(deleted.body()).isBetween(200, 204);
+    assertThat(awaitSandbox(gw, id, "destroyed").getString("status")).isEqualTo("destroyed");
+    assertThat(exists(container)).isFalse();
+  }
+
+  @Test
+  void reconciliation_finds_a_container_made_behind_the_gateways_back_and_the_supervisor_removes_it()
+      throws Exception {
+    String orphan = engine.podman("run", "-d", "--label", "ai.bespokelabs.sandbox.managed=true", "--label",
+        "ai.bespokelabs.sandbox.sandbox=sbx_" + "cd".repeat(16), "--network", "none", TestEngine.IMAGE, "sleep", "600");
+    Resp r = gw.post("/v1/reconciliation/docker", key, null);
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getString("status")).isEqualTo("ok");
+    for (int i = 0; i < 300 && exists(orphan); i++) {
+      Thread.sleep(50);
+    }
+    assertThat(exists(orphan)).as("the supervisor removed the orphan container").isFalse();
+  }
+
+  @Test
+  void a_restarted_gateway_terminates_a_container_that_expired_while_it_was_down() throws Exception {
+    Resp created = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("allow_internet", false)
+        .put("timeout_secs", 3));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String id = created.json().getString("id");
+    String container = created.json().getString("provider_resource_id");
+    gw = gw.restarted();
+    JsonObject s = awaitSandbox(gw, id, "destroyed");
+    assertThat(s.getString("termination_reason")).isEqualTo("ttl_expired");
+    assertThat(exists(container)).isFalse();
+  }
+}
