@@ -98,6 +98,8 @@ public final class AdapterVerticle extends VerticleBase {
       }).onSuccess(v -> msg.reply(null));
       case Addresses.LIST -> blocking(msg, "list",
           () -> new ai.bespokelabs.sandbox.core.bus.Messages.ResourceList(provider.list())).onSuccess(msg::reply);
+      case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
+          provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {

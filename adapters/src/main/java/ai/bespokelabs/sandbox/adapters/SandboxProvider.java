@@ -54,6 +54,16 @@ public interface SandboxProvider extends AutoCloseable {
    */
   java.util.List<ai.bespokelabs.sandbox.core.bus.Messages.Resource> list();
 
+  /**
+   * Snapshots the sandbox's file system and returns an id that {@code snapshot_id} accepts at create.
+   * Backends without snapshots answer {@code feature_not_supported}.
+   */
+  default String snapshot(ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox request) {
+    throw new ai.bespokelabs.sandbox.core.error.ProviderException(ai.bespokelabs.sandbox.core.error.ProviderError.of(
+        ai.bespokelabs.sandbox.core.error.ErrorCode.FEATURE_NOT_SUPPORTED, backend(), "snapshot", false,
+        ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED));
+  }
+
   @Override
   default void close() {}
 }

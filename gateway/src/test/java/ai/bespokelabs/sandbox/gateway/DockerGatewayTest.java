@@ -91,6 +91,28 @@ class DockerGatewayTest {
     assertThat(result.getString("status")).isEqualTo("completed");
     assertThat(result.getString("stdout")).isEqualTo("ready\ngot one\ngot two\n");
 
+    // a snapshot keeps the file system; a sandbox created from it starts with it, for this organization only
+    assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command",
+        "mkdir -p /data && echo kept > /data/state.txt")).json().getInteger("exit_code")).isZero();
+    Resp snap = gw.post("/v1/sandboxes/" + id + "/snapshot", key, null);
+    assertThat(snap.status()).as(snap.body()).isEqualTo(201);
+    String snapshotId = snap.json().getString("snapshot_id");
+    Resp restored = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("allow_internet", false)
+        .put("snapshot_id", snapshotId));
+    assertThat(restored.status()).as(restored.body()).isEqualTo(201);
+    String restoredId = restored.json().getString("id");
+    assertThat(gw.post("/v1/sandboxes/" + restoredId + "/execute", key, new JsonObject().put("command",
+        "cat /data/state.txt")).json().getString("stdout")).isEqualTo("kept\n");
+    String other = gw.bootstrap("Other");
+    Resp foreign = gw.post("/v1/sandboxes", other, new JsonObject().put("backend", "docker").put("snapshot_id", snapshotId));
+    assertThat(foreign.status()).isEqualTo(404);
+    assertThat(foreign.detail()).isEqualTo("snapshot not found");
+    gw.delete("/v1/sandboxes/" + restoredId, key);
+    JsonObject local = gw.sandbox(key, null);
+    Resp unsupported = gw.post("/v1/sandboxes/" + local.getString("id") + "/snapshot", key, null);
+    assertThat(unsupported.status()).isEqualTo(502);
+    assertThat(unsupported.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+
     JsonObject sandbox = gw.get("/v1/sandboxes/" + id, key).json();
     Resp deleted = gw.delete("/v1/sandboxes/" + id, key, "If-Match", String.valueOf(sandbox.getLong("version")));
     assertThat(deleted.status()).as(deleted.body()).isBetween(200, 204);

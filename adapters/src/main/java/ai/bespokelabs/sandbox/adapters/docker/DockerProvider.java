@@ -495,6 +495,28 @@ public final class DockerProvider implements SandboxProvider {
 
   // ---- snapshots -------------------------------------------------------------------------------------
 
+  /**
+   * Commits the container to an image (labelled like the container, so with its organization) and answers
+   * the image id; creating with it as {@code snapshot_id} starts a new container from it.
+   */
+  @Override
+  public String snapshot(ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox request) {
+    engine.requirePresent("snapshot");
+    String repo = "bespoke-snapshots/" + request.sandboxId().toLowerCase(java.util.Locale.ROOT);
+    DockerEngine.Response r = engine.post("snapshot", "/commit?container=" + DockerEngine.q(request.providerResourceId())
+        + "&repo=" + DockerEngine.q(repo) + "&tag=" + System.currentTimeMillis() + "&pause=true", new JsonObject(),
+        Duration.ofMinutes(10));
+    if (r.status() != 201 && r.status() != 200) {
+      LOG.debug("docker commit failed: {}", DockerEngine.message(r));
+      throw engine.statusFailure("snapshot", r, ErrorCode.COMMAND_FAILED);
+    }
+    String id = r.json().getString("Id", r.json().getString("id"));
+    if (id == null) {
+      throw engine.failure(ErrorCode.COMMAND_FAILED, "snapshot", false, ProviderError.Outcome.UNKNOWN, null);
+    }
+    return id.startsWith("sha256:") ? id : "sha256:" + id;
+  }
+
   /** The image of a snapshot this organization took; anything else is not found. */
   private String snapshotImage(String snapshotId, String organizationId) {
     DockerEngine.Response r = engine.get("create", "/images/" + DockerEngine.q(snapshotId) + "/json", CALL);

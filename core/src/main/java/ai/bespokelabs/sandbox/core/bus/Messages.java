@@ -27,6 +27,8 @@ public final class Messages {
     RecordCodec.register(bus, SignalExec.class, SignalExec::toJson, SignalExec::fromJson);
     RecordCodec.register(bus, ExecFinished.class, ExecFinished::toJson, ExecFinished::fromJson);
     RecordCodec.register(bus, ResourceList.class, ResourceList::toJson, ResourceList::fromJson);
+    RecordCodec.register(bus, SnapshotSandbox.class, SnapshotSandbox::toJson, SnapshotSandbox::fromJson);
+    RecordCodec.register(bus, SnapshotTaken.class, SnapshotTaken::toJson, SnapshotTaken::fromJson);
   }
 
   /**
@@ -275,6 +277,30 @@ public final class Messages {
 
     static SandboxDestroyed fromJson(JsonObject j) {
       return new SandboxDestroyed(j.getBoolean("already_gone", false));
+    }
+  }
+
+  /** Take a snapshot of a sandbox's file system, from which new sandboxes can be created. */
+  public record SnapshotSandbox(String sandboxId, String organizationId, String providerResourceId) {
+    JsonObject toJson() {
+      return new JsonObject().put("sandbox_id", sandboxId).put("organization_id", organizationId)
+          .put("provider_resource_id", providerResourceId);
+    }
+
+    static SnapshotSandbox fromJson(JsonObject j) {
+      return new SnapshotSandbox(j.getString("sandbox_id"), j.getString("organization_id"),
+          j.getString("provider_resource_id"));
+    }
+  }
+
+  /** A snapshot was taken; create with {@code snapshot_id} to start from it. */
+  public record SnapshotTaken(String snapshotId) {
+    JsonObject toJson() {
+      return new JsonObject().put("snapshot_id", snapshotId);
+    }
+
+    static SnapshotTaken fromJson(JsonObject j) {
+      return new SnapshotTaken(j.getString("snapshot_id"));
     }
   }
 }

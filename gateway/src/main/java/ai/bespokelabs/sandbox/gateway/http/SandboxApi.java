@@ -51,6 +51,26 @@ public final class SandboxApi {
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/detail", Scopes.SANDBOXES_READ, this::detail);
     api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE, this::terminate);
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/timeout", Scopes.SANDBOXES_CREATE, this::timeout);
+    api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/snapshot", Scopes.SANDBOXES_CREATE, this::snapshot);
+  }
+
+  // ---- snapshot --------------------------------------------------------------------------------------
+
+  /** Snapshots a running sandbox where its backend can; create with the answered {@code snapshot_id}. */
+  private Future<Reply> snapshot(RoutingContext ctx, Principal p) {
+    return find(ctx, p).compose(sbx -> {
+      if (!"running".equals(sbx.status())) {
+        throw ApiException.conflict("sandbox is " + sbx.status());
+      }
+      var msg = new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox(sbx.id(), sbx.organizationId(),
+          sbx.providerResourceId());
+      return vertx.eventBus().<ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken>request(
+              s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg, action(Addresses.SNAPSHOT, CREATE_TIMEOUT_MS))
+          .transform(ar -> ar.succeeded()
+              ? Future.succeededFuture(Reply.of(201, new JsonObject().put("snapshot_id", ar.result().body().snapshotId())
+                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(s.now()))))
+              : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "snapshot")));
+    });
   }
 
   // ---- create ----------------------------------------------------------------------------------------
