@@ -57,6 +57,7 @@ public final class AdapterVerticle extends VerticleBase {
   private final java.util.LinkedHashMap<String, Long> retained = new java.util.LinkedHashMap<>();
   private long retainedBytes;
   private ExecutorService executor;
+  private FileSessions files;
 
   public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
     this.provider = Objects.requireNonNull(provider, "provider");
@@ -68,6 +69,8 @@ public final class AdapterVerticle extends VerticleBase {
   public Future<?> start() {
     executor = Executors.newThreadPerTaskExecutor(
         Thread.ofVirtual().name("adapter-" + provider.backend() + "-", 0).factory());
+    files = new FileSessions(provider);
+    vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> executor.execute(files::expire));
     MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.backend(), nodeId),
         this::handle);
     if (provider.nodeBound()) {
@@ -81,6 +84,7 @@ public final class AdapterVerticle extends VerticleBase {
   public Future<?> stop() {
     executions.values().forEach(ExecStream::close);
     executor.shutdownNow();
+    files.closeAll();
     provider.close();
     return Future.succeededFuture();
   }
@@ -98,6 +102,10 @@ public final class AdapterVerticle extends VerticleBase {
       }).onSuccess(v -> msg.reply(null));
       case Addresses.LIST -> blocking(msg, "list",
           () -> new ai.bespokelabs.sandbox.core.bus.Messages.ResourceList(provider.list())).onSuccess(msg::reply);
+      case Addresses.FILES -> {
+        ai.bespokelabs.sandbox.core.bus.Messages.FileOp op = (ai.bespokelabs.sandbox.core.bus.Messages.FileOp) msg.body();
+        blocking(msg, op.op(), () -> files.handle(op)).onSuccess(msg::reply);
+      }
       case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
           provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());

@@ -59,8 +59,39 @@ public interface SandboxProvider extends AutoCloseable {
    * Backends without snapshots answer {@code feature_not_supported}.
    */
   default String snapshot(ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox request) {
-    throw new ai.bespokelabs.sandbox.core.error.ProviderException(ai.bespokelabs.sandbox.core.error.ProviderError.of(
-        ai.bespokelabs.sandbox.core.error.ErrorCode.FEATURE_NOT_SUPPORTED, backend(), "snapshot", false,
+    throw unsupported("snapshot");
+  }
+
+  /**
+   * The entries of a directory inside the sandbox ({@code op.path()}: relative to the sandbox's working
+   * directory, or absolute inside the sandbox).
+   *
+   * @throws ai.bespokelabs.sandbox.core.error.ApiException 404 for a missing path, 422 for one that escapes
+   */
+  default java.util.List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
+  /** Opens a file for download; 404 when missing, 422 for a directory or an escaping path. */
+  default ai.bespokelabs.sandbox.adapters.files.ReadableFile openRead(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
+  /** Starts an upload to {@code op.path()} (parents are created; {@code op.executable()} sets the x bits). */
+  default ai.bespokelabs.sandbox.adapters.files.WritableFile openWrite(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
+  /** Deletes a file, or a directory when empty or {@code op.recursive()}; 404 when missing. */
+  default void deleteFile(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
+  /** The {@code feature_not_supported} answer for {@code op}. */
+  default ai.bespokelabs.sandbox.core.error.ProviderException unsupported(String op) {
+    return new ai.bespokelabs.sandbox.core.error.ProviderException(ai.bespokelabs.sandbox.core.error.ProviderError.of(
+        ai.bespokelabs.sandbox.core.error.ErrorCode.FEATURE_NOT_SUPPORTED, backend(), op, false,
         ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED));
   }
 

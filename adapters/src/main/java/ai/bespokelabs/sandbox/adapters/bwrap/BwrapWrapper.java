@@ -67,6 +67,11 @@ public final class BwrapWrapper implements HostWrapper {
   }
 
   @Override
+  public String insidePath() {
+    return INSIDE;
+  }
+
+  @Override
   public void check() {
     if (bwrap.isEmpty() || prlimit.isEmpty()) {
       throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, BACKEND, "create", false,

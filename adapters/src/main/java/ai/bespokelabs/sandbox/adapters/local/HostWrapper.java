@@ -31,6 +31,14 @@ public interface HostWrapper {
    */
   void check();
 
+  /**
+   * Where programs see the sandbox directory ({@code /sandbox} under bubblewrap); null when they see it at
+   * its host path.
+   */
+  default String insidePath() {
+    return null;
+  }
+
   /** The spec to run for a program of a sandbox rooted at {@code sandboxDir} created with {@code config}. */
   ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
 

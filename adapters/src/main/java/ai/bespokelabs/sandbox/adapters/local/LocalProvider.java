@@ -159,6 +159,41 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
+  // ---- files -----------------------------------------------------------------------------------------
+
+  /** The files of the sandbox's directory: its runtime's, else the directory its resource id names. */
+  private HostFiles files(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    SandboxRuntime runtime = runtimes.get(op.sandboxId());
+    Path dir = runtime != null ? runtime.dir : op.providerResourceId() == null ? null
+        : Path.of(op.providerResourceId());
+    if (dir == null || !Files.isDirectory(dir)) {
+      throw new ApiException(409, "sandbox directory is gone");
+    }
+    return new HostFiles(dir, wrapper.insidePath());
+  }
+
+  @Override
+  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files(op).list(op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.ReadableFile openRead(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files(op).openRead(op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.WritableFile openWrite(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files(op).openWrite(op.path(), op.executable());
+  }
+
+  @Override
+  public void deleteFile(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    files(op).delete(op.path(), op.recursive());
+  }
+
   /**
    * The sandbox directories under the root or given as workdirs, and sandboxes with recorded processes but
    * no directory any more; every one is {@code running} (a local sandbox exists as long as its directory or

@@ -29,6 +29,8 @@ public final class Messages {
     RecordCodec.register(bus, ResourceList.class, ResourceList::toJson, ResourceList::fromJson);
     RecordCodec.register(bus, SnapshotSandbox.class, SnapshotSandbox::toJson, SnapshotSandbox::fromJson);
     RecordCodec.register(bus, SnapshotTaken.class, SnapshotTaken::toJson, SnapshotTaken::fromJson);
+    RecordCodec.register(bus, FileOp.class, FileOp::toJson, FileOp::fromJson);
+    RecordCodec.register(bus, FileReply.class, FileReply::toJson, FileReply::fromJson);
   }
 
   /**
@@ -301,6 +303,37 @@ public final class Messages {
 
     static SnapshotTaken fromJson(JsonObject j) {
       return new SnapshotTaken(j.getString("snapshot_id"));
+    }
+  }
+
+  /**
+   * One step of a file operation inside a sandbox. {@code op} is {@code list}, {@code delete},
+   * {@code open_read} / {@code read} / {@code close} (a download pulled chunk by chunk from a session) or
+   * {@code open_write} / {@code write} / {@code commit} / {@code abort} (an upload pushed chunk by chunk).
+   */
+  public record FileOp(String op, String sandboxId, String providerResourceId, String path, String session,
+      byte[] data, boolean executable, boolean recursive) {
+    JsonObject toJson() {
+      return new JsonObject().put("op", op).put("sandbox_id", sandboxId).put("provider_resource_id", providerResourceId)
+          .put("path", path).put("session", session).put("data", data).put("executable", executable)
+          .put("recursive", recursive);
+    }
+
+    static FileOp fromJson(JsonObject j) {
+      return new FileOp(j.getString("op"), j.getString("sandbox_id"), j.getString("provider_resource_id"),
+          j.getString("path"), j.getString("session"), j.getBinary("data"), j.getBoolean("executable", false),
+          j.getBoolean("recursive", false));
+    }
+  }
+
+  /** The answer to a {@link FileOp}: metadata, and the bytes of a {@code read} (empty at the end). */
+  public record FileReply(JsonObject meta, byte[] data) {
+    JsonObject toJson() {
+      return new JsonObject().put("meta", meta).put("data", data);
+    }
+
+    static FileReply fromJson(JsonObject j) {
+      return new FileReply(j.getJsonObject("meta"), j.getBinary("data"));
     }
   }
 }

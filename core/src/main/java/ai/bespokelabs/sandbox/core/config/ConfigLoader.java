@@ -33,7 +33,7 @@ public final class ConfigLoader {
       "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
       "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
       "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS", "BESPOKE_EXEC_JOURNAL_BYTES",
-      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE");
+      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES");
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
@@ -87,6 +87,7 @@ public final class ConfigLoader {
         intIn(v, "BESPOKE_HTTP_INSTANCES", cores, 1, 1024),
         intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600),
         nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
+        longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1L << 30, 1, Long.MAX_VALUE),
         ProviderSettings.from(v));
   }
 
@@ -120,6 +121,22 @@ public final class ConfigLoader {
     }
     try {
       int n = Integer.parseInt(raw.trim());
+      if (n < min || n > max) {
+        throw new ConfigException(key + " must be between " + min + " and " + max);
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new ConfigException(key + " must be an integer");
+    }
+  }
+
+  private static long longIn(Map<String, String> v, String key, long def, long min, long max) {
+    String raw = v.get(key);
+    if (raw == null || raw.isBlank()) {
+      return def;
+    }
+    try {
+      long n = Long.parseLong(raw.trim());
       if (n < min || n > max) {
         throw new ConfigException(key + " must be between " + min + " and " + max);
       }

@@ -40,7 +40,11 @@ public final class HttpVerticle extends VerticleBase {
         .setHandleFileUploads(false);
     router.route().handler(ctx -> {
       HttpMethod m = ctx.request().method();
-      if (m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.PATCH || m == HttpMethod.DELETE) {
+      if (FilesApi.streamsBody(ctx.request())) {
+        // an upload streams its body itself, once authenticated; keep it unread until then
+        ctx.request().pause();
+        ctx.next();
+      } else if (m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.PATCH || m == HttpMethod.DELETE) {
         bodies.handle(ctx);
       } else {
         ctx.next();
@@ -52,6 +56,7 @@ public final class HttpVerticle extends VerticleBase {
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
     new ExecutionApi(vertx, services).register(api);
+    new FilesApi(vertx, services).register(api);
     new PolicyApi(services).register(api);
     new CostApi(services).register(api);
     new ProviderApi(vertx, services).register(api);

@@ -1,0 +1,280 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * Files of a host-directory sandbox. A path is relative to the sandbox directory, or absolute as the
+ * sandbox's programs see it (the host path for {@code local}, {@code /sandbox/…} under bubblewrap); it must
+ * stay inside the directory after normalization and after resolving symlinks (a link pointing out is
+ * refused). Uploads go to a hidden temporary file beside the target and are renamed into place on commit,
+ * owned like the sandbox directory; an aborted upload removes the file and any directory it created.
+ */
+final class HostFiles {
+  private static final LinkOption[] NOFOLLOW = {LinkOption.NOFOLLOW_LINKS};
+
+  private final Path root;
+  private final String inside;
+
+  /** @param inside where programs see {@code root}; null when they see its host path */
+  HostFiles(Path root, String inside) {
+    this.root = root.toAbsolutePath().normalize();
+    this.inside = inside == null ? this.root.toString() : inside;
+  }
+
+  /** The host path of {@code path}, checked to stay inside the sandbox. */
+  Path resolve(String path) {
+    if (path == null || path.isBlank()) {
+      throw SandboxPaths.required();
+    }
+    Path p;
+    try {
+      if (path.startsWith("/")) {
+        if (path.equals(inside) || path.startsWith(inside.endsWith("/") ? inside : inside + "/")) {
+          p = root.resolve(path.substring(inside.length()).replaceFirst("^/+", ""));
+        } else {
+          throw SandboxPaths.escapes();
+        }
+      } else {
+        p = root.resolve(path);
+      }
+    } catch (InvalidPathException e) {
+      throw ApiException.invalid("path is not a valid path");
+    }
+    p = p.normalize();
+    if (!p.startsWith(root)) {
+      throw SandboxPaths.escapes();
+    }
+    try {
+      Path realRoot = root.toRealPath();
+      Path probe = p;
+      while (probe != null && !Files.exists(probe, NOFOLLOW)) {
+        probe = probe.getParent();
+      }
+      if (probe == null || !probe.toRealPath().startsWith(realRoot)) {
+        throw SandboxPaths.escapes();
+      }
+    } catch (NoSuchFileException e) {
+      throw ApiException.conflict("sandbox directory is gone");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return p;
+  }
+
+  /** How programs see host path {@code p}. */
+  private String shown(Path p) {
+    String rel = root.relativize(p).toString();
+    return rel.isEmpty() ? inside : (inside.endsWith("/") ? inside : inside + "/") + rel;
+  }
+
+  private FileEntry entry(Path p) throws IOException {
+    PosixFileAttributes a = Files.readAttributes(p, PosixFileAttributes.class);
+    int mode = 0;
+    for (PosixFilePermission perm : a.permissions()) {
+      mode |= 1 << (8 - perm.ordinal());
+    }
+    String name = p.equals(root) ? "" : p.getFileName().toString();
+    return new FileEntry(name, shown(p), a.isDirectory(), a.isDirectory() ? 0 : a.size(), mode,
+        a.lastModifiedTime().toInstant());
+  }
+
+  List<FileEntry> list(String path) {
+    Path p = resolve(path);
+    try {
+      if (!Files.exists(p)) {
+        throw SandboxPaths.notFound();
+      }
+      if (!Files.isDirectory(p)) {
+        return List.of(entry(p));
+      }
+      List<FileEntry> out = new ArrayList<>();
+      try (var dir = Files.newDirectoryStream(p)) {
+        for (Path child : dir) {
+          try {
+            out.add(entry(child));
+          } catch (NoSuchFileException ignored) {
+            // removed while listing
+          }
+        }
+      }
+      out.sort(Comparator.comparing(FileEntry::name));
+      return out;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  ReadableFile openRead(String path) {
+    Path p = resolve(path);
+    try {
+      Path real = p.toRealPath();
+      if (Files.isDirectory(real)) {
+        throw SandboxPaths.isDirectory();
+      }
+      FileChannel ch = FileChannel.open(real, StandardOpenOption.READ);
+      long size = ch.size();
+      return new ReadableFile() {
+        @Override
+        public long size() {
+          return size;
+        }
+
+        @Override
+        public int read(byte[] buf) throws IOException {
+          int total = 0;
+          while (total < buf.length) {
+            int n = ch.read(ByteBuffer.wrap(buf, total, buf.length - total));
+            if (n < 0) {
+              return total == 0 ? -1 : total;
+            }
+            total += n;
+          }
+          return total;
+        }
+
+        @Override
+        public void close() throws IOException {
+          ch.close();
+        }
+      };
+    } catch (NoSuchFileException e) {
+      throw SandboxPaths.notFound();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  WritableFile openWrite(String path, boolean executable) {
+    Path target = resolve(path);
+    if (target.equals(root) || Files.isDirectory(target, NOFOLLOW)) {
+      throw SandboxPaths.isDirectory();
+    }
+    try {
+      UserPrincipal owner = Files.getOwner(root);
+      List<Path> created = new ArrayList<>();
+      for (Path d = target.getParent(); d != null && !Files.exists(d, NOFOLLOW); d = d.getParent()) {
+        created.add(0, d);
+      }
+      for (Path d : created) {
+        Files.createDirectory(d);
+        own(d, owner);
+      }
+      Path temp = target.resolveSibling("." + target.getFileName() + ".upload-" + UUID.randomUUID());
+      FileChannel ch = FileChannel.open(temp, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+      return new WritableFile() {
+        private boolean done;
+
+        @Override
+        public void write(byte[] data) throws IOException {
+          ByteBuffer buf = ByteBuffer.wrap(data);
+          while (buf.hasRemaining()) {
+            ch.write(buf);
+          }
+        }
+
+        @Override
+        public FileEntry commit() throws IOException {
+          ch.close();
+          Files.setPosixFilePermissions(temp, PosixFilePermissions.fromString(executable ? "rwxr-xr-x" : "rw-r--r--"));
+          own(temp, owner);
+          Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+          done = true;
+          return entry(target);
+        }
+
+        @Override
+        public void abort() {
+          if (done) {
+            return;
+          }
+          done = true;
+          try {
+            ch.close();
+            Files.deleteIfExists(temp);
+            for (int i = created.size() - 1; i >= 0; i--) {
+              Files.deleteIfExists(created.get(i));
+            }
+          } catch (IOException ignored) {
+            // a directory someone wrote into meanwhile stays
+          }
+        }
+      };
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Gives {@code p} to the sandbox directory's owner (the sandbox's own uid under bubblewrap as root). */
+  private static void own(Path p, UserPrincipal owner) throws IOException {
+    if (!Files.getOwner(p, NOFOLLOW).equals(owner)) {
+      Files.setOwner(p, owner);
+    }
+  }
+
+  void delete(String path, boolean recursive) {
+    Path p = resolve(path);
+    if (p.equals(root)) {
+      throw ApiException.invalid("path must name something inside the sandbox");
+    }
+    try {
+      if (!Files.exists(p, NOFOLLOW)) {
+        throw SandboxPaths.notFound();
+      }
+      if (!recursive || !Files.isDirectory(p, NOFOLLOW)) {
+        Files.delete(p);
+        return;
+      }
+      Files.walkFileTree(p, new SimpleFileVisitor<>() {
+        @Override
+        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+          Files.deleteIfExists(file);
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+          if (e != null) {
+            throw e;
+          }
+          Files.deleteIfExists(d);
+          return FileVisitResult.CONTINUE;
+        }
+      });
+    } catch (DirectoryNotEmptyException e) {
+      throw SandboxPaths.notEmpty();
+    } catch (NoSuchFileException e) {
+      throw SandboxPaths.notFound();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
