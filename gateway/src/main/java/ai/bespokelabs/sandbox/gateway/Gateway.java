@@ -3,6 +3,8 @@ package ai.bespokelabs.sandbox.gateway;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -69,6 +71,7 @@ public final class Gateway implements AutoCloseable {
         new BwrapWrapper()));
     out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
         new SafehouseWrapper()));
+    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     return out;
   }
 

@@ -315,11 +315,12 @@ final class E2bExecution implements ExecHandle {
       }
       HttpClientResponse resp = response;
       if (ended && resp != null) {
-        // let the rest of the (finished) HTTP response drain so the connection can be reused
-        resp.handler(b -> { });
-        resp.exceptionHandler(t -> { });
-        resp.endHandler(e -> { });
-        resp.resume();
+        // let the rest of the finished HTTP response (its last chunk) drain so the connection is reused
+        try {
+          resp.resume();
+        } catch (IllegalStateException alreadyEnded) {
+          // nothing left to drain
+        }
       } else {
         HttpClientRequest req = httpRequest;
         if (req != null) {

@@ -832,6 +832,7 @@ public final class E2bSimulator implements AutoCloseable {
     private final Buffer last = Buffer.buffer();
     private volatile boolean detached;
     private volatile boolean ending;
+    private boolean ended;
     private int dropAfter;
     private boolean pumping;
 
@@ -894,7 +895,7 @@ public final class E2bSimulator implements AutoCloseable {
     }
 
     private void pump() {
-      if (pumping) {
+      if (pumping || ended) {
         return;
       }
       pumping = true;
@@ -906,6 +907,7 @@ public final class E2bSimulator implements AutoCloseable {
           }
           if (b == last) {
             cancelTimers();
+            ended = true;
             res.end();
             return;
           }
