@@ -236,8 +236,11 @@ final class E2bExecution implements ExecHandle {
           }
           JsonObject event = msg.getJsonObject("event", new JsonObject());
           if (event.containsKey("start")) {
-            started.complete(event.getJsonObject("start").getLong("pid", 0L));
+            long started = event.getJsonObject("start").getLong("pid", 0L);
+            this.started.complete(started);
             if (!handedOver.get()) {
+              // start() gave up waiting: the program runs but nobody owns it
+              provider.sendSignalAsync(envd, started, "SIGNAL_SIGKILL");
               return;
             }
           } else if (event.containsKey("data")) {
