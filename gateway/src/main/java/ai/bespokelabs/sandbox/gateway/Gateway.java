@@ -4,6 +4,8 @@ import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -71,6 +73,7 @@ public final class Gateway implements AutoCloseable {
     out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
         new SafehouseWrapper()));
     out.add(new DockerProvider(vertx, config.providers()));
+    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     return out;
   }
 

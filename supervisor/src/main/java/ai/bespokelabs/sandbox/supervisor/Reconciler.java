@@ -33,6 +33,8 @@ import java.util.Set;
 public final class Reconciler {
   static final long LIST_TIMEOUT_MS = 60_000;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
+  /** The {@code orphan_cleanups.node_id} of a node-independent backend's resource. */
+  static final String ANY_NODE = "*";
   private static final Set<String> STATUSES = Set.of("provisioning", "running", "stopping", "terminated", "failed");
 
   /** The outcome of one reconciliation run. */
@@ -215,7 +217,8 @@ public final class Reconciler {
                OR (orphan_cleanups.status = 'claimed' AND orphan_cleanups.claimed_at < $5)
                OR orphan_cleanups.status = 'deleted'
             RETURNING provider_resource_id""")
-        .execute(Tuple.of(backend, r.resourceId(), nodeId, now, staleBefore))
+        // a node-independent backend's resources belong to no node: recorded as "*"
+        .execute(Tuple.of(backend, r.resourceId(), nodeId == null ? ANY_NODE : nodeId, now, staleBefore))
         .compose(claimed -> {
           if (claimed.size() == 0) {
             return Future.succeededFuture(false);

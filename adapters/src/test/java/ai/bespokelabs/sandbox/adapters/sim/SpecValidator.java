@@ -74,10 +74,24 @@ public final class SpecValidator {
             // generator artefact of a JSON body: "consumes" was lost in the OpenAPI 3 rendering
             content.put("application/json", content.remove("*/*"));
           }
+          anyBytes(content);
         }
       }
     }
+    JsonObject bodies = raw.getJsonObject("components", new JsonObject()).getJsonObject("requestBodies", new JsonObject());
+    bodies.fieldNames().forEach(name -> anyBytes(bodies.getJsonObject(name).getJsonObject("content")));
     return OpenAPIContract.from(vertx, raw).map(c -> new SpecValidator(vertx, c));
+  }
+
+  /**
+   * A raw binary body ({@code application/octet-stream}, {@code type: string, format: binary}) conforms
+   * whatever its bytes; its schema is dropped because a JSON-schema validator cannot read a byte buffer.
+   */
+  private static void anyBytes(JsonObject content) {
+    if (content != null && content.getValue("application/octet-stream") instanceof JsonObject bytes
+        && bytes.getValue("schema") instanceof JsonObject schema && "binary".equals(schema.getString("format"))) {
+      bytes.remove("schema");
+    }
   }
 
   private static final Set<String> METHODS = Set.of("get", "put", "post", "delete", "options", "head", "patch", "trace");

@@ -1,0 +1,579 @@
+package ai.bespokelabs.sandbox.adapters.e2b;
+
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.local.CommandLine;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.client.HttpRequest;
+import io.vertx.ext.web.client.HttpResponse;
+import io.vertx.ext.web.client.WebClient;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code e2b} backend: E2B's control plane for sandboxes and, inside each sandbox, envd for processes
+ * (Connect RPC, JSON codec) and files (REST). Plain HTTP through the Vert.x clients, no SDK. Node
+ * independent: every operation works from the E2B sandbox id alone (the envd access token is fetched
+ * again after a restart), so any node can serve any E2B sandbox.
+ *
+ * <p>Blocking SPI methods wait on futures off the event loop; a streamed execution is read by its own
+ * virtual thread ({@link E2bExecution}).
+ */
+public final class E2bProvider implements SandboxProvider {
+  public static final String BACKEND = "e2b";
+  /** envd's port inside every sandbox, named in the {@code E2b-Sandbox-Port} header. */
+  static final int ENVD_PORT = 49983;
+  /** Metadata keys stamped on every sandbox (E2B metadata is a flat string map). */
+  static final String META_SCOPE = "bespoke_scope";
+  static final String META_SANDBOX = "bespoke_sandbox_id";
+  static final String META_ORG = "bespoke_organization_id";
+  static final String META_TOKEN = "bespoke_create_token";
+  /** An E2B sandbox outlives the gateway's own deadline by this much; the supervisor ends it first. */
+  static final int DEADLINE_GRACE_SECS = 60;
+  /** Reconciliation reads at most this many pages of 100 sandboxes. */
+  static final int MAX_LIST_PAGES = 100;
+
+  private static final Logger LOG = LoggerFactory.getLogger(E2bProvider.class);
+
+  private final E2bSettings settings;
+  private final Vertx vertx;
+  private final Clock clock;
+  private final HttpClient http;
+  private final WebClient web;
+  private final Map<String, Envd> envds = new ConcurrentHashMap<>();
+  private final Set<E2bExecution> executions = ConcurrentHashMap.newKeySet();
+
+  /** How to reach one sandbox's envd. {@code accessToken} is null for a sandbox created without {@code secure}. */
+  record Envd(String sandboxId, String baseUrl, String accessToken) {
+    @Override
+    public String toString() {
+      return "Envd[" + sandboxId + "]";
+    }
+  }
+
+  /** One entry of a directory listing. {@code type}: {@code file}, {@code directory} or {@code symlink}. */
+  public record FileEntry(String name, String path, String type, long size, String modifiedTime) {}
+
+  public E2bProvider(Vertx vertx, E2bSettings settings, Clock clock) {
+    this.vertx = vertx;
+    this.settings = settings;
+    this.clock = clock;
+    this.http = vertx.createHttpClient(new HttpClientOptions()
+            .setConnectTimeout((int) Math.min(Integer.MAX_VALUE, settings.requestTimeout().toMillis()))
+            .setKeepAlive(true),
+        new PoolOptions().setHttp1MaxSize(64));
+    this.web = WebClient.wrap(http);
+  }
+
+  @Override
+  public String backend() {
+    return BACKEND;
+  }
+
+  @Override
+  public boolean nodeBound() {
+    return false;
+  }
+
+  E2bSettings settings() {
+    return settings;
+  }
+
+  Vertx vertx() {
+    return vertx;
+  }
+
+  HttpClient http() {
+    return http;
+  }
+
+  // ---- control plane ---------------------------------------------------------------------------------
+
+  /**
+   * {@code POST /sandboxes} with our marks in its metadata. When the answer is lost (timeout, broken
+   * connection, 5xx) the sandbox may exist: it is looked up by its create token and killed, and the error
+   * reports {@code cleanup_status}.
+   *
+   * @throws ApiException 422 for settings E2B has no equivalent for (GPU, host workdir, git checkout)
+   */
+  @Override
+  public String create(CreateSandbox request) {
+    SandboxConfig c = request.config();
+    if (c.gpu() != null) {
+      throw ApiException.invalid("gpu is not supported by the e2b backend");
+    }
+    if (c.workdir() != null || c.gitRepo() != null) {
+      throw ApiException.invalid("workdir and git_repo are not supported by the e2b backend");
+    }
+    JsonObject metadata = new JsonObject()
+        .put(META_SCOPE, settings.scope())
+        .put(META_SANDBOX, request.sandboxId())
+        .put(META_ORG, request.organizationId())
+        .put(META_TOKEN, request.createToken());
+    JsonObject body = new JsonObject()
+        .put("templateID", template(c))
+        .put("timeout", c.timeoutSecs() == null ? settings.sandboxTimeoutSecs() : c.timeoutSecs() + DEADLINE_GRACE_SECS)
+        .put("metadata", metadata)
+        .put("secure", true);
+    if (c.envVars() != null && !c.envVars().isEmpty()) {
+      body.put("envVars", new JsonObject(new LinkedHashMap<>(c.envVars())));
+    }
+    if (c.allowInternet() != null) {
+      body.put("allow_internet_access", c.allowInternet());
+    }
+    HttpResponse<Buffer> r;
+    try {
+      r = call(api(HttpMethod.POST, "/sandboxes").putHeader("Content-Type", "application/json")
+          .sendBuffer(body.toBuffer()), "create");
+    } catch (ProviderException e) {
+      if (e.error().outcome() == Outcome.UNKNOWN) {
+        throw cleanUpAfterLostCreate(request, e.error());
+      }
+      throw e;
+    }
+    if (r.statusCode() != 201 && r.statusCode() != 200) {
+      ProviderException e = E2bErrors.status(r.statusCode(), "create", r.getHeader("Retry-After"), false);
+      if (e.error().outcome() == Outcome.UNKNOWN) {
+        throw cleanUpAfterLostCreate(request, e.error());
+      }
+      throw e;
+    }
+    JsonObject created = json(r, "create");
+    String id = created.getString("sandboxID");
+    if (id == null || id.isBlank()) {
+      throw cleanUpAfterLostCreate(request,
+          ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false, Outcome.UNKNOWN));
+    }
+    envds.put(id, envd(id, created.getString("domain"), created.getString("envdAccessToken")));
+    return id;
+  }
+
+  /** The template: the config's template, else its snapshot (a snapshot is a template), else its image. */
+  private String template(SandboxConfig c) {
+    if (c.template() != null) {
+      return c.template();
+    }
+    if (c.snapshotId() != null) {
+      return c.snapshotId();
+    }
+    return c.image() != null ? c.image() : settings.template();
+  }
+
+  /**
+   * Finds the sandboxes carrying this create's token and kills them. The failure keeps its code; its
+   * context says whether something was deleted, nothing was found, or the cleanup itself failed. A
+   * confirmed deletion proves nothing is left, so the create may be retried.
+   */
+  private ProviderException cleanUpAfterLostCreate(CreateSandbox request, ProviderError failure) {
+    String cleanup;
+    try {
+      List<JsonObject> found = listing(Map.of(META_SCOPE, settings.scope(), META_TOKEN, request.createToken()), 1);
+      cleanup = "not_found";
+      for (JsonObject s : found) {
+        kill(s.getString("sandboxID"), "create");
+        cleanup = "deleted";
+      }
+    } catch (ProviderException e) {
+      cleanup = "unknown";
+    }
+    LOG.warn("e2b create of sandbox {} had no usable answer ({}); cleanup by create token: {}", request.sandboxId(),
+        failure.code().wire(), cleanup);
+    ProviderError out = "deleted".equals(cleanup)
+        ? new ProviderError(failure.code(), BACKEND, "create", true, Outcome.FAILED, failure.context())
+        : new ProviderError(failure.code(), BACKEND, "create", false, Outcome.UNKNOWN, failure.context());
+    return new ProviderException(out.withContext("cleanup_status", cleanup));
+  }
+
+  /**
+   * Kills the sandbox. Without a resource id (a create that never answered) the sandboxes carrying the
+   * sandbox id are killed instead.
+   */
+  @Override
+  public SandboxDestroyed destroy(DestroySandbox request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      List<JsonObject> found = listing(Map.of(META_SCOPE, settings.scope(), META_SANDBOX, request.sandboxId()), 1);
+      boolean any = false;
+      for (JsonObject s : found) {
+        any |= kill(s.getString("sandboxID"), "destroy");
+      }
+      return new SandboxDestroyed(!any);
+    }
+    return new SandboxDestroyed(!kill(id, "destroy"));
+  }
+
+  /** {@code DELETE /sandboxes/{id}}; false when it was already gone. */
+  private boolean kill(String id, String op) {
+    HttpResponse<Buffer> r = call(api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send(), op);
+    envds.remove(id);
+    if (r.statusCode() == 204 || r.statusCode() == 200) {
+      return true;
+    }
+    if (r.statusCode() == 404) {
+      return false;
+    }
+    throw E2bErrors.status(r.statusCode(), op, r.getHeader("Retry-After"), false);
+  }
+
+  /**
+   * Sets the sandbox's E2B lifetime to {@code timeoutSecs} from now ({@code POST /sandboxes/{id}/timeout}),
+   * shorter or longer.
+   */
+  public void setTimeout(String resourceId, int timeoutSecs) {
+    HttpResponse<Buffer> r = call(api(HttpMethod.POST, "/sandboxes/" + segment(resourceId) + "/timeout")
+        .putHeader("Content-Type", "application/json")
+        .sendBuffer(new JsonObject().put("timeout", timeoutSecs).toBuffer()), "timeout");
+    if (r.statusCode() != 204 && r.statusCode() != 200) {
+      throw E2bErrors.status(r.statusCode(), "timeout", r.getHeader("Retry-After"), false);
+    }
+  }
+
+  /** A cheap authenticated call: one page of one sandbox of ours. */
+  @Override
+  public void checkHealth() {
+    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/v2/sandboxes")
+        .addQueryParam("metadata", metadataQuery(Map.of(META_SCOPE, settings.scope())))
+        .addQueryParam("limit", "1").send(), "health");
+    if (r.statusCode() != 200) {
+      throw E2bErrors.status(r.statusCode(), "health", r.getHeader("Retry-After"), false);
+    }
+  }
+
+  /**
+   * Running and paused sandboxes carrying our scope. A paused sandbox still exists (and can be resumed), so
+   * it is listed as running. E2B exposes no cost, so none is reported: the ledger's estimate applies.
+   */
+  @Override
+  public List<Resource> list() {
+    List<Resource> out = new ArrayList<>();
+    for (JsonObject s : listing(Map.of(META_SCOPE, settings.scope()), MAX_LIST_PAGES)) {
+      JsonObject meta = s.getJsonObject("metadata", new JsonObject());
+      String sandboxId = meta.getString(META_SANDBOX);
+      String id = s.getString("sandboxID");
+      if (sandboxId != null && id != null) {
+        out.add(new Resource(id, sandboxId, "running", null));
+      }
+    }
+    return out;
+  }
+
+  /** {@code GET /v2/sandboxes} filtered by metadata, following {@code X-Next-Token} for at most {@code pages}. */
+  private List<JsonObject> listing(Map<String, String> metadata, int pages) {
+    List<JsonObject> out = new ArrayList<>();
+    String next = null;
+    for (int page = 0; page < pages; page++) {
+      HttpRequest<Buffer> req = api(HttpMethod.GET, "/v2/sandboxes")
+          .addQueryParam("metadata", metadataQuery(metadata))
+          .addQueryParam("state", "running,paused")
+          .addQueryParam("limit", "100");
+      if (next != null) {
+        req.addQueryParam("nextToken", next);
+      }
+      HttpResponse<Buffer> r = call(req.send(), "list");
+      if (r.statusCode() != 200) {
+        throw E2bErrors.status(r.statusCode(), "list", r.getHeader("Retry-After"), false);
+      }
+      JsonArray items;
+      try {
+        items = r.bodyAsJsonArray();
+      } catch (DecodeException | ClassCastException e) {
+        throw E2bErrors.of(ErrorCode.COMMAND_FAILED, "list", true, Outcome.FAILED);
+      }
+      for (Object o : items == null ? new JsonArray() : items) {
+        if (o instanceof JsonObject j) {
+          out.add(j);
+        }
+      }
+      next = r.getHeader("X-Next-Token");
+      if (next == null || next.isBlank()) {
+        return out;
+      }
+    }
+    LOG.warn("e2b listing stopped after {} pages", pages);
+    return out;
+  }
+
+  /** E2B's metadata filter: {@code k=v&k2=v2} with each key and value URL-encoded. */
+  static String metadataQuery(Map<String, String> metadata) {
+    StringBuilder b = new StringBuilder();
+    new java.util.TreeMap<>(metadata).forEach((k, v) -> {
+      if (!b.isEmpty()) {
+        b.append('&');
+      }
+      b.append(URLEncoder.encode(k, StandardCharsets.UTF_8)).append('=')
+          .append(URLEncoder.encode(v, StandardCharsets.UTF_8));
+    });
+    return b.toString();
+  }
+
+  // ---- envd --------------------------------------------------------------------------------------------
+
+  /** The sandbox's envd, from the create answer or (after a restart) from {@code GET /sandboxes/{id}}. */
+  Envd envd(String resourceId, String op) {
+    if (resourceId == null || resourceId.isBlank()) {
+      throw E2bErrors.of(ErrorCode.NOT_FOUND, op, false, Outcome.FAILED);
+    }
+    Envd known = envds.get(resourceId);
+    if (known != null) {
+      return known;
+    }
+    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send(), op);
+    if (r.statusCode() != 200) {
+      throw E2bErrors.status(r.statusCode(), op, r.getHeader("Retry-After"), false);
+    }
+    JsonObject detail = json(r, op);
+    Envd envd = envd(resourceId, detail.getString("domain"), detail.getString("envdAccessToken"));
+    envds.put(resourceId, envd);
+    return envd;
+  }
+
+  private Envd envd(String id, String domain, String accessToken) {
+    String base = settings.sandboxUrl() != null ? settings.sandboxUrl()
+        : "https://sandbox." + (domain == null || domain.isBlank() ? settings.domain() : domain);
+    return new Envd(id, base, accessToken);
+  }
+
+  /** A request to envd with the sandbox-routing and access-token headers. */
+  HttpRequest<Buffer> envdRequest(Envd envd, HttpMethod method, String path) {
+    HttpRequest<Buffer> req = web.requestAbs(method, envd.baseUrl() + path)
+        .putHeader("E2b-Sandbox-Id", envd.sandboxId())
+        .putHeader("E2b-Sandbox-Port", String.valueOf(ENVD_PORT))
+        .timeout(settings.requestTimeout().toMillis());
+    if (envd.accessToken() != null) {
+      req.putHeader("X-Access-Token", envd.accessToken());
+    }
+    return req;
+  }
+
+  /** A unary Connect call ({@code /<package>.<Service>/<Method>}, JSON codec); returns the response message. */
+  JsonObject unary(Envd envd, String path, JsonObject message, String op) {
+    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.POST, path)
+        .putHeader("Content-Type", "application/json")
+        .putHeader("Connect-Protocol-Version", "1")
+        .sendBuffer(message.toBuffer()), op);
+    if (r.statusCode() == 200) {
+      return json(r, op);
+    }
+    throw connectFailure(r.statusCode(), r.body(), r.getHeader("Retry-After"), op);
+  }
+
+  /** A Connect error answer: its {@code code} when the body has one, else the HTTP status. */
+  static ProviderException connectFailure(int status, Buffer body, String retryAfter, String op) {
+    try {
+      JsonObject err = body == null ? null : new JsonObject(body);
+      if (err != null && err.getValue("code") instanceof String code) {
+        ProviderException e = E2bErrors.connect(code, op);
+        Long wait = E2bErrors.retryAfterSecs(retryAfter);
+        return wait == null ? e : new ProviderException(e.error().withContext("retry_after_secs", wait));
+      }
+    } catch (DecodeException | ClassCastException ignored) {
+      // not a Connect error body: judge by status
+    }
+    return E2bErrors.status(status, op, retryAfter, true);
+  }
+
+  /** Starts the program through {@code process.Process/Start}; returns once envd reported its pid. */
+  @Override
+  public ExecHandle start(ExecSandbox request, ExecSink sink) {
+    List<String> argv = CommandLine.of(request.code(), request.language(), request.command(), request.args());
+    Envd envd = envd(request.providerResourceId(), "execute");
+    JsonObject process = new JsonObject().put("cmd", argv.get(0))
+        .put("args", new JsonArray(argv.subList(1, argv.size())));
+    if (!request.env().isEmpty()) {
+      process.put("envs", new JsonObject(new LinkedHashMap<>(request.env())));
+    }
+    if (request.cwd() != null && !request.cwd().isBlank()) {
+      process.put("cwd", request.cwd());
+    }
+    JsonObject start = new JsonObject().put("process", process).put("stdin", request.keepStdin());
+    E2bExecution execution = new E2bExecution(this, envd, request, sink);
+    executions.add(execution);
+    execution.onDone(() -> executions.remove(execution));
+    return execution.start(start);
+  }
+
+  /** Sends a signal to a process of the sandbox ({@code SIGNAL_SIGTERM} or {@code SIGNAL_SIGKILL}). */
+  void sendSignal(Envd envd, long pid, String signal) {
+    unary(envd, "/process.Process/SendSignal", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid)).put("signal", signal), "signal");
+  }
+
+  /** The same, without waiting or failing: for cleanup paths. */
+  Future<?> sendSignalAsync(Envd envd, long pid, String signal) {
+    return envdRequest(envd, HttpMethod.POST, "/process.Process/SendSignal")
+        .putHeader("Content-Type", "application/json")
+        .putHeader("Connect-Protocol-Version", "1")
+        .sendBuffer(new JsonObject().put("process", new JsonObject().put("pid", pid)).put("signal", signal).toBuffer());
+  }
+
+  void sendInput(Envd envd, long pid, byte[] data) {
+    unary(envd, "/process.Process/SendInput", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid))
+        .put("input", new JsonObject().put("stdin", Base64.getEncoder().encodeToString(data))), "stdin");
+  }
+
+  void closeStdin(Envd envd, long pid) {
+    unary(envd, "/process.Process/CloseStdin", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid)), "stdin");
+  }
+
+  // ---- files (envd REST and filesystem.Filesystem) --------------------------------------------------------
+
+  /**
+   * Writes {@code data} to {@code path} in the sandbox (parents created, an existing file replaced); the
+   * path is absolute or relative to the default user's home.
+   */
+  public void upload(String resourceId, String path, byte[] data) {
+    Envd envd = envd(resourceId, "upload");
+    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.POST, "/files")
+        .addQueryParam("path", path)
+        .putHeader("Content-Type", "application/octet-stream")
+        .sendBuffer(Buffer.buffer(data)), "upload");
+    if (r.statusCode() != 200) {
+      throw fileFailure(r, "upload");
+    }
+  }
+
+  /**
+   * Reads the file at {@code path}.
+   *
+   * @throws ApiException 404 when there is no such file, 422 when it is a directory, 413 when larger than
+   *     {@code maxBytes}
+   */
+  public byte[] download(String resourceId, String path, int maxBytes) {
+    Envd envd = envd(resourceId, "download");
+    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.GET, "/files").addQueryParam("path", path)
+        .as(io.vertx.ext.web.codec.BodyCodec.buffer()).send(), "download");
+    if (r.statusCode() != 200) {
+      throw fileFailure(r, "download");
+    }
+    Buffer body = r.body() == null ? Buffer.buffer() : r.body();
+    if (body.length() > maxBytes) {
+      throw new ApiException(413, "file is larger than " + maxBytes + " bytes");
+    }
+    return body.getBytes();
+  }
+
+  /** The entries under {@code path} down to {@code depth} levels ({@code filesystem.Filesystem/ListDir}). */
+  public List<FileEntry> listFiles(String resourceId, String path, int depth) {
+    Envd envd = envd(resourceId, "list_files");
+    JsonObject res;
+    try {
+      res = unary(envd, "/filesystem.Filesystem/ListDir", new JsonObject().put("path", path).put("depth", depth),
+          "list_files");
+    } catch (ProviderException e) {
+      if ("not_found".equals(e.error().context().get("provider_code"))) {
+        throw ApiException.notFound("directory not found");
+      }
+      throw e;
+    }
+    List<FileEntry> out = new ArrayList<>();
+    for (Object o : res.getJsonArray("entries", new JsonArray())) {
+      if (o instanceof JsonObject e) {
+        String type = switch (e.getString("type", "")) {
+          case "FILE_TYPE_DIRECTORY" -> "directory";
+          case "FILE_TYPE_SYMLINK" -> "symlink";
+          default -> "file";
+        };
+        Object size = e.getValue("size");
+        out.add(new FileEntry(e.getString("name"), e.getString("path"), type,
+            size == null ? 0 : Long.parseLong(String.valueOf(size)), e.getString("modifiedTime")));
+      }
+    }
+    return out;
+  }
+
+  private static RuntimeException fileFailure(HttpResponse<Buffer> r, String op) {
+    return switch (r.statusCode()) {
+      case 404 -> ApiException.notFound("file not found");
+      case 400 -> ApiException.invalid("path is a directory or invalid");
+      default -> E2bErrors.status(r.statusCode(), op, r.getHeader("Retry-After"), true);
+    };
+  }
+
+  // ---- plumbing ------------------------------------------------------------------------------------------
+
+  private HttpRequest<Buffer> api(HttpMethod method, String path) {
+    return web.requestAbs(method, settings.apiUrl() + path)
+        .putHeader("X-API-Key", settings.apiKey().reveal())
+        .putHeader("Accept", "application/json")
+        .timeout(settings.requestTimeout().toMillis());
+  }
+
+  /** Waits for a call (off the event loop); transport failures become contract errors. */
+  <T> T call(Future<T> f, String op) {
+    long waitMs = settings.requestTimeout().toMillis() + 5_000;
+    try {
+      return f.toCompletionStage().toCompletableFuture().get(waitMs, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw E2bErrors.transport(e.getCause(), op);
+    } catch (TimeoutException e) {
+      throw E2bErrors.transport(e, op);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw E2bErrors.transport(new TimeoutException("interrupted"), op);
+    }
+  }
+
+  private static JsonObject json(HttpResponse<Buffer> r, String op) {
+    try {
+      JsonObject j = r.bodyAsJsonObject();
+      if (j != null) {
+        return j;
+      }
+    } catch (DecodeException | ClassCastException ignored) {
+      // reported below
+    }
+    throw E2bErrors.of(E2bErrors.generic(op), op, false, E2bErrors.mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED);
+  }
+
+  private static String segment(String id) {
+    return URLEncoder.encode(id, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
+  Clock clock() {
+    return clock;
+  }
+
+  /** Abandons running executions (their sinks get no result) and closes the HTTP clients. */
+  @Override
+  public void close() {
+    executions.forEach(E2bExecution::abandon);
+    web.close();
+    http.close();
+  }
+}

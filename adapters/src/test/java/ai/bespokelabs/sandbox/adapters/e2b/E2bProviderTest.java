@@ -1,0 +1,489 @@
+package ai.bespokelabs.sandbox.adapters.e2b;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The E2B adapter against the simulator, which refuses anything E2B's specs and protos do not allow. */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class E2bProviderTest {
+  static E2bSimulator sim;
+  static Vertx vertx;
+  static E2bProvider provider;
+
+  @BeforeAll
+  static void start() {
+    sim = E2bSimulator.start();
+    vertx = Vertx.vertx();
+    provider = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+  }
+
+  static E2bProvider provider(String apiUrl, String key) {
+    return new E2bProvider(vertx, new E2bSettings(apiUrl, new Secret(key), "e2b.app", sim.sandboxUrl(), "base",
+        "test-scope", 600, Duration.ofSeconds(2)), Clock.systemUTC());
+  }
+
+  @AfterEach
+  void conforming() {
+    sim.faults().clear();
+    assertThat(sim.violations()).as("requests E2B would refuse").isEmpty();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    provider.close();
+    sim.close();
+    vertx.close().await(10, TimeUnit.SECONDS);
+  }
+
+  static int seq;
+
+  static CreateSandbox createRequest(SandboxConfig config) {
+    seq++;
+    return new CreateSandbox("sbx_" + seq + "_" + System.nanoTime(), "org_1", "e2b", "ctk_" + seq + "_" + System.nanoTime(),
+        config);
+  }
+
+  static SandboxConfig config(Map<String, String> env, Integer timeoutSecs) {
+    return new SandboxConfig(null, null, null, null, null, timeoutSecs, null, env, false, null, null, null, null,
+        null, null);
+  }
+
+  static String create() {
+    return provider.create(createRequest(config(Map.of(), 300)));
+  }
+
+  static ExecSandbox exec(String rid, String code, String language, String command, List<String> args, int timeout,
+      boolean keepStdin) {
+    return new ExecSandbox("sbx", "exe_" + System.nanoTime(), rid, code, language, command, args, Map.of(), null,
+        timeout, 1 << 20, keepStdin, null, null);
+  }
+
+  /** Records every output chunk and the end; {@code gate} (when closed) blocks output, as a slow client does. */
+  static final class Recording implements ExecSink {
+    final LinkedBlockingQueue<String> chunks = new LinkedBlockingQueue<>();
+    final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+    final AtomicLong bytes = new AtomicLong();
+    final CountDownLatch ended = new CountDownLatch(1);
+    final CountDownLatch gate;
+    volatile int exitCode;
+    volatile boolean timedOut;
+    volatile boolean cancelled;
+    volatile long durationMs;
+    volatile int exits;
+
+    Recording(CountDownLatch gate) {
+      this.gate = gate;
+    }
+
+    @Override
+    public void output(Stream stream, byte[] data) throws InterruptedException {
+      bytes.addAndGet(data.length);
+      if (gate != null) {
+        gate.await();
+      }
+      synchronized (this) {
+        if (stream == Stream.STDOUT) {
+          stdout.writeBytes(data);
+        }
+      }
+      chunks.add(stream.wire() + ":" + new String(data, StandardCharsets.UTF_8));
+    }
+
+    @Override
+    public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      this.exitCode = exitCode;
+      this.timedOut = timedOut;
+      this.cancelled = cancelled;
+      this.durationMs = durationMs;
+      exits++;
+      ended.countDown();
+    }
+
+    void await() throws InterruptedException {
+      assertThat(ended.await(20, TimeUnit.SECONDS)).as("execution ended").isTrue();
+    }
+
+    synchronized String out() {
+      return stdout.toString(StandardCharsets.UTF_8);
+    }
+  }
+
+  static ProviderError error(Runnable r) {
+    try {
+      r.run();
+    } catch (ProviderException e) {
+      assertThat(e.getMessage()).doesNotContain(E2bSimulator.API_KEY);
+      return e.error();
+    }
+    throw new AssertionError("expected a provider error");
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------------------------
+
+  @Test
+  void create_stamps_our_marks_and_runs_code_shell_lines_and_programs_like_the_local_backend() {
+    CreateSandbox req = createRequest(config(Map.of("GREETING", "hi there"), 120));
+    String id = provider.create(req);
+    E2bSimulator.Sandbox s = sim.sandboxes().get(id);
+    assertThat(s.metadata).containsEntry(E2bProvider.META_SCOPE, "test-scope")
+        .containsEntry(E2bProvider.META_SANDBOX, req.sandboxId())
+        .containsEntry(E2bProvider.META_ORG, "org_1")
+        .containsEntry(E2bProvider.META_TOKEN, req.createToken());
+    assertThat(s.templateId).isEqualTo("base");
+    assertThat(Duration.between(s.startedAt, s.endAt()).toSeconds()).isBetween(179L, 181L);
+
+    ExecResult py = provider.exec(exec(id, "print(6 * 7)", "python", null, null, 10, false));
+    assertThat(py.stdout()).isEqualTo("42\n");
+    assertThat(py.exitCode()).isZero();
+
+    ExecResult sh = provider.exec(exec(id, null, null, "echo \"$GREETING\"; echo oops >&2; exit 3", null, 10, false));
+    assertThat(sh.stdout()).isEqualTo("hi there\n");
+    assertThat(sh.stderr()).isEqualTo("oops\n");
+    assertThat(sh.exitCode()).isEqualTo(3);
+
+    ExecResult argv = provider.exec(exec(id, null, null, "printf", List.of("[%s]", "a b"), 10, false));
+    assertThat(argv.stdout()).isEqualTo("[a b]");
+
+    ExecResult utf8 = provider.exec(exec(id, null, null, "printf 'h\\303\\251llo \\360\\237\\230\\200'", null, 10, false));
+    assertThat(utf8.stdout()).isEqualTo("héllo 😀");
+
+    assertThat(provider.destroy(new DestroySandbox(req.sandboxId(), id)).alreadyGone()).isFalse();
+    assertThat(sim.sandboxes()).doesNotContainKey(id);
+    assertThat(provider.destroy(new DestroySandbox(req.sandboxId(), id)).alreadyGone()).isTrue();
+  }
+
+  @Test
+  void output_streams_while_the_program_runs_and_stdin_reaches_it() throws Exception {
+    String id = create();
+    Recording sink = new Recording(null);
+    ExecHandle h = provider.start(exec(id, null, null, "read line; echo got:$line; cat; echo bye", null, 10, true), sink);
+    h.writeStdin("hello\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(sink.chunks.poll(10, TimeUnit.SECONDS)).as("output before stdin is closed").isEqualTo("stdout:got:hello\n");
+    h.writeStdin("more\n".getBytes(StandardCharsets.UTF_8));
+    h.closeStdin();
+    sink.await();
+    assertThat(sink.out()).isEqualTo("got:hello\nmore\nbye\n");
+    assertThat(sink.exitCode).isZero();
+    assertThatThrownBy(() -> h.writeStdin(new byte[] {1})).isInstanceOf(ApiException.class)
+        .extracting(e -> ((ApiException) e).status()).isEqualTo(409);
+
+    Recording closed = new Recording(null);
+    ExecHandle noStdin = provider.start(exec(id, null, null, "cat; echo eof", null, 10, false), closed);
+    closed.await();
+    assertThat(closed.out()).isEqualTo("eof\n");
+    assertThatThrownBy(() -> noStdin.writeStdin(new byte[] {1})).isInstanceOf(ApiException.class);
+  }
+
+  @Test
+  void signals_end_the_program_as_cancelled_and_int_is_refused() throws Exception {
+    String id = create();
+    Recording term = new Recording(null);
+    ExecHandle h = provider.start(exec(id, null, null, "echo ready; exec sleep 30", null, 20, false), term);
+    assertThat(term.chunks.poll(10, TimeUnit.SECONDS)).isEqualTo("stdout:ready\n");
+    assertThatThrownBy(() -> h.signal("INT")).isInstanceOf(ApiException.class)
+        .extracting(e -> ((ApiException) e).status()).isEqualTo(422);
+    h.signal("TERM");
+    term.await();
+    assertThat(term.exitCode).isEqualTo(143);
+    assertThat(term.cancelled).isTrue();
+    assertThat(term.timedOut).isFalse();
+
+    Recording kill = new Recording(null);
+    ExecHandle k = provider.start(exec(id, null, null, "echo ready; exec sleep 30", null, 20, false), kill);
+    assertThat(kill.chunks.poll(10, TimeUnit.SECONDS)).isEqualTo("stdout:ready\n");
+    k.signal("KILL");
+    kill.await();
+    assertThat(kill.exitCode).isEqualTo(137);
+    assertThat(kill.cancelled).isTrue();
+  }
+
+  @Test
+  void a_program_past_its_timeout_is_killed_and_reports_124() throws Exception {
+    String id = create();
+    Recording sink = new Recording(null);
+    provider.start(exec(id, null, null, "echo started; exec sleep 30", null, 1, false), sink);
+    sink.await();
+    assertThat(sink.exitCode).isEqualTo(124);
+    assertThat(sink.timedOut).isTrue();
+    assertThat(sink.out()).isEqualTo("started\n");
+    assertThat(sink.durationMs).isBetween(900L, 8_000L);
+    assertThat(sink.exits).isEqualTo(1);
+    assertThat(sim.sandboxes().get(id).pids()).as("the program was killed in the sandbox").isEmpty();
+  }
+
+  @Test
+  void a_blocked_sink_holds_the_program_back_and_every_byte_arrives_once_it_reads() throws Exception {
+    String id = create();
+    CountDownLatch gate = new CountDownLatch(1);
+    Recording sink = new Recording(gate);
+    int total = 32 << 20;
+    provider.start(exec(id, null, null, "head -c " + total + " /dev/zero | tr '\\0' x; echo done >&2", null, 20,
+        false), sink);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (sink.bytes.get() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    // with the sink blocked nothing is read: the program (32 MiB, milliseconds of work) cannot finish
+    Thread.sleep(1000);
+    assertThat(sim.sandboxes().get(id).pids()).as("the program is held back").isNotEmpty();
+    assertThat(sink.ended.getCount()).isEqualTo(1);
+    gate.countDown();
+    sink.await();
+    assertThat(sink.exitCode).isZero();
+    assertThat(sink.out()).hasSize(total).matches("x+");
+    assertThat(sink.chunks).contains("stderr:done\n");
+  }
+
+  // ---- files, listing, timeouts -----------------------------------------------------------------------------
+
+  @Test
+  void files_round_trip_through_envd() {
+    String id = create();
+    byte[] data = new byte[300_000];
+    new Random(7).nextBytes(data);
+    provider.upload(id, "work/dir/data.bin", data);
+    provider.upload(id, "/tmp/note.txt", "hello".getBytes(StandardCharsets.UTF_8));
+    assertThat(provider.download(id, "work/dir/data.bin", 1 << 20)).isEqualTo(data);
+    assertThat(provider.download(id, "/tmp/note.txt", 10)).asString().isEqualTo("hello");
+    List<E2bProvider.FileEntry> entries = provider.listFiles(id, "work", 2);
+    assertThat(entries).extracting(E2bProvider.FileEntry::path)
+        .containsExactly("/home/user/work/dir", "/home/user/work/dir/data.bin");
+    assertThat(entries.get(1).type()).isEqualTo("file");
+    assertThat(entries.get(1).size()).isEqualTo(300_000);
+    assertThat(entries.get(0).type()).isEqualTo("directory");
+    ExecResult seen = provider.exec(exec(id, null, null, "wc -c < work/dir/data.bin", null, 10, false));
+    assertThat(seen.stdout().trim()).isEqualTo("300000");
+    assertThatThrownBy(() -> provider.download(id, "missing.txt", 10))
+        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(404);
+    assertThatThrownBy(() -> provider.download(id, "work", 10))
+        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(422);
+    assertThatThrownBy(() -> provider.download(id, "/tmp/note.txt", 3))
+        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(413);
+    assertThatThrownBy(() -> provider.listFiles(id, "nowhere", 1))
+        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(404);
+  }
+
+  @Test
+  void list_pages_through_our_scope_only_and_destroy_works_without_a_resource_id() {
+    String mine = create();
+    sim.createBehindTheBack(Map.of(E2bProvider.META_SCOPE, "another-deployment", E2bProvider.META_SANDBOX, "sbx_x"), 60);
+    sim.createBehindTheBack(Map.of(E2bProvider.META_SCOPE, "test-scope"), 60);
+    for (int i = 0; i < 101; i++) {
+      sim.createBehindTheBack(Map.of(E2bProvider.META_SCOPE, "test-scope", E2bProvider.META_SANDBOX, "sbx_bulk" + i), 60);
+    }
+    List<Resource> listed = provider.list();
+    assertThat(listed).extracting(Resource::resourceId).contains(mine).doesNotHaveDuplicates();
+    assertThat(listed).filteredOn(r -> r.sandboxId().startsWith("sbx_bulk")).hasSize(101);
+    assertThat(listed).extracting(Resource::sandboxId).doesNotContain("sbx_x");
+    assertThat(listed).allSatisfy(r -> {
+      assertThat(r.status()).isEqualTo("running");
+      assertThat(r.providerCostUsd()).isNull();
+    });
+    assertThat(sim.requests().stream().filter(r -> r.startsWith("GET /v2/sandboxes")).count()).isGreaterThanOrEqualTo(2);
+
+    assertThat(provider.destroy(new DestroySandbox("sbx_bulk7", null)).alreadyGone()).isFalse();
+    assertThat(provider.list()).extracting(Resource::sandboxId).doesNotContain("sbx_bulk7");
+    assertThat(provider.destroy(new DestroySandbox("sbx_bulk7", null)).alreadyGone()).isTrue();
+    for (Resource r : provider.list()) {
+      if (r.sandboxId().startsWith("sbx_bulk")) {
+        provider.destroy(new DestroySandbox(r.sandboxId(), r.resourceId()));
+      }
+    }
+  }
+
+  @Test
+  void a_fresh_provider_works_from_the_resource_id_alone_and_set_timeout_ends_the_sandbox() {
+    String id = create();
+    E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+    try {
+      assertThat(restarted.exec(exec(id, null, null, "echo again", null, 10, false)).stdout()).isEqualTo("again\n");
+      restarted.setTimeout(id, 0);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (sim.sandboxes().containsKey(id) && System.nanoTime() < deadline) {
+        Thread.onSpinWait();
+      }
+      assertThat(sim.sandboxes()).doesNotContainKey(id);
+      ProviderError gone = error(() -> restarted.exec(exec(id, null, null, "true", null, 10, false)));
+      assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(gone.context()).containsEntry("provider_status", 502L);
+      assertThat(error(() -> restarted.setTimeout(id, 30)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    } finally {
+      restarted.close();
+    }
+  }
+
+  // ---- the error contract ------------------------------------------------------------------------------------
+
+  @Test
+  void provider_answers_map_onto_the_error_contract() {
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 401, Map.of(), null, 1);
+    ProviderError auth = error(E2bProviderTest::create);
+    assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
+    assertThat(auth.retryable()).isFalse();
+    assertThat(auth.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+
+    int before = sim.requests().size();
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 429, Map.of("Retry-After", "7"), null, 1);
+    ProviderError limited = error(E2bProviderTest::create);
+    assertThat(limited.code()).isEqualTo(ErrorCode.CREATION_FAILED);
+    assertThat(limited.retryable()).isTrue();
+    assertThat(limited.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    assertThat(limited.context()).containsEntry("retry_after_secs", 7L).containsEntry("provider_status", 429L);
+    assertThat(sim.requests().subList(before, sim.requests().size())).as("a refused create needs no cleanup")
+        .containsExactly("POST /sandboxes");
+
+    sim.faults().status(HttpMethod.GET, "/v2/sandboxes", 500, Map.of(), null, 1);
+    ProviderError broken = error(provider::list);
+    assertThat(broken.code()).isEqualTo(ErrorCode.COMMAND_FAILED);
+    assertThat(broken.retryable()).isTrue();
+    assertThat(broken.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+
+    sim.faults().delay(HttpMethod.GET, "/v2/sandboxes", 4_000, 1);
+    ProviderError slow = error(provider::checkHealth);
+    assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
+    assertThat(slow.retryable()).isTrue();
+
+    provider.checkHealth();
+
+    E2bProvider wrongKey = provider(sim.apiUrl(), "e2b_wrong");
+    try {
+      ProviderError denied = error(wrongKey::checkHealth);
+      assertThat(denied.code()).isEqualTo(ErrorCode.AUTHENTICATION);
+      assertThat(denied.context()).containsEntry("provider_status", 401L);
+    } finally {
+      wrongKey.close();
+      assertThat(sim.violations()).singleElement().asString().contains("X-API-Key");
+      sim.clearViolations();
+    }
+  }
+
+  @Test
+  void nothing_listening_is_a_connection_error_with_no_side_effect() throws Exception {
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    E2bProvider nowhere = provider("http://127.0.0.1:" + port, E2bSimulator.API_KEY);
+    try {
+      ProviderError e = error(nowhere::checkHealth);
+      assertThat(e.code()).isEqualTo(ErrorCode.CONNECTION);
+      assertThat(e.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+      assertThat(e.retryable()).isTrue();
+    } finally {
+      nowhere.close();
+    }
+  }
+
+  @Test
+  void a_create_whose_answer_is_lost_is_found_by_its_token_and_deleted() {
+    CreateSandbox req = createRequest(config(Map.of(), 60));
+    int kills = sim.kills();
+    sim.faults().loseResponse(HttpMethod.POST, "/sandboxes", 1);
+    ProviderError e = error(() -> provider.create(req));
+    assertThat(e.op()).isEqualTo("create");
+    assertThat(e.code()).isEqualTo(ErrorCode.CONNECTION);
+    assertThat(e.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(e.outcome()).as("nothing is left behind").isEqualTo(ProviderError.Outcome.FAILED);
+    assertThat(sim.kills()).isEqualTo(kills + 1);
+    assertThat(sim.sandboxes().values()).noneMatch(s -> req.createToken().equals(s.metadata.get(E2bProvider.META_TOKEN)));
+
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 503, Map.of(), null, 1);
+    ProviderError unavailable = error(() -> provider.create(createRequest(config(Map.of(), 60))));
+    assertThat(unavailable.context()).containsEntry("cleanup_status", "not_found").containsEntry("provider_status", 503L);
+    assertThat(unavailable.outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    assertThat(unavailable.retryable()).isFalse();
+
+    sim.faults().loseResponse(HttpMethod.POST, "/sandboxes", 1)
+        .status(HttpMethod.GET, "/v2/sandboxes", 500, Map.of(), null, 1);
+    CreateSandbox stuck = createRequest(config(Map.of(), 60));
+    ProviderError unknown = error(() -> provider.create(stuck));
+    assertThat(unknown.context()).containsEntry("cleanup_status", "unknown");
+    assertThat(unknown.outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    assertThat(unknown.retryable()).isFalse();
+    // the orphan is still there, carrying our marks: reconciliation will find it
+    assertThat(provider.list()).extracting(Resource::sandboxId).contains(stuck.sandboxId());
+  }
+
+  @Test
+  void a_stream_that_breaks_mid_run_ends_the_execution_and_stops_the_program() throws Exception {
+    String id = create();
+    sim.faults().dropStream("/process.Process/Start", 2, 1);
+    Recording sink = new Recording(null);
+    provider.start(exec(id, null, null, "echo first; sleep 0.3; echo second; exec sleep 30", null, 20, false), sink);
+    sink.await();
+    assertThat(sink.exitCode).isEqualTo(E2bExecution.LOST);
+    assertThat(sink.timedOut).isFalse();
+    assertThat(sink.out()).isEqualTo("first\n");
+    assertThat(sink.durationMs).isLessThan(10_000);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!sim.sandboxes().get(id).pids().isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(sim.sandboxes().get(id).pids()).as("the orphaned program was killed").isEmpty();
+  }
+
+  @Test
+  void a_program_envd_cannot_start_fails_the_start_and_a_refused_start_maps_its_status() {
+    String id = create();
+    ProviderError missing = error(() -> provider.start(exec(id, null, null, "no-such-program", List.of(), 10, false),
+        new Recording(null)));
+    assertThat(missing.code()).isEqualTo(ErrorCode.EXECUTION_FAILED);
+    assertThat(missing.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    assertThat(missing.context()).containsEntry("provider_code", "invalid_argument");
+
+    sim.faults().status(HttpMethod.POST, "/process.Process/Start", 429, Map.of("Retry-After", "3"),
+        new JsonObject().put("code", "resource_exhausted").put("message", "slow down"), 1);
+    ProviderError limited = error(() -> provider.start(exec(id, null, null, "true", null, 10, false),
+        new Recording(null)));
+    assertThat(limited.retryable()).isTrue();
+    assertThat(limited.context()).containsEntry("provider_code", "resource_exhausted")
+        .containsEntry("retry_after_secs", 3L);
+  }
+
+  @Test
+  void settings_come_from_the_providers_variables_and_never_print_the_key() {
+    var none = ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of("E2B_DOMAIN", "example.test"));
+    assertThat(E2bSettings.from(none)).isEmpty();
+    E2bSettings s = E2bSettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(
+        Map.of("E2B_API_KEY", "e2b_secret_value", "E2B_DOMAIN", "example.test"))).orElseThrow();
+    assertThat(s.apiUrl()).isEqualTo("https://api.example.test");
+    assertThat(s.sandboxUrl()).isNull();
+    assertThat(s.template()).isEqualTo("base");
+    assertThat(s.scope()).isEqualTo("default");
+    assertThat(s.toString()).doesNotContain("e2b_secret_value");
+    assertThat(E2bProvider.metadataQuery(Map.of("b", "x y", "a", "1&2"))).isEqualTo("a=1%262&b=x+y");
+  }
+}

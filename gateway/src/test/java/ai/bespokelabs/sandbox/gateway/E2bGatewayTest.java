@@ -1,0 +1,222 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
+import ai.bespokelabs.sandbox.gateway.SseClient.Event;
+import ai.bespokelabs.sandbox.gateway.StreamingTest.WsCollector;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Tuple;
+import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.WebSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/** The e2b backend through the gateway's API, against the E2B simulator. */
+class E2bGatewayTest {
+  static E2bSimulator sim;
+  static TestGateway gw;
+  static String key;
+  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
+  static final List<String> BODIES = new ArrayList<>();
+  static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  @BeforeAll
+  static void start() {
+    LOGS.start();
+    ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(LOGS);
+    sim = E2bSimulator.start();
+    Map<String, String> env = new HashMap<>(sim.env());
+    env.put("BESPOKE_SUPERVISION_INTERVAL_SECS", "1");
+    gw = new TestGateway(env);
+    key = gw.bootstrap("E2B users");
+  }
+
+  @AfterEach
+  void conforming() {
+    sim.faults().clear();
+    assertThat(sim.violations()).as("requests E2B would refuse").isEmpty();
+  }
+
+  @AfterAll
+  static void stop() {
+    try {
+      String db = DatabaseDump.of(gw);
+      assertThat(db).doesNotContain(E2bSimulator.API_KEY);
+      assertThat(BODIES).noneMatch(b -> b.contains(E2bSimulator.API_KEY));
+      assertThat(LOGS.list).noneMatch(e -> e.getFormattedMessage().contains(E2bSimulator.API_KEY));
+    } finally {
+      ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(LOGS);
+      gw.close();
+      sim.close();
+    }
+  }
+
+  static Resp keep(Resp r) {
+    BODIES.add(r.body());
+    return r;
+  }
+
+  static JsonObject createE2b(JsonObject extra) {
+    Resp r = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "e2b").mergeIn(extra)));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    return r.json();
+  }
+
+  static Resp exec(String id, JsonObject body) {
+    return keep(gw.post("/v1/sandboxes/" + id + "/execute", key, body));
+  }
+
+  @Test
+  void full_lifecycle_create_execute_stream_with_stdin_and_destroy() throws Exception {
+    JsonObject sbx = createE2b(new JsonObject().put("timeout_secs", 300)
+        .put("env_vars", new JsonObject().put("GREETING", "hello from e2b")));
+    String id = sbx.getString("id");
+    String rid = sbx.getString("provider_resource_id");
+    assertThat(sbx.getString("status")).isEqualTo("running");
+    E2bSimulator.Sandbox remote = sim.sandboxes().get(rid);
+    assertThat(remote).as("the E2B sandbox exists").isNotNull();
+    assertThat(remote.metadata).containsEntry("bespoke_sandbox_id", id).containsKey("bespoke_create_token");
+
+    Resp py = exec(id, new JsonObject().put("code", "print(6 * 7)"));
+    assertThat(py.status()).isEqualTo(200);
+    assertThat(py.json().getString("stdout")).isEqualTo("42\n");
+    assertThat(py.json().getInteger("exit_code")).isZero();
+    Resp sh = exec(id, new JsonObject().put("command", "echo \"$GREETING\"; exit 4"));
+    assertThat(sh.json().getString("stdout")).isEqualTo("hello from e2b\n");
+    assertThat(sh.json().getInteger("exit_code")).isEqualTo(4);
+    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(slow.json().getInteger("exit_code")).isEqualTo(124);
+    assertThat(slow.json().getBoolean("timed_out")).isTrue();
+
+    try (SseClient sse = SseClient.open(HTTP, gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+        new JsonObject().put("command", "echo one; echo two >&2").encode())) {
+      assertThat(sse.status).isEqualTo(200);
+      List<String> seen = new ArrayList<>();
+      Event e;
+      while ((e = sse.next()) != null) {
+        seen.add(e.isOutput() ? e.name() + ":" + new String(e.bytes(), StandardCharsets.UTF_8)
+            : e.name() + ":" + e.data().getString("status"));
+      }
+      assertThat(seen).contains("stdout:one\n", "stderr:two\n").last().isEqualTo("exit:completed");
+    }
+
+    WsCollector c = new WsCollector();
+    WebSocket ws = HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + key)
+        .buildAsync(URI.create((gw.base + "/v1/sandboxes/" + id + "/executions/ws").replace("http://", "ws://")), c)
+        .get(10, TimeUnit.SECONDS);
+    ws.sendText(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode(), true);
+    assertThat(c.nextJson().getString("type")).isEqualTo("started");
+    ws.sendText(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode(), true).get();
+    ws.sendText(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode(), true).get();
+    ws.sendText(new JsonObject().put("type", "stdin_eof").encode(), true).get();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonObject f;
+    while (!(f = c.nextJson()).getString("type").equals("exit")) {
+      if (f.getString("type").equals("stdout")) {
+        out.writeBytes(f.containsKey("data") ? f.getString("data").getBytes(StandardCharsets.UTF_8)
+            : java.util.Base64.getDecoder().decode(f.getString("data_b64")));
+      }
+    }
+    assertThat(out.toByteArray()).isEqualTo("héllo\n\0\1\2".getBytes(StandardCharsets.UTF_8));
+    assertThat(f.getString("status")).isEqualTo("completed");
+    assertThat(c.closed.get(10, TimeUnit.SECONDS)).isEqualTo(1000);
+
+    assertThat(keep(gw.post("/v1/providers/e2b/health-check", key, null)).json().getString("status"))
+        .isEqualTo("healthy");
+
+    Resp gone = keep(gw.delete("/v1/sandboxes/" + id, key));
+    assertThat(gone.status()).isEqualTo(200);
+    assertThat(gone.json().getString("status")).isEqualTo("destroyed");
+    assertThat(sim.sandboxes()).doesNotContainKey(rid);
+  }
+
+  @Test
+  void reconciliation_sees_a_vanished_sandbox_and_the_supervisor_removes_an_orphan() throws Exception {
+    String org = gw.bootstrap("E2B reconcile");
+    JsonObject kept = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "e2b"))).json();
+    JsonObject lost = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "e2b"))).json();
+    // killed behind the gateway's back
+    java.net.http.HttpResponse<String> killed = HTTP.send(java.net.http.HttpRequest.newBuilder(
+            URI.create(sim.apiUrl() + "/sandboxes/" + lost.getString("provider_resource_id")))
+        .header("X-API-Key", E2bSimulator.API_KEY).DELETE().build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(killed.statusCode()).isEqualTo(204);
+
+    Resp r = keep(gw.post("/v1/reconciliation/e2b", org, null));
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.json().getInteger("updated")).isEqualTo(1);
+    assertThat(r.json().getInteger("missing")).isEqualTo(1);
+    JsonObject g = keep(gw.get("/v1/sandboxes/" + lost.getString("id"), org)).json();
+    assertThat(g.getString("status")).isEqualTo("failed");
+    assertThat(g.getBoolean("provider_missing")).isTrue();
+
+    String orphanSandbox = "sbx_" + "cd".repeat(16);
+    String orphan = sim.createBehindTheBack(Map.of("bespoke_scope", "default", "bespoke_sandbox_id", orphanSandbox),
+        600).id;
+    String foreign = sim.createBehindTheBack(Map.of("bespoke_scope", "someone-else", "bespoke_sandbox_id",
+        orphanSandbox), 600).id;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (sim.sandboxes().containsKey(orphan) && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan);
+    assertThat(sim.sandboxes()).as("another deployment's sandbox is left alone").containsKey(foreign);
+    assertThat(sim.sandboxes()).as("a live sandbox stays").containsKey(kept.getString("provider_resource_id"));
+    String status = gw.gateway.pool().preparedQuery("SELECT status FROM orphan_cleanups WHERE provider_resource_id = $1")
+        .execute(Tuple.of(orphan)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS)
+        .iterator().next().getString(0);
+    assertThat(status).isEqualTo("deleted");
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
+  }
+
+  @Test
+  void provider_failures_reach_the_client_in_the_error_contract() {
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 401, Map.of(), null, 1);
+    Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "e2b")));
+    assertThat(auth.status()).isEqualTo(502);
+    assertThat(auth.json().getJsonObject("detail")).isEqualTo(new JsonObject()
+        .put("message", "Provider authentication failed.").put("code", "authentication").put("backend", "e2b")
+        .put("op", "create").put("retryable", false).put("outcome", "failed")
+        .put("context", new JsonObject().put("provider_status", 401)));
+
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 429, Map.of("Retry-After", "12"), null, 1);
+    Resp limited = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "e2b")));
+    JsonObject detail = limited.json().getJsonObject("detail");
+    assertThat(detail.getBoolean("retryable")).isTrue();
+    assertThat(detail.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(12);
+
+    int before = sim.sandboxes().size();
+    sim.faults().loseResponse(HttpMethod.POST, "/sandboxes", 1);
+    Resp lost = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "e2b")));
+    assertThat(lost.status()).isEqualTo(502);
+    assertThat(lost.json().getJsonObject("detail").getString("code")).isEqualTo("connection");
+    assertThat(lost.json().getJsonObject("detail").getJsonObject("context").getString("cleanup_status"))
+        .isEqualTo("deleted");
+    assertThat(sim.sandboxes()).as("the sandbox E2B created was deleted again").hasSize(before);
+
+    JsonObject sbx = createE2b(new JsonObject());
+    sim.faults().status(HttpMethod.POST, "/process.Process/Start", 401, Map.of(),
+        new JsonObject().put("code", "unauthenticated").put("message", "no"), 1);
+    Resp denied = exec(sbx.getString("id"), new JsonObject().put("command", "true"));
+    assertThat(denied.status()).isEqualTo(502);
+    assertThat(denied.json().getJsonObject("detail").getString("code")).isEqualTo("authentication");
+    assertThat(denied.json().getJsonObject("detail").getString("op")).isEqualTo("execute");
+    keep(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key));
+  }
+}
