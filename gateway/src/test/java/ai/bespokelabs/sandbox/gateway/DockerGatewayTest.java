@@ -91,9 +91,37 @@ class DockerGatewayTest {
     assertThat(result.getString("status")).isEqualTo("completed");
     assertThat(result.getString("stdout")).isEqualTo("ready\ngot one\ngot two\n");
 
+    // files: upload (parents created, executable bit), run, list, download, delete
+    HttpResponse<String> up = FilesTest.HTTP1.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+            + "/files/content?path=/data/tool.sh&executable=true")).header("Authorization", "Bearer " + key)
+        .PUT(HttpRequest.BodyPublishers.ofString("#!/bin/sh\necho tool $1\n")).build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(up.statusCode()).as(up.body()).isEqualTo(201);
+    assertThat(new JsonObject(up.body()).getString("mode")).isEqualTo("0755");
+    assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "/data/tool.sh")
+        .put("args", new JsonArray().add("ran"))).json().getString("stdout")).isEqualTo("tool ran\n");
+    byte[] blob = new byte[3 << 20];
+    new java.util.Random(7).nextBytes(blob);
+    HttpResponse<String> big = FilesTest.HTTP1.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+            + "/files/content?path=data/blob.bin")).header("Authorization", "Bearer " + key)
+        .PUT(HttpRequest.BodyPublishers.ofByteArray(blob)).build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(big.statusCode()).as(big.body()).isEqualTo(201);
+    HttpResponse<byte[]> down = gw.client.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+        + "/files/content?path=/workspace/data/blob.bin")).header("Authorization", "Bearer " + key).GET().build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.body()).isEqualTo(blob);
+    JsonObject listed = gw.get("/v1/sandboxes/" + id + "/files?path=/data", key).json();
+    assertThat(listed.getJsonArray("entries").stream().map(o -> ((JsonObject) o).getString("path") + " "
+        + ((JsonObject) o).getLong("size"))).containsExactly("/data/tool.sh 23");
+    assertThat(gw.get("/v1/sandboxes/" + id + "/files/content?path=/data", key).status()).isEqualTo(422);
+    assertThat(gw.get("/v1/sandboxes/" + id + "/files/content?path=/data/none", key).status()).isEqualTo(404);
+    assertThat(gw.delete("/v1/sandboxes/" + id + "/files?path=data", key).status()).isEqualTo(409);
+    assertThat(gw.delete("/v1/sandboxes/" + id + "/files?path=data&recursive=true", key).status()).isEqualTo(204);
+    assertThat(gw.get("/v1/sandboxes/" + id + "/files?path=data", key).status()).isEqualTo(404);
+
     // a snapshot keeps the file system; a sandbox created from it starts with it, for this organization only
     assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command",
-        "mkdir -p /data && echo kept > /data/state.txt")).json().getInteger("exit_code")).isZero();
+        "echo kept > /data/state.txt")).json().getInteger("exit_code")).isZero();
     Resp snap = gw.post("/v1/sandboxes/" + id + "/snapshot", key, null);
     assertThat(snap.status()).as(snap.body()).isEqualTo(201);
     String snapshotId = snap.json().getString("snapshot_id");

@@ -29,11 +29,13 @@ final class DockerEngine implements AutoCloseable {
   /** The API version spoken; Docker and Podman's compatible API both serve it. */
   static final String API = "/v1.41";
 
+  private final Vertx vertx;
   private final DockerHost host;
   private final HttpClient client;
   private final String backend;
 
   DockerEngine(Vertx vertx, DockerHost host, String backend) {
+    this.vertx = vertx;
     this.host = host;
     this.backend = backend;
     this.client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setConnectTimeout(5_000), new io.vertx.core.http.PoolOptions().setHttp1MaxSize(16));
@@ -91,6 +93,39 @@ final class DockerEngine implements AutoCloseable {
           return req.send();
         })
         .compose(resp -> resp.body().map(b -> new Response(resp.statusCode(), b)));
+    return await(f, op, timeout.plusSeconds(5));
+  }
+
+  /** An engine answer whose body is read as a stream: on success the caller must close {@code body}. */
+  record Streamed(int status, BodyInputStream body, Buffer error) {}
+
+  /**
+   * A GET whose body is streamed (not buffered): a 2xx answer comes with a {@link BodyInputStream}, any
+   * other with its (small) error body read whole.
+   */
+  Streamed stream(String op, String uri, Duration timeout) {
+    requirePresent(op);
+    Future<Streamed> f = client.request(new RequestOptions().setServer(host.vertxAddress()).setHost(host.authority())
+            .setMethod(HttpMethod.GET).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
+        .compose(req -> req.send())
+        .compose(resp -> resp.statusCode() / 100 == 2
+            ? Future.succeededFuture(new Streamed(resp.statusCode(), new BodyInputStream(resp,
+                io.vertx.core.Vertx.currentContext()), null))
+            : resp.body().map(b -> new Streamed(resp.statusCode(), null, b)));
+    return await(f, op, timeout.plusSeconds(5));
+  }
+
+  /** A PUT whose body is the file {@code file} ({@code length} bytes), streamed from disk. */
+  Response putFile(String op, String uri, String contentType, java.nio.file.Path file, long length, Duration timeout) {
+    requirePresent(op);
+    Future<Response> f = vertx.fileSystem().open(file.toString(), new io.vertx.core.file.OpenOptions().setRead(true)
+            .setWrite(false))
+        .compose(in -> client.request(new RequestOptions().setServer(host.vertxAddress()).setHost(host.authority())
+                .setMethod(HttpMethod.PUT).setURI(API + uri).setIdleTimeout(timeout.toMillis())
+                .putHeader("Content-Type", contentType).putHeader("Content-Length", String.valueOf(length)))
+            .compose(req -> req.send(in))
+            .compose(resp -> resp.body().map(b -> new Response(resp.statusCode(), b)))
+            .eventually(() -> in.close()));
     return await(f, op, timeout.plusSeconds(5));
   }
 

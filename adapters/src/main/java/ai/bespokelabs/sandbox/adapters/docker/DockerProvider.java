@@ -71,6 +71,7 @@ public final class DockerProvider implements SandboxProvider {
   private static final String WRAPPER = "printf 'bsx:%d\\n' $$ >&2; exec \"$@\"";
 
   private final DockerEngine engine;
+  private final DockerFiles files;
   private final String defaultImage;
   private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
       Thread.ofPlatform().daemon().name("docker-exec-timeouts").factory());
@@ -78,6 +79,7 @@ public final class DockerProvider implements SandboxProvider {
   public DockerProvider(Vertx vertx, ProviderSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.get("DOCKER_HOST", DockerHost.DEFAULT)), BACKEND);
     this.defaultImage = settings.get("BESPOKE_DOCKER_IMAGE", DEFAULT_IMAGE);
+    this.files = new DockerFiles(this, engine);
   }
 
   @Override
@@ -491,6 +493,30 @@ public final class DockerProvider implements SandboxProvider {
     if (!r.ok()) {
       throw engine.statusFailure("health", r, ErrorCode.CONNECTION);
     }
+  }
+
+  // ---- files ---------------------------------------------------------------------------------------
+
+  @Override
+  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files.list(op.sandboxId(), op.providerResourceId(), op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.ReadableFile openRead(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files.openRead(op.providerResourceId(), op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.WritableFile openWrite(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files.openWrite(op.sandboxId(), op.providerResourceId(), op.path(), op.executable());
+  }
+
+  @Override
+  public void deleteFile(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    files.delete(op.sandboxId(), op.providerResourceId(), op.path(), op.recursive());
   }
 
   // ---- snapshots -------------------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+package ai.bespokelabs.sandbox.adapters.docker;
+
+import io.vertx.core.Context;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A response body read as a blocking stream by a worker thread. The response is paused and asked for one
+ * buffer at a time, the next only once the reader used up the previous one, so at most a buffer or two
+ * wait in memory whatever the body's size. Build it on the response's context (where the headers arrive).
+ */
+final class BodyInputStream extends InputStream {
+  private static final Object END = new Object();
+  private static final long IDLE_SECS = 120;
+
+  private final HttpClientResponse response;
+  private final Context context;
+  private final LinkedBlockingQueue<Object> queue = new LinkedBlockingQueue<>();
+  private Buffer current;
+  private int pos;
+  private boolean ended;
+
+  BodyInputStream(HttpClientResponse response, Context context) {
+    this.response = response;
+    this.context = context;
+    response.pause();
+    response.handler(queue::add);
+    response.endHandler(v -> queue.add(END));
+    response.exceptionHandler(queue::add);
+    response.fetch(1);
+  }
+
+  @Override
+  public int read() throws IOException {
+    byte[] one = new byte[1];
+    return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+  }
+
+  @Override
+  public int read(byte[] b, int off, int len) throws IOException {
+    if (len == 0) {
+      return 0;
+    }
+    while (current == null || pos >= current.length()) {
+      if (ended) {
+        return -1;
+      }
+      Object next;
+      try {
+        next = queue.poll(IDLE_SECS, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted while reading from the engine");
+      }
+      if (next == null) {
+        throw new IOException("the engine stopped sending");
+      }
+      if (next == END) {
+        ended = true;
+        return -1;
+      }
+      if (next instanceof Throwable t) {
+        ended = true;
+        throw new IOException("the engine's answer broke off", t);
+      }
+      current = (Buffer) next;
+      pos = 0;
+      context.runOnContext(v -> response.fetch(1));
+    }
+    int n = Math.min(len, current.length() - pos);
+    current.getBytes(pos, pos + n, b, off);
+    pos += n;
+    return n;
+  }
+
+  /** Stops the transfer: the connection is reset (the rest of the body is not wanted). */
+  @Override
+  public void close() {
+    if (!ended) {
+      ended = true;
+      context.runOnContext(v -> response.request().reset());
+    }
+  }
+}
