@@ -14,9 +14,11 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 /**
- * Sandbox round trip per host-process backend: create → first exec of {@code true} → destroy through the
- * API, against doing the same by hand in this process (make a directory, run the program — through the
- * backend's exact bubblewrap command line for {@code bwrap} — remove the directory).
+ * Sandbox round trip per backend: create → first exec of {@code true} → destroy through the API, against
+ * doing the same by hand in this process (make a directory, run the program — through the backend's exact
+ * bubblewrap command line for {@code bwrap} — remove the directory; for {@code docker}, {@code podman run
+ * --rm} of the same image with the command given by {@code BESPOKE_BENCH_PODMAN}, which {@code bin/benchmark}
+ * sets up together with a private engine).
  *
  * <p>Usage: {@code bin/benchmark backends [--iterations N]}
  */
@@ -37,24 +39,33 @@ public final class BackendBenchmark {
       long[] commits = commits(gw, n);
       System.out.printf("%nCreate -> first exec -> destroy, %d rounds each, microseconds:%n", n);
       System.out.printf("  %-28s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
-      for (String backend : List.of("local", "bwrap")) {
+      String podman = System.getenv("BESPOKE_BENCH_PODMAN");
+      String image = System.getenv("BESPOKE_DOCKER_IMAGE");
+      for (String backend : List.of("local", "bwrap", "docker")) {
+        boolean docker = backend.equals("docker");
         HostWrapper wrapper = backend.equals("bwrap") ? new BwrapWrapper() : HostWrapper.NONE;
+        if (docker && (podman == null || image == null)) {
+          System.out.printf("  %-28s no engine (bin/benchmark starts one when podman is installed)%n", backend);
+          continue;
+        }
         try {
           wrapper.check();
         } catch (RuntimeException notInstalled) {
           System.out.printf("  %-28s not installed on this host%n", backend);
           continue;
         }
-        for (int i = 0; i < Math.max(10, n / 10); i++) { // warm-up
-          direct(scratch, wrapper, i);
+        Baseline baseline = docker ? i -> podmanRun(podman, image) : i -> direct(scratch, wrapper, i);
+        int rounds = docker ? Math.max(10, n / 10) : n;
+        for (int i = 0; i < Math.max(5, rounds / 10); i++) { // warm-up
+          baseline.run(i);
           viaApi(gw, backend, new long[3]);
         }
-        long[] direct = new long[n];
-        long[] api = new long[n];
-        long[][] phases = new long[3][n];
+        long[] direct = new long[rounds];
+        long[] api = new long[rounds];
+        long[][] phases = new long[3][rounds];
         long[] one = new long[3];
-        for (int i = 0; i < n; i++) { // interleaved so both see the same machine
-          direct[i] = direct(scratch, wrapper, i);
+        for (int i = 0; i < rounds; i++) { // interleaved so both see the same machine
+          direct[i] = baseline.run(i);
           api[i] = viaApi(gw, backend, one);
           for (int p = 0; p < 3; p++) {
             phases[p][i] = one[p];
@@ -62,15 +73,23 @@ public final class BackendBenchmark {
         }
         Arrays.sort(direct);
         Arrays.sort(api);
-        long d50 = direct[n / 2];
-        long a50 = api[n / 2];
-        System.out.printf("  %-28s %9d %9d%n", backend + " by hand (baseline)", d50, p99(direct));
+        long d50 = direct[rounds / 2];
+        long a50 = api[rounds / 2];
+        System.out.printf("  %-28s %9d %9d%n", backend + (docker ? " by hand (podman CLI)" : " by hand (baseline)"), d50, p99(direct));
         System.out.printf("  %-28s %9d %9d %9d %9.2f%n", backend + " through the gateway", a50, p99(api),
             a50 - d50, (double) a50 / d50);
+        if (docker) {
+          long[] single = new long[rounds];
+          for (int i = 0; i < rounds; i++) {
+            single[i] = podmanRunRm(podman, image);
+          }
+          Arrays.sort(single);
+          System.out.printf("  %-28s %9d %9d%n", "docker one podman run --rm", single[rounds / 2], p99(single));
+        }
         String[] names = {"create", "execute", "destroy"};
         for (int p = 0; p < 3; p++) {
           Arrays.sort(phases[p]);
-          System.out.printf("  %-28s %9d %9d%n", "  of which " + names[p], phases[p][n / 2], p99(phases[p]));
+          System.out.printf("  %-28s %9d %9d%n", "  of which " + names[p], phases[p][rounds / 2], p99(phases[p]));
         }
       }
       System.out.printf("  %-28s %9d %9d%n", "one committed write (DB floor)", commits[n / 2], p99(commits));
@@ -80,6 +99,41 @@ public final class BackendBenchmark {
       }
     }
     System.exit(0);
+  }
+
+  /** One baseline round; returns its microseconds. */
+  private interface Baseline {
+    long run(int i) throws Exception;
+  }
+
+  /**
+   * What the docker backend does, by hand with the podman CLI: start a container without network, run
+   * {@code true} in it, remove it.
+   */
+  private static long podmanRun(String podman, String image) throws Exception {
+    long t0 = System.nanoTime();
+    String id = podman(podman, "run", "-d", "--network", "none", image, "sleep", "600").strip();
+    podman(podman, "exec", id, "sh", "-c", "true");
+    podman(podman, "rm", "-f", "-t", "0", id);
+    return (System.nanoTime() - t0) / 1000;
+  }
+
+  /** The whole round as one {@code podman run --rm} of {@code true}: the least a container can cost. */
+  private static long podmanRunRm(String podman, String image) throws Exception {
+    long t0 = System.nanoTime();
+    podman(podman, "run", "--rm", "--network", "none", image, "sh", "-c", "true");
+    return (System.nanoTime() - t0) / 1000;
+  }
+
+  private static String podman(String podman, String... args) throws Exception {
+    List<String> cmd = new java.util.ArrayList<>(Arrays.asList(podman.trim().split("\\s+")));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("podman " + args[0] + " exited " + p.exitValue());
+    }
+    return out;
   }
 
   /** Latency of a one-row transaction on the gateway's own database: the floor of every durable step. */
@@ -109,7 +163,8 @@ public final class BackendBenchmark {
   /** Create, exec and destroy through the API; {@code phases} receives each call's microseconds. */
   private static long viaApi(BenchGateway gw, String backend, long[] phases) {
     long t0 = System.nanoTime();
-    String id = gw.call("POST", "/v1/sandboxes", new JsonObject().put("backend", backend), 201).getString("id");
+    String id = gw.call("POST", "/v1/sandboxes", new JsonObject().put("backend", backend).put("allow_internet",
+        !backend.equals("docker")), 201).getString("id");
     long t1 = System.nanoTime();
     JsonObject r = gw.call("POST", "/v1/sandboxes/" + id + "/execute", new JsonObject().put("command", "true"), 200);
     if (r.getInteger("exit_code") != 0) {

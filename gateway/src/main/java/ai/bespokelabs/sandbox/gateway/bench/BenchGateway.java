@@ -36,8 +36,11 @@ final class BenchGateway implements AutoCloseable {
     this.dataDir = dataDir;
     this.port = port;
     this.base = "http://127.0.0.1:" + port;
-    GatewayConfig config = ConfigLoader.fromMap(Map.of("PORT", String.valueOf(port),
-        "BESPOKE_DATA_DIR", dataDir.toString()), System.getProperty("user.home"));
+    Map<String, String> settings = new java.util.HashMap<>(System.getenv());
+    settings.keySet().removeIf(k -> !ai.bespokelabs.sandbox.core.config.ProviderSettings.isProviderKey(k));
+    settings.put("PORT", String.valueOf(port));
+    settings.put("BESPOKE_DATA_DIR", dataDir.toString());
+    GatewayConfig config = ConfigLoader.fromMap(settings, System.getProperty("user.home"));
     this.gateway = Gateway.start(config, Clock.systemUTC());
     try {
       String admin = Files.readString(dataDir.resolve("admin-token")).trim();
