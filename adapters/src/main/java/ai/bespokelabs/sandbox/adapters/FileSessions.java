@@ -56,8 +56,8 @@ final class FileSessions {
           provider.deleteFile(op);
           yield new FileReply(new JsonObject(), null);
         }
-        case "open_read" -> {
-          ReadableFile reader = provider.openRead(op);
+        case "open_read", "open_archive_read" -> {
+          ReadableFile reader = op.op().equals("open_read") ? provider.openRead(op) : provider.openArchiveRead(op);
           String id = Ids.newId("fss");
           sessions.put(id, new Session(reader, null));
           yield new FileReply(new JsonObject().put("session", id).put("size", reader.size()), null);
@@ -72,8 +72,8 @@ final class FileSessions {
           }
           yield new FileReply(new JsonObject().put("eof", false), n == buf.length ? buf : Arrays.copyOf(buf, n));
         }
-        case "open_write" -> {
-          WritableFile writer = provider.openWrite(op);
+        case "open_write", "open_archive_write" -> {
+          WritableFile writer = op.op().equals("open_write") ? provider.openWrite(op) : provider.openArchiveWrite(op);
           String id = Ids.newId("fss");
           sessions.put(id, new Session(null, writer));
           yield new FileReply(new JsonObject().put("session", id), null);

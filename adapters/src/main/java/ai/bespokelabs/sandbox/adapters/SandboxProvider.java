@@ -83,6 +83,21 @@ public interface SandboxProvider extends AutoCloseable {
     throw unsupported("files");
   }
 
+  /** The directory at {@code op.path()} as a gzip-compressed tar of its tree (size unknown: -1). */
+  default ai.bespokelabs.sandbox.adapters.files.ReadableFile openArchiveRead(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
+  /**
+   * Receives a gzip-compressed tar to extract into the directory at {@code op.path()} at commit, once it
+   * arrived whole and was checked: a broken archive (422) extracts nothing.
+   */
+  default ai.bespokelabs.sandbox.adapters.files.WritableFile openArchiveWrite(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    throw unsupported("files");
+  }
+
   /** Deletes a file, or a directory when empty or {@code op.recursive()}; 404 when missing. */
   default void deleteFile(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     throw unsupported("files");

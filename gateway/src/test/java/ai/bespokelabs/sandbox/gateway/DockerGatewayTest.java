@@ -119,6 +119,17 @@ class DockerGatewayTest {
     assertThat(gw.delete("/v1/sandboxes/" + id + "/files?path=data&recursive=true", key).status()).isEqualTo(204);
     assertThat(gw.get("/v1/sandboxes/" + id + "/files?path=data", key).status()).isEqualTo(404);
 
+    // a directory round trips as tar.gz with its modes
+    gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command",
+        "mkdir -p tree/sub && echo a > tree/a.txt && printf '#!/bin/sh\\necho x\\n' > tree/sub/x.sh && chmod 750 tree/sub/x.sh"));
+    byte[] archive = FilesTest.getArchive(gw, key, id, "tree");
+    HttpResponse<String> extracted = FilesTest.putArchive(gw, key, id, "/data/copy", archive);
+    assertThat(extracted.statusCode()).as(extracted.body()).isEqualTo(201);
+    assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command",
+        "cd /data/copy && find . | sort && stat -c '%a' sub/x.sh && sub/x.sh")).json().getString("stdout"))
+        .isEqualTo(".\n./a.txt\n./sub\n./sub/x.sh\n750\nx\n");
+    assertThat(FilesTest.putArchive(gw, key, id, "/data/broken", "junk".getBytes()).statusCode()).isEqualTo(422);
+
     // a snapshot keeps the file system; a sandbox created from it starts with it, for this organization only
     assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command",
         "echo kept > /data/state.txt")).json().getInteger("exit_code")).isZero();

@@ -150,6 +150,76 @@ class FilesTest {
     gw.delete("/v1/sandboxes/" + id, key);
   }
 
+  /** A tar.gz built here, e.g. with an entry that tries to leave the directory. */
+  static byte[] tarGz(String name, String content) throws Exception {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveOutputStream(
+        new org.apache.commons.compress.compressors.gzip.GzipCompressorOutputStream(bytes))) {
+      var e = new org.apache.commons.compress.archivers.tar.TarArchiveEntry(name);
+      byte[] data = content.getBytes(StandardCharsets.UTF_8);
+      e.setSize(data.length);
+      tar.putArchiveEntry(e);
+      tar.write(data);
+      tar.closeArchiveEntry();
+    }
+    return bytes.toByteArray();
+  }
+
+  static HttpResponse<String> putArchive(String id, String path, byte[] body) throws Exception {
+    return putArchive(gw, key, id, path, body);
+  }
+
+  static HttpResponse<String> putArchive(TestGateway g, String k, String id, String path, byte[] body)
+      throws Exception {
+    return HTTP1.send(HttpRequest.newBuilder(URI.create(g.base + "/v1/sandboxes/" + id + "/files/archive?path="
+            + q(path))).header("Authorization", "Bearer " + k).PUT(HttpRequest.BodyPublishers.ofByteArray(body))
+        .build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  static byte[] getArchive(String id, String path) throws Exception {
+    return getArchive(gw, key, id, path);
+  }
+
+  static byte[] getArchive(TestGateway g, String k, String id, String path) throws Exception {
+    HttpResponse<byte[]> r = g.client.send(HttpRequest.newBuilder(URI.create(g.base + "/v1/sandboxes/" + id
+        + "/files/archive?path=" + q(path))).header("Authorization", "Bearer " + k).GET().build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(r.statusCode()).as(new String(r.body(), StandardCharsets.UTF_8)).isEqualTo(200);
+    return r.body();
+  }
+
+  static String run(String id, String command) {
+    return gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", command)).json()
+        .getString("stdout");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void a_directory_round_trips_as_tar_gz_with_structure_modes_and_links(String backend) throws Exception {
+    String from = gw.sandbox(key, new JsonObject().put("backend", backend).put("allow_internet", false)).getString("id");
+    String to = gw.sandbox(key, new JsonObject().put("backend", backend).put("allow_internet", false)).getString("id");
+    run(from, "mkdir -p tree/sub/deeper tree/empty && echo top > tree/a.txt && printf '#!/bin/sh\necho hi\n' >"
+        + " tree/sub/run.sh && chmod 755 tree/sub/run.sh && chmod 600 tree/a.txt && echo deep > tree/sub/deeper/d.txt"
+        + " && ln -s ../a.txt tree/sub/link");
+    byte[] archive = getArchive(from, "tree");
+    HttpResponse<String> up = putArchive(to, "copy/here", archive);
+    assertThat(up.statusCode()).as(up.body()).isEqualTo(201);
+    String listing = "cd $1 && find . | sort && stat -c '%n %a' a.txt sub/run.sh && readlink sub/link && sub/run.sh";
+    assertThat(run(to, listing.replace("$1", "copy/here"))).isEqualTo(run(from, listing.replace("$1", "tree")));
+    assertThat(run(to, "cat copy/here/sub/deeper/d.txt copy/here/sub/link")).isEqualTo("deep\ntop\n");
+
+    // a broken archive or one leaving the directory changes nothing
+    assertThat(putArchive(to, "broken", "not a tar.gz".getBytes(StandardCharsets.UTF_8)).statusCode()).isEqualTo(422);
+    byte[] truncated = java.util.Arrays.copyOf(archive, archive.length / 2);
+    assertThat(putArchive(to, "broken", truncated).statusCode()).isEqualTo(422);
+    HttpResponse<String> escaping = putArchive(to, "broken", tarGz("../escaped.txt", "x"));
+    assertThat(escaping.statusCode()).isEqualTo(422);
+    assertThat(new JsonObject(escaping.body()).getString("detail")).contains("leaves the directory");
+    assertThat(gw.get("/v1/sandboxes/" + to + "/files?path=broken", key).status()).isEqualTo(404);
+    assertThat(run(to, "ls")).isEqualTo("copy\n");
+    assertThat(gw.get("/v1/sandboxes/" + to + "/files/archive?path=copy/here/a.txt", key).status()).isEqualTo(422);
+  }
+
   @ParameterizedTest
   @ValueSource(longs = {200L << 20})
   void a_large_file_round_trips_with_the_same_digest_and_an_oversized_one_leaves_nothing(long size) throws Exception {

@@ -54,7 +54,16 @@ class OperationsTest {
     gw.get("/v1/exports/usage.csv?token=" + secret + "&note=" + URLEncoder.encode("Bearer abc " + secret,
         StandardCharsets.UTF_8), key);
 
+    // an entry is written once its response has ended, so the last one may land just after the client has it
     List<JsonObject> entries = all("/v1/audit", reader);
+    for (int i = 0; i < 100 && entries.stream().noneMatch(e -> e.getString("action").startsWith("get /v1/exports")); i++) {
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      entries = all("/v1/audit", reader);
+    }
     List<String> actions = entries.stream().map(e -> e.getString("action")).toList();
     assertThat(actions).contains("sandbox.create", "sandbox.execute", "policy.update", "sandbox.terminate",
         "api_key.create", "get /v1/exports/{kind}.csv");

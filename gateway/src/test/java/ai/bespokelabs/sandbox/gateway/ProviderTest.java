@@ -67,7 +67,7 @@ class ProviderTest {
   @Test
   void every_enabled_backend_is_listed() {
     assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").stream()
-        .map(p -> ((JsonObject) p).getString("backend")).toList()).containsExactly("bwrap", "local", "safehouse");
+        .map(p -> ((JsonObject) p).getString("backend")).toList()).containsExactly("bwrap", "docker", "local", "safehouse");
   }
 
   @Test

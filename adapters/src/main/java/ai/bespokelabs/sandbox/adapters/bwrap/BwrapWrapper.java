@@ -66,6 +66,14 @@ public final class BwrapWrapper implements HostWrapper {
     return HOST_UID_BASE + Math.floorMod(sandboxDir.getFileName().toString().hashCode(), 1 << 16);
   }
 
+  /** As root, the sandbox directory belongs to the sandbox's uid from the start (files put in it follow). */
+  @Override
+  public void prepare(Path dir, SandboxConfig config) {
+    if (setpriv.isPresent() && (config == null || config.workdir() == null)) {
+      own(dir, hostUid(dir));
+    }
+  }
+
   @Override
   public String insidePath() {
     return INSIDE;

@@ -198,6 +198,90 @@ final class DockerFiles {
   }
 
   /**
+   * The directory at {@code path} as a tar.gz of its tree: the engine's archive of it, re-packed as it
+   * streams with the directory's own name removed from each entry.
+   */
+  ReadableFile openArchiveRead(String container, String path) {
+    String p = resolve(path);
+    DockerEngine.Streamed s = engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
+        + DockerEngine.q(p), CALL);
+    if (s.status() == 404) {
+      throw SandboxPaths.notFound();
+    }
+    if (s.body() == null) {
+      throw engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()), ErrorCode.COMMAND_FAILED);
+    }
+    TarArchiveInputStream in = new TarArchiveInputStream(s.body());
+    TarArchiveEntry first;
+    try {
+      first = in.getNextEntry();
+    } catch (IOException e) {
+      s.body().close();
+      throw new UncheckedIOException(e);
+    }
+    if (first == null || !first.isDirectory()) {
+      s.body().close();
+      throw ApiException.invalid("path is not a directory");
+    }
+    String prefix = first.getName().endsWith("/") ? first.getName() : first.getName() + "/";
+    return ai.bespokelabs.sandbox.adapters.files.TarGz.stream("docker", tar -> {
+      try {
+        TarArchiveEntry e;
+        while ((e = in.getNextEntry()) != null) {
+          if (!e.getName().startsWith(prefix) || e.getName().length() == prefix.length()) {
+            continue;
+          }
+          TarArchiveEntry out = e.isSymbolicLink()
+              ? new TarArchiveEntry(e.getName().substring(prefix.length()), TarArchiveEntry.LF_SYMLINK)
+              : new TarArchiveEntry(e.getName().substring(prefix.length()));
+          out.setMode(e.getMode());
+          out.setModTime(e.getModTime());
+          if (e.isSymbolicLink()) {
+            out.setLinkName(e.getLinkName());
+            tar.putArchiveEntry(out);
+          } else if (e.isDirectory()) {
+            tar.putArchiveEntry(out);
+          } else if (e.isFile()) {
+            out.setSize(e.getSize());
+            tar.putArchiveEntry(out);
+            in.transferTo(tar);
+          } else {
+            continue;
+          }
+          tar.closeArchiveEntry();
+        }
+      } finally {
+        s.body().close();
+      }
+    });
+  }
+
+  /**
+   * Receives a tar.gz and, once whole and checked, puts it into the directory at {@code path} (created when
+   * missing) with the engine's archive API, which extracts compressed archives itself.
+   */
+  WritableFile openArchiveWrite(String sandboxId, String container, String path) {
+    String p = resolve(path);
+    return ai.bespokelabs.sandbox.adapters.files.TarGz.spool(p, (spool, entries) -> {
+      ExecResult made = script(sandboxId, container, "[ -e \"$1\" ] && [ ! -d \"$1\" ] && exit 45; mkdir -p -- \"$1\"", p);
+      if (made.exitCode() == 45) {
+        throw ApiException.invalid("path is not a directory");
+      }
+      if (made.exitCode() != 0) {
+        throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
+            ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
+      }
+      DockerEngine.Response r = engine.putFile("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
+          + DockerEngine.q(p), "application/x-tar", spool, Files.size(spool), CALL);
+      if (!r.ok()) {
+        throw engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED);
+      }
+      return new FileEntry(Path.of(p).getFileName() == null ? "" : Path.of(p).getFileName().toString(), p, true, 0,
+          0755, Instant.now());
+    });
+  }
+
+  /**
    * Spools the upload into a one-entry tar on this node (its header written last, once the size is
    * known) and puts it into the container at commit.
    */

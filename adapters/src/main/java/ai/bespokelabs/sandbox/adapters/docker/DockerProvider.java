@@ -515,6 +515,18 @@ public final class DockerProvider implements SandboxProvider {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.files.ReadableFile openArchiveRead(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files.openArchiveRead(op.providerResourceId(), op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.WritableFile openArchiveWrite(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files.openArchiveWrite(op.sandboxId(), op.providerResourceId(), op.path());
+  }
+
+  @Override
   public void deleteFile(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     files.delete(op.sandboxId(), op.providerResourceId(), op.path(), op.recursive());
   }

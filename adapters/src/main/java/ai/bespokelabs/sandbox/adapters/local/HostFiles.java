@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.adapters.local;
 import ai.bespokelabs.sandbox.adapters.files.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.TarGz;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.io.IOException;
@@ -29,6 +30,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 
 /**
  * Files of a host-directory sandbox. A path is relative to the sandbox directory, or absolute as the
@@ -238,6 +241,139 @@ final class HostFiles {
     if (!Files.getOwner(p, NOFOLLOW).equals(owner)) {
       Files.setOwner(p, owner);
     }
+  }
+
+  // ---- directory archives ----------------------------------------------------------------------------
+
+  /** The directory at {@code path} as a tar.gz of its tree (symlinks kept as links, never followed). */
+  ReadableFile archiveRead(String path) {
+    Path dir = resolve(path);
+    if (!Files.exists(dir, NOFOLLOW)) {
+      throw SandboxPaths.notFound();
+    }
+    if (!Files.isDirectory(dir, NOFOLLOW)) {
+      throw ApiException.invalid("path is not a directory");
+    }
+    return TarGz.stream(dir.getFileName() == null ? "root" : dir.getFileName().toString(), tar ->
+        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+          @Override
+          public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) throws IOException {
+            if (!d.equals(dir)) {
+              TarArchiveEntry e = new TarArchiveEntry(dir.relativize(d) + "/");
+              e.setMode(040000 | mode(d));
+              e.setModTime(attrs.lastModifiedTime().toMillis());
+              tar.putArchiveEntry(e);
+              tar.closeArchiveEntry();
+            }
+            return FileVisitResult.CONTINUE;
+          }
+
+          @Override
+          public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) throws IOException {
+            String name = dir.relativize(f).toString();
+            if (attrs.isSymbolicLink()) {
+              TarArchiveEntry e = new TarArchiveEntry(name, TarArchiveEntry.LF_SYMLINK);
+              e.setLinkName(Files.readSymbolicLink(f).toString());
+              tar.putArchiveEntry(e);
+              tar.closeArchiveEntry();
+            } else if (attrs.isRegularFile()) {
+              TarArchiveEntry e = new TarArchiveEntry(name);
+              e.setSize(attrs.size());
+              e.setMode(0100000 | mode(f));
+              e.setModTime(attrs.lastModifiedTime().toMillis());
+              tar.putArchiveEntry(e);
+              try (var in = Files.newInputStream(f, NOFOLLOW)) {
+                long copied = in.transferTo(new java.io.FilterOutputStream(tar) {
+                  @Override
+                  public void write(byte[] b, int off, int len) throws IOException {
+                    out.write(b, off, len);
+                  }
+                });
+                if (copied != attrs.size()) {
+                  throw new IOException("file changed while archiving");
+                }
+              }
+              tar.closeArchiveEntry();
+            }
+            return FileVisitResult.CONTINUE;
+          }
+        }));
+  }
+
+  private static int mode(Path p) throws IOException {
+    int mode = 0;
+    for (PosixFilePermission perm : Files.getPosixFilePermissions(p, NOFOLLOW)) {
+      mode |= 1 << (8 - perm.ordinal());
+    }
+    return mode;
+  }
+
+  /**
+   * Receives a tar.gz and, once it arrived whole and checked, extracts it into the directory at
+   * {@code path} (created when missing), keeping modes (without set-id bits) and links.
+   */
+  WritableFile archiveWrite(String path) {
+    Path dir = resolve(path);
+    if (Files.exists(dir, NOFOLLOW) && !Files.isDirectory(dir, NOFOLLOW)) {
+      throw ApiException.invalid("path is not a directory");
+    }
+    return TarGz.spool(path, (spool, entries) -> {
+      UserPrincipal owner = Files.getOwner(root);
+      java.util.Deque<Path> missing = new java.util.ArrayDeque<>();
+      for (Path d = dir; !Files.exists(d, NOFOLLOW); d = d.getParent()) {
+        missing.push(d);
+      }
+      for (Path d : missing) {
+        Files.createDirectory(d);
+        own(d, owner);
+      }
+      try (TarArchiveInputStream tar = TarGz.open(spool)) {
+        TarArchiveEntry e;
+        while ((e = tar.getNextEntry()) != null) {
+          String rel = TarGz.relative(e.getName());
+          if (rel.isEmpty()) {
+            continue;
+          }
+          Path target = resolve(shown(dir) + "/" + rel);
+          Set<PosixFilePermission> perms = PosixFilePermissions.fromString(symbolic(e.getMode()));
+          if (e.isDirectory()) {
+            if (!Files.isDirectory(target, NOFOLLOW)) {
+              Files.createDirectories(target);
+            }
+            perms.add(PosixFilePermission.OWNER_WRITE);
+            perms.add(PosixFilePermission.OWNER_EXECUTE);
+            Files.setPosixFilePermissions(target, perms);
+            own(target, owner);
+          } else if (e.isSymbolicLink()) {
+            Files.createDirectories(target.getParent());
+            Files.deleteIfExists(target);
+            Files.createSymbolicLink(target, Path.of(e.getLinkName()));
+          } else if (e.isFile()) {
+            Files.createDirectories(target.getParent());
+            Path temp = target.resolveSibling("." + target.getFileName() + ".upload-" + UUID.randomUUID());
+            try {
+              Files.copy(tar, temp);
+              Files.setPosixFilePermissions(temp, perms);
+              own(temp, owner);
+              Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } finally {
+              Files.deleteIfExists(temp);
+            }
+          }
+        }
+      }
+      return entry(dir);
+    });
+  }
+
+  /** {@code rwxr-x---} for a mode's permission bits (set-id and sticky bits dropped). */
+  private static String symbolic(int mode) {
+    StringBuilder b = new StringBuilder(9);
+    String rwx = "rwxrwxrwx";
+    for (int i = 0; i < 9; i++) {
+      b.append((mode & (1 << (8 - i))) != 0 ? rwx.charAt(i) : '-');
+    }
+    return b.toString();
   }
 
   void delete(String path, boolean recursive) {

@@ -31,6 +31,10 @@ public interface HostWrapper {
    */
   void check();
 
+  /** Readies a new sandbox's directory (e.g. its owner) before anything is run or put in it. */
+  default void prepare(Path sandboxDir, SandboxConfig config) {
+  }
+
   /**
    * Where programs see the sandbox directory ({@code /sandbox} under bubblewrap); null when they see it at
    * its host path.

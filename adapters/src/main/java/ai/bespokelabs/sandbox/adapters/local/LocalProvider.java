@@ -92,6 +92,7 @@ public final class LocalProvider implements SandboxProvider {
   public String create(CreateSandbox request) {
     wrapper.check();
     SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(), id -> newRuntime(id, request));
+    wrapper.prepare(runtime.dir, runtime.config);
     return runtime.dir.toString();
   }
 
@@ -187,6 +188,18 @@ public final class LocalProvider implements SandboxProvider {
   public ai.bespokelabs.sandbox.adapters.files.WritableFile openWrite(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     return files(op).openWrite(op.path(), op.executable());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.ReadableFile openArchiveRead(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files(op).archiveRead(op.path());
+  }
+
+  @Override
+  public ai.bespokelabs.sandbox.adapters.files.WritableFile openArchiveWrite(
+      ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
+    return files(op).archiveWrite(op.path());
   }
 
   @Override

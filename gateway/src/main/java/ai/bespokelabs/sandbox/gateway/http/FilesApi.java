@@ -29,6 +29,7 @@ import io.vertx.ext.web.RoutingContext;
  */
 public final class FilesApi {
   static final String CONTENT = "/v1/sandboxes/{sandbox_id}/files/content";
+  static final String ARCHIVE = "/v1/sandboxes/{sandbox_id}/files/archive";
   static final long OP_TIMEOUT_MS = 120_000;
   private static final int UPLOAD_CHUNK = 256 * 1024;
 
@@ -42,14 +43,17 @@ public final class FilesApi {
 
   /** True for the request whose body this API streams itself (the body handler must leave it alone). */
   static boolean streamsBody(HttpServerRequest req) {
-    return req.method() == HttpMethod.PUT && req.path().endsWith("/files/content");
+    return req.method() == HttpMethod.PUT && (req.path().endsWith("/files/content")
+        || req.path().endsWith("/files/archive"));
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/files", Scopes.SANDBOXES_READ, this::list);
     api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}/files", Scopes.SANDBOXES_EXECUTE, this::delete);
-    api.authed(HttpMethod.GET, CONTENT, Scopes.SANDBOXES_READ, this::download);
-    api.authed(HttpMethod.PUT, CONTENT, Scopes.SANDBOXES_EXECUTE, this::upload);
+    api.authed(HttpMethod.GET, CONTENT, Scopes.SANDBOXES_READ, (ctx, p) -> download(ctx, p, false));
+    api.authed(HttpMethod.PUT, CONTENT, Scopes.SANDBOXES_EXECUTE, (ctx, p) -> upload(ctx, p, false));
+    api.authed(HttpMethod.GET, ARCHIVE, Scopes.SANDBOXES_READ, (ctx, p) -> download(ctx, p, true));
+    api.authed(HttpMethod.PUT, ARCHIVE, Scopes.SANDBOXES_EXECUTE, (ctx, p) -> upload(ctx, p, true));
   }
 
   private Future<SandboxRecord> running(RoutingContext ctx, Principal p) {
@@ -115,13 +119,19 @@ public final class FilesApi {
 
   // ---- download --------------------------------------------------------------------------------------
 
-  private Future<Reply> download(RoutingContext ctx, Principal p) {
+  private Future<Reply> download(RoutingContext ctx, Principal p, boolean archive) {
     String path = path(ctx);
-    return running(ctx, p).compose(sbx -> call(sbx, op("open_read", sbx, path, null, null)).map(opened -> {
+    return running(ctx, p).compose(sbx -> call(sbx, op(archive ? "open_archive_read" : "open_read", sbx, path, null,
+        null)).map(opened -> {
       String session = opened.meta().getString("session");
       HttpServerResponse res = ctx.response();
-      res.setStatusCode(200).putHeader("Content-Type", "application/octet-stream")
-          .putHeader("Content-Length", String.valueOf(opened.meta().getLong("size")));
+      long size = opened.meta().getLong("size");
+      res.setStatusCode(200).putHeader("Content-Type", archive ? "application/gzip" : "application/octet-stream");
+      if (size >= 0) {
+        res.putHeader("Content-Length", String.valueOf(size));
+      } else {
+        res.setChunked(true);
+      }
       res.closeHandler(v -> call(sbx, op("close", sbx, null, session, null)));
       pump(sbx, session, res);
       return Reply.HANDLED;
@@ -161,10 +171,10 @@ public final class FilesApi {
    * A refused or failed upload answers and then closes the connection: the rest of the body is never read,
    * so the connection cannot carry another request.
    */
-  private Future<Reply> upload(RoutingContext ctx, Principal p) {
+  private Future<Reply> upload(RoutingContext ctx, Principal p, boolean archive) {
     Future<Reply> f;
     try {
-      f = receive(ctx, p);
+      f = receive(ctx, p, archive);
     } catch (RuntimeException e) {
       f = Future.failedFuture(e);
     }
@@ -177,7 +187,7 @@ public final class FilesApi {
     });
   }
 
-  private Future<Reply> receive(RoutingContext ctx, Principal p) {
+  private Future<Reply> receive(RoutingContext ctx, Principal p, boolean archive) {
     HttpServerRequest req = ctx.request();
     String path = path(ctx);
     boolean executable = flag(ctx, "executable");
@@ -192,8 +202,8 @@ public final class FilesApi {
         throw ApiException.invalid("Content-Length is not a number");
       }
     }
-    return running(ctx, p).compose(sbx -> call(sbx, new FileOp("open_write", sbx.id(), sbx.providerResourceId(), path,
-        null, null, executable, false)).compose(opened -> {
+    return running(ctx, p).compose(sbx -> call(sbx, new FileOp(archive ? "open_archive_write" : "open_write", sbx.id(),
+        sbx.providerResourceId(), path, null, null, executable, false)).compose(opened -> {
           Promise<Reply> done = Promise.promise();
           new Upload(sbx, opened.meta().getString("session"), req, limit, done).start();
           return done.future();
