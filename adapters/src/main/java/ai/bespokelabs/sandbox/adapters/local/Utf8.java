@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
 /** UTF-8 boundary helpers for cutting a byte stream into chunks that decode on their own. */
-final class Utf8 {
+public final class Utf8 {
   private Utf8() {}
 
   /**
@@ -9,7 +9,7 @@ final class Utf8 {
    * {@code len} itself unless the last one to three bytes start an incomplete sequence. Invalid bytes are
    * never held back.
    */
-  static int completePrefix(byte[] b, int len) {
+  public static int completePrefix(byte[] b, int len) {
     for (int back = 1; back <= 3 && back <= len; back++) {
       int c = b[len - back] & 0xff;
       if ((c & 0xc0) == 0x80) {

@@ -114,6 +114,22 @@ public final class SpecValidator {
         .recover(t -> Future.failedFuture(new SpecViolation(op.getOperationId() + ": " + t.getMessage())));
   }
 
+  /**
+   * As {@link #validate(HttpServerRequest)}, with the operation found from {@code specPath} instead of the
+   * request's own path: for APIs served under a per-resource prefix such as Daytona's toolbox
+   * ({@code /toolbox/<sandboxId>/...}). Load the spec with a base path of the same number of segments (e.g.
+   * {@code /toolbox/sandbox}) and pass the request path with the variable segments replaced; path parameters
+   * are still read from the request itself, by segment position.
+   */
+  public Future<ValidatedRequest> validate(HttpServerRequest request, String specPath) {
+    Operation op = contract.findOperation(specPath, request.method());
+    if (op == null) {
+      return Future.failedFuture(new SpecViolation(request.method() + " " + specPath + " is not in the spec"));
+    }
+    return validator.validate(request, op.getOperationId())
+        .recover(t -> Future.failedFuture(new SpecViolation(op.getOperationId() + ": " + t.getMessage())));
+  }
+
   /** A request the provider's spec does not allow. */
   public static final class SpecViolation extends RuntimeException {
     public SpecViolation(String message) {
