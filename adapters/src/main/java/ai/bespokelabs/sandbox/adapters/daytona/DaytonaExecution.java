@@ -101,9 +101,12 @@ final class DaytonaExecution implements ExecHandle {
       WebSocket ws = ar.result();
       ws.pause();
       ws.handler(b -> inbox.add(new Frame(gen, b)));
-      // a close frame comes through the (paused) stream after the data; the connection's end may not
-      ws.endHandler(v -> inbox.add(new End(gen)));
-      ws.closeHandler(v -> inbox.add(new Gone(gen, ws.closeStatusCode() != null)));
+      // a close frame comes through the (paused) stream after the data, the connection's end may not;
+      // the daemon closes with 1000 once the command ended and its whole log was sent
+      ws.endHandler(v -> inbox.add(Short.valueOf((short) 1000).equals(ws.closeStatusCode()) ? new End(gen)
+          : new Gone(gen, false)));
+      // Vert.x reports 1006 for a connection lost without a closing handshake
+      ws.closeHandler(v -> inbox.add(new Gone(gen, Short.valueOf((short) 1000).equals(ws.closeStatusCode()))));
       ws.exceptionHandler(t -> LOG.debug("Daytona log stream of {}: {}", tag, t.getClass().getName()));
       socket = ws;
       if (ended) {
