@@ -3,6 +3,8 @@ package ai.bespokelabs.sandbox.gateway;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -69,6 +71,10 @@ public final class Gateway implements AutoCloseable {
         new BwrapWrapper()));
     out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
         new SafehouseWrapper()));
+    DaytonaSettings daytona = DaytonaSettings.from(config.providers());
+    if (daytona != null) {
+      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock));
+    }
     return out;
   }
 

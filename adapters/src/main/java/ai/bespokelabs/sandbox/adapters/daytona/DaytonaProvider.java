@@ -70,7 +70,7 @@ public final class DaytonaProvider implements SandboxProvider {
       "paused");
   private static final Set<String> FAILED = Set.of("error", "build_failed");
   private static final Set<String> GONE = Set.of("destroying", "destroyed");
-  private static final int PAGE = 200;
+  private volatile int pageSize = 200;
   private static final int MAX_PAGES = 500;
   private static final long MAX_DOWNLOAD_BYTES = 256L << 20;
 
@@ -89,6 +89,12 @@ public final class DaytonaProvider implements SandboxProvider {
     this.client = new DaytonaClient(vertx, BACKEND, settings);
     this.pricing = pricing;
     this.clock = clock;
+  }
+
+  /** Sandboxes per list page (Daytona allows up to 200); smaller in tests to cross pages. */
+  DaytonaProvider pageSize(int size) {
+    this.pageSize = size;
+    return this;
   }
 
   @Override
@@ -385,7 +391,7 @@ public final class DaytonaProvider implements SandboxProvider {
     List<JsonObject> out = new ArrayList<>();
     String cursor = null;
     for (int page = 0; page < MAX_PAGES; page++) {
-      String url = settings.apiUrl() + "/sandbox?limit=" + PAGE + "&labels=" + encode(labels.encode())
+      String url = settings.apiUrl() + "/sandbox?limit=" + pageSize + "&labels=" + encode(labels.encode())
           + (cursor == null ? "" : "&cursor=" + encode(cursor));
       JsonObject body = client.json(op, client.expect(op, false, HttpMethod.GET, url, null), false);
       JsonArray items = body.getJsonArray("items");

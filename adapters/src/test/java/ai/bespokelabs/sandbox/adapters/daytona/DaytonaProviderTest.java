@@ -251,7 +251,14 @@ class DaytonaProviderTest {
     String foreign = sim.createDirectly(new JsonObject().put("team", "other"));
     String orphan = sim.createDirectly(new JsonObject().put(DaytonaProvider.LABEL_MANAGED, "true")
         .put(DaytonaProvider.LABEL_SANDBOX, "sbx_orphan"));
-    List<Resource> all = provider.list();
+    long pagesBefore = sim.count(HttpMethod.GET, "/api/sandbox");
+    List<Resource> all;
+    try {
+      all = provider.pageSize(1).list();
+    } finally {
+      provider.pageSize(200);
+    }
+    assertThat(sim.count(HttpMethod.GET, "/api/sandbox") - pagesBefore).as("one request per page").isGreaterThanOrEqualTo(2);
     assertThat(all).extracting(Resource::resourceId).contains(sandbox, orphan).doesNotContain(foreign);
     Resource main = all.stream().filter(r -> r.resourceId().equals(sandbox)).findFirst().orElseThrow();
     assertThat(main.sandboxId()).isEqualTo("sbx_main");
