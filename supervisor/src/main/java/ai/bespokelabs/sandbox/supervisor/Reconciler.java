@@ -215,7 +215,8 @@ public final class Reconciler {
                OR (orphan_cleanups.status = 'claimed' AND orphan_cleanups.claimed_at < $5)
                OR orphan_cleanups.status = 'deleted'
             RETURNING provider_resource_id""")
-        .execute(Tuple.of(backend, r.resourceId(), nodeId, now, staleBefore))
+        // node-independent backends (cloud providers) have no node: their claims are recorded under "*"
+        .execute(Tuple.of(backend, r.resourceId(), nodeId == null ? "*" : nodeId, now, staleBefore))
         .compose(claimed -> {
           if (claimed.size() == 0) {
             return Future.succeededFuture(false);
