@@ -6,6 +6,8 @@ import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -74,6 +76,10 @@ public final class Gateway implements AutoCloseable {
         new SafehouseWrapper()));
     out.add(new DockerProvider(vertx, config.providers()));
     E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
+    DaytonaSettings daytona = DaytonaSettings.from(config.providers());
+    if (daytona != null) {
+      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock));
+    }
     return out;
   }
 

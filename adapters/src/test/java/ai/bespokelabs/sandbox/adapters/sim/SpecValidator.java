@@ -2,9 +2,16 @@ package ai.bespokelabs.sandbox.adapters.sim;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.openapi.contract.OpenAPIContract;
 import io.vertx.openapi.contract.Operation;
+import io.vertx.json.schema.common.dsl.SchemaType;
+import io.vertx.openapi.validation.RequestParameter;
+import io.vertx.openapi.validation.RequestUtils;
+import io.vertx.openapi.validation.ValidatableRequest;
+import io.vertx.openapi.validation.impl.RequestParameterImpl;
+import io.vertx.openapi.validation.impl.ValidatableRequestImpl;
 import io.vertx.openapi.validation.RequestValidator;
 import io.vertx.openapi.validation.ValidatedRequest;
 import io.vertx.core.json.JsonObject;
@@ -126,6 +133,56 @@ public final class SpecValidator {
     }
     return validator.validate(request, op.getOperationId())
         .recover(t -> Future.failedFuture(new SpecViolation(op.getOperationId() + ": " + t.getMessage())));
+  }
+
+  /**
+   * As {@link #validate(HttpServerRequest)}, with the operation found from {@code specPath} instead of the
+   * request's own path, and the body already read by the caller ({@code body}; null when the operation has
+   * none). For APIs served under a per-resource prefix such as Daytona's toolbox
+   * ({@code /toolbox/<sandboxId>/...}): load the spec with a base path of the same number of segments (e.g.
+   * {@code /toolbox/sandbox}) and pass the request path with the variable segments replaced; path parameters
+   * are still read from the request itself, by segment position.
+   */
+  public Future<ValidatedRequest> validate(HttpServerRequest request, String specPath, Buffer body) {
+    Operation op = contract.findOperation(specPath, request.method());
+    if (op == null) {
+      return Future.failedFuture(new SpecViolation(request.method() + " " + specPath + " is not in the spec"));
+    }
+    Buffer read = body == null ? Buffer.buffer() : body;
+    return RequestUtils.extract(request, op, () -> Future.succeededFuture(read))
+        .compose(v -> validator.validate(keepStrings(op, v), op.getOperationId()))
+        .recover(t -> Future.failedFuture(new SpecViolation(op.getOperationId() + ": " + t.getMessage())));
+  }
+
+  /**
+   * vertx-openapi decodes a string parameter's value as JSON unless it is a single word, so a string the
+   * spec allows, like Daytona's {@code labels={"k":"v"}} query parameter, fails as "an object". Such values
+   * are handed to it JSON-quoted, which it decodes back to the very same string.
+   */
+  private static ValidatableRequest keepStrings(Operation op, ValidatableRequest v) {
+    Map<String, RequestParameter> query = new LinkedHashMap<>(v.getQuery());
+    Map<String, RequestParameter> path = new LinkedHashMap<>(v.getPathParameters());
+    for (io.vertx.openapi.contract.Parameter p : op.getParameters()) {
+      Map<String, RequestParameter> in = switch (p.getIn()) {
+        case QUERY -> query;
+        case PATH -> path;
+        default -> null;
+      };
+      RequestParameter value = in == null ? null : in.get(p.getName());
+      if (value != null && p.getSchemaType() == SchemaType.STRING && value.get() instanceof String raw
+          && !raw.isEmpty() && !(decodes(raw) instanceof String)) {
+        in.put(p.getName(), new RequestParameterImpl(io.vertx.core.json.Json.encode(raw)));
+      }
+    }
+    return new ValidatableRequestImpl(v.getCookies(), v.getHeaders(), path, query, v.getBody(), v.getContentType());
+  }
+
+  private static Object decodes(String raw) {
+    try {
+      return io.vertx.core.json.Json.decodeValue(raw);
+    } catch (RuntimeException e) {
+      return raw;
+    }
   }
 
   /** A request the provider's spec does not allow. */

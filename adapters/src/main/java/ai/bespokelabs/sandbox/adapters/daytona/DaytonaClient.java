@@ -1,0 +1,232 @@
+package ai.bespokelabs.sandbox.adapters.daytona;
+
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.MultiMap;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.http.WebSocket;
+import io.vertx.core.http.WebSocketClient;
+import io.vertx.core.http.WebSocketClientOptions;
+import io.vertx.core.http.WebSocketConnectOptions;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import java.net.ConnectException;
+import java.net.URI;
+import java.time.format.DateTimeFormatter;
+import java.time.Instant;
+import java.time.ZonedDateTime;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The HTTP side of the Daytona adapter: one Vert.x HTTP client and one WebSocket client, the Bearer key,
+ * and the mapping of every failure onto the error contract. Asynchronous methods never block; the
+ * {@code call} methods wait for the answer and are for the adapter's blocking (virtual) threads only.
+ * Provider response bodies of failed calls are never read into errors or logs: they may echo credentials.
+ */
+final class DaytonaClient implements AutoCloseable {
+  /** One answer: status, headers, whole body. */
+  record Resp(int status, MultiMap headers, Buffer body) {
+    boolean ok() {
+      return status >= 200 && status < 300;
+    }
+  }
+
+  private static final String SOURCE = "sandbox-gateway";
+
+  private final String backend;
+  private final DaytonaSettings settings;
+  private final HttpClientAgent http;
+  private final WebSocketClient ws;
+
+  DaytonaClient(Vertx vertx, String backend, DaytonaSettings settings) {
+    this.backend = backend;
+    this.settings = settings;
+    int connectMs = (int) Math.min(10_000, settings.requestTimeout().toMillis());
+    this.http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(connectMs).setKeepAlive(true)
+        .setKeepAliveTimeout(30).setDecompressionSupported(true), new PoolOptions().setHttp1MaxSize(32));
+    this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs)
+        .setMaxFrameSize(1 << 20).setMaxMessageSize(16 << 20));
+  }
+
+  String apiUrl() {
+    return settings.apiUrl();
+  }
+
+  long requestTimeoutMs() {
+    return settings.requestTimeout().toMillis();
+  }
+
+  /** Sends one request; the future fails only when no HTTP answer arrived. */
+  Future<Resp> send(HttpMethod method, String url, Buffer body, String contentType, long timeoutMs) {
+    RequestOptions o = new RequestOptions().setMethod(method).setAbsoluteURI(url).setIdleTimeout(timeoutMs)
+        .putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + settings.apiKey().reveal())
+        .putHeader("X-Daytona-Source", SOURCE);
+    return http.request(o).compose(req -> {
+      if (body == null) {
+        return req.send();
+      }
+      req.putHeader(HttpHeaders.CONTENT_TYPE, contentType);
+      return req.send(body);
+    }).compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)));
+  }
+
+  /**
+   * Sends one request and waits for its answer, whatever its status.
+   *
+   * @param mutating whether the request may change provider state (its loss makes the outcome unknown)
+   * @throws ProviderException {@code timeout} or {@code connection} when no answer arrived
+   */
+  Resp call(String op, boolean mutating, HttpMethod method, String url, Buffer body, String contentType,
+      long timeoutMs) {
+    if (Context.isOnEventLoopThread()) {
+      throw new IllegalStateException("blocking Daytona call on an event loop");
+    }
+    try {
+      return send(method, url, body, contentType, timeoutMs).toCompletionStage().toCompletableFuture()
+          .get(timeoutMs + 1_000, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw transportError(op, e.getCause(), mutating);
+    } catch (TimeoutException e) {
+      throw transportError(op, e, mutating);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw transportError(op, e, mutating);
+    }
+  }
+
+  /** As {@link #call}, with a JSON body and any non-2xx status turned into a contract error. */
+  Resp expect(String op, boolean mutating, HttpMethod method, String url, JsonObject json) {
+    Resp r = call(op, mutating, method, url, json == null ? null : json.toBuffer(), "application/json",
+        requestTimeoutMs());
+    if (!r.ok()) {
+      throw httpError(op, r.status(), r.headers());
+    }
+    return r;
+  }
+
+  /** The body of a successful answer as a JSON object. */
+  JsonObject json(String op, Resp r, boolean mutating) {
+    try {
+      return new JsonObject(r.body());
+    } catch (DecodeException | ClassCastException e) {
+      throw badResponse(op, mutating);
+    }
+  }
+
+  /** Opens a WebSocket to an http(s) URL (ws/wss on the same host and port), with the Bearer key. */
+  Future<WebSocket> websocket(String httpUrl) {
+    URI u = URI.create(httpUrl);
+    boolean tls = "https".equals(u.getScheme());
+    WebSocketConnectOptions o = new WebSocketConnectOptions().setHost(u.getHost())
+        .setPort(u.getPort() == -1 ? (tls ? 443 : 80) : u.getPort()).setSsl(tls)
+        .setURI(u.getRawPath() + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()))
+        .addHeader("Authorization", "Bearer " + settings.apiKey().reveal())
+        .addHeader("X-Daytona-Source", SOURCE);
+    return ws.connect(o);
+  }
+
+  /**
+   * The contract error for an HTTP failure status: 401/403 {@code authentication}, 404 {@code not_found},
+   * 408 {@code timeout}, 429 and 5xx retryable with the provider's retry hint, other statuses not.
+   */
+  ProviderException httpError(String op, int status, MultiMap headers) {
+    return new ProviderException(httpErrorOf(backend, op, status, headers));
+  }
+
+  static ProviderError httpErrorOf(String backend, String op, int status, MultiMap headers) {
+    ProviderError e;
+    if (status == 401 || status == 403) {
+      e = ProviderError.of(ErrorCode.AUTHENTICATION, backend, op, false, ProviderError.Outcome.FAILED);
+    } else if (status == 404) {
+      e = ProviderError.of(ErrorCode.NOT_FOUND, backend, op, false, ProviderError.Outcome.FAILED);
+    } else if (status == 408) {
+      e = ProviderError.of(ErrorCode.TIMEOUT, backend, op, true, ProviderError.Outcome.UNKNOWN);
+    } else if (status == 429 || status >= 500) {
+      e = ProviderError.of(opCode(op), backend, op, true, ProviderError.Outcome.FAILED);
+      Long retryAfter = retryAfterSecs(headers);
+      if (retryAfter != null) {
+        e = e.withContext("retry_after_secs", retryAfter);
+      }
+    } else {
+      e = ProviderError.of(opCode(op), backend, op, false, ProviderError.Outcome.FAILED);
+    }
+    return e.withContext("provider_status", status);
+  }
+
+  /**
+   * The contract error for a request that got no answer: {@code timeout}, or {@code connection}. A request
+   * that never reached the provider (connection refused) has outcome {@code failed}; otherwise a mutating
+   * request may have acted.
+   */
+  ProviderException transportError(String op, Throwable t, boolean mutating) {
+    boolean timeout = false;
+    boolean neverSent = false;
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      timeout |= c instanceof TimeoutException || c instanceof io.netty.handler.timeout.TimeoutException
+          || c.getClass().getSimpleName().contains("Timeout");
+      neverSent |= c instanceof ConnectException;
+    }
+    ProviderError.Outcome outcome = mutating && !neverSent ? ProviderError.Outcome.UNKNOWN
+        : ProviderError.Outcome.FAILED;
+    ErrorCode code = timeout && !neverSent ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
+    // the cause travels for the debug log only; its class says enough and carries no provider text
+    return new ProviderException(ProviderError.of(code, backend, op, true, outcome), t);
+  }
+
+  /** A 2xx answer the adapter cannot understand. */
+  ProviderException badResponse(String op, boolean mutating) {
+    return new ProviderException(ProviderError.of(opCode(op), backend, op, false,
+        mutating ? ProviderError.Outcome.UNKNOWN : ProviderError.Outcome.FAILED));
+  }
+
+  static ErrorCode opCode(String op) {
+    return switch (op) {
+      case "create" -> ErrorCode.CREATION_FAILED;
+      case "execute", "stdin", "signal" -> ErrorCode.EXECUTION_FAILED;
+      default -> ErrorCode.COMMAND_FAILED;
+    };
+  }
+
+  /** {@code Retry-After} as seconds (a delay or an HTTP date), else Daytona's rate-limit reset header. */
+  static Long retryAfterSecs(MultiMap headers) {
+    if (headers == null) {
+      return null;
+    }
+    String v = headers.get("Retry-After");
+    if (v == null) {
+      v = headers.get("X-RateLimit-Reset");
+    }
+    if (v == null) {
+      return null;
+    }
+    v = v.trim();
+    try {
+      return Math.max(0, Long.parseLong(v));
+    } catch (NumberFormatException notSeconds) {
+      try {
+        Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
+        return Math.max(0, at.getEpochSecond() - Instant.now().getEpochSecond());
+      } catch (RuntimeException notADate) {
+        return null;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    http.close();
+    ws.close();
+  }
+}

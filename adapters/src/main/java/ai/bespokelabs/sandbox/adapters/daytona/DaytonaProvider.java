@@ -1,0 +1,590 @@
+package ai.bespokelabs.sandbox.adapters.daytona;
+
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.local.CommandLine;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code daytona} backend over Daytona's REST control plane and its in-sandbox toolbox, without an SDK.
+ *
+ * <ul>
+ *   <li>create: {@code POST /sandbox} from a snapshot, or from an image through a one-line Dockerfile
+ *   ({@code FROM <image>}, as the SDKs do), with cpu/memory/disk rounded up to whole cores and GB, our
+ *   labels (organization, sandbox id, create token), the target region, and {@code autoStopInterval} plus
+ *   {@code autoDeleteInterval=0} only when a timeout is given; then polls until {@code started}. A create
+ *   whose answer is lost is cleaned up by a label search on its create token.
+ *   <li>exec: one toolbox session per execution ({@link SessionCommand}, {@link DaytonaExecution}).
+ *   <li>destroy, list (reconciliation, by our {@code managed} label, cursor pages) and health (a one-item
+ *   authenticated list) work from the provider resource id alone, so they survive a gateway restart.
+ *   <li>files: {@link #upload}, {@link #download}, {@link #listFiles} over the toolbox's files API.
+ * </ul>
+ */
+public final class DaytonaProvider implements SandboxProvider {
+  public static final String BACKEND = "daytona";
+  static final String LABEL_MANAGED = "bespokelabs.ai/managed";
+  static final String LABEL_SANDBOX = "bespokelabs.ai/sandbox-id";
+  static final String LABEL_ORGANIZATION = "bespokelabs.ai/organization-id";
+  static final String LABEL_CREATE_TOKEN = "bespokelabs.ai/create-token";
+
+  private static final Logger LOG = LoggerFactory.getLogger(DaytonaProvider.class);
+  private static final Pattern IMAGE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}");
+  private static final Pattern GPU_COUNT = Pattern.compile("[1-9][0-9]?");
+  private static final Set<String> GPU_TYPES = Set.of("H100", "RTX-PRO-6000");
+  private static final Set<String> PROVISIONING = Set.of("creating", "restoring", "starting", "pending_build",
+      "building_snapshot", "pulling_snapshot", "unknown", "resuming");
+  private static final Set<String> STOPPED = Set.of("stopping", "stopped", "archiving", "archived", "pausing",
+      "paused");
+  private static final Set<String> FAILED = Set.of("error", "build_failed");
+  private static final Set<String> GONE = Set.of("destroying", "destroyed");
+  private volatile int pageSize = 200;
+  private static final int MAX_PAGES = 500;
+  private static final long MAX_DOWNLOAD_BYTES = 256L << 20;
+
+  private final Vertx vertx;
+  private final DaytonaSettings settings;
+  private final DaytonaClient client;
+  private final PricingCatalog pricing;
+  private final Clock clock;
+
+  /**
+   * @param pricing the catalog pricing {@link #list()}'s live cost estimate; null for no estimate
+   */
+  public DaytonaProvider(Vertx vertx, DaytonaSettings settings, PricingCatalog pricing, Clock clock) {
+    this.vertx = vertx;
+    this.settings = settings;
+    this.client = new DaytonaClient(vertx, BACKEND, settings);
+    this.pricing = pricing;
+    this.clock = clock;
+  }
+
+  /** Sandboxes per list page (Daytona allows up to 200); smaller in tests to cross pages. */
+  DaytonaProvider pageSize(int size) {
+    this.pageSize = size;
+    return this;
+  }
+
+  @Override
+  public String backend() {
+    return BACKEND;
+  }
+
+  @Override
+  public boolean nodeBound() {
+    return false;
+  }
+
+  // ---------------------------------------------------------------------------------------------- create
+
+  @Override
+  public String create(CreateSandbox request) {
+    JsonObject body = createBody(request);
+    DaytonaClient.Resp r;
+    try {
+      r = client.call("create", true, HttpMethod.POST, settings.apiUrl() + "/sandbox", body.toBuffer(),
+          "application/json", client.requestTimeoutMs());
+    } catch (ProviderException e) {
+      if (e.error().outcome() == ProviderError.Outcome.UNKNOWN) {
+        throw ambiguous(e.error(), request, e);
+      }
+      throw e;
+    }
+    if (!r.ok()) {
+      ProviderException e = client.httpError("create", r.status(), r.headers());
+      if (r.status() >= 500) {
+        // a failing provider may still have created it: remove what carries this create's token
+        String cleanup = cleanupByToken(request.createToken(), 1);
+        throw cleanup.equals("deleted") ? new ProviderException(e.error().withContext("cleanup_status", cleanup)) : e;
+      }
+      throw e;
+    }
+    String id;
+    try {
+      id = client.json("create", r, true).getString("id");
+    } catch (ProviderException | ClassCastException e) {
+      id = null;
+    }
+    if (id == null || id.isBlank()) {
+      throw ambiguous(client.badResponse("create", true).error(), request, null);
+    }
+    awaitStarted(id, request);
+    return id;
+  }
+
+  JsonObject createBody(CreateSandbox request) {
+    SandboxConfig c = request.config();
+    JsonObject labels = new JsonObject().put(LABEL_MANAGED, "true").put(LABEL_SANDBOX, request.sandboxId())
+        .put(LABEL_ORGANIZATION, request.organizationId()).put(LABEL_CREATE_TOKEN, request.createToken());
+    JsonObject body = new JsonObject().put("labels", labels);
+    if (c.envVars() != null && !c.envVars().isEmpty()) {
+      body.put("env", new JsonObject(Map.copyOf(c.envVars())));
+    }
+    if (c.cpu() != null) {
+      body.put("cpu", (int) Math.max(1, Math.ceil(c.cpu())));
+    }
+    if (c.memoryMb() != null) {
+      body.put("memory", Math.max(1, (c.memoryMb() + 1023) / 1024));
+    }
+    if (c.diskMb() != null) {
+      body.put("disk", Math.max(1, (c.diskMb() + 1023) / 1024));
+    }
+    if (c.gpu() != null && !c.gpu().isBlank()) {
+      String gpu = c.gpu().trim();
+      if (GPU_COUNT.matcher(gpu).matches()) {
+        body.put("gpu", Integer.parseInt(gpu));
+      } else if (GPU_TYPES.contains(gpu.toUpperCase(java.util.Locale.ROOT))) {
+        body.put("gpu", 1).put("gpuType", new JsonArray().add(gpu.toUpperCase(java.util.Locale.ROOT)));
+      } else {
+        throw new ApiException(422, "daytona gpu must be a count or one of H100, RTX-PRO-6000");
+      }
+    }
+    if (settings.target() != null) {
+      body.put("target", settings.target());
+    }
+    if (c.image() != null && c.snapshotId() != null) {
+      throw new ApiException(422, "give either image or snapshot_id, not both");
+    }
+    if (c.image() != null) {
+      if (!IMAGE.matcher(c.image()).matches()) {
+        throw new ApiException(422, "image is not a valid image reference");
+      }
+      body.put("buildInfo", new JsonObject().put("dockerfileContent", "FROM " + c.image() + "\n"));
+    } else if (c.snapshotId() != null) {
+      body.put("snapshot", c.snapshotId());
+    } else if (settings.snapshot() != null) {
+      body.put("snapshot", settings.snapshot());
+    }
+    if (Boolean.FALSE.equals(c.allowInternet())) {
+      body.put("networkBlockAll", true);
+    }
+    if (c.timeoutSecs() != null && c.timeoutSecs() > 0) {
+      // Daytona counts whole idle minutes; the gateway's own supervisor enforces the exact lifetime and this
+      // is the backstop should the gateway be gone: stop when idle that long, then delete at once
+      body.put("autoStopInterval", (int) Math.max(1, (c.timeoutSecs() + 59) / 60));
+      body.put("autoDeleteInterval", 0);
+    }
+    return body;
+  }
+
+  /** Polls the new sandbox until it started; on failure or deadline it is deleted and the error reported. */
+  private void awaitStarted(String id, CreateSandbox request) {
+    long deadline = System.nanoTime() + settings.createTimeout().toNanos();
+    long pause = 100;
+    while (true) {
+      JsonObject sbx = null;
+      ProviderException failure = null;
+      try {
+        DaytonaClient.Resp r = client.call("create", false, HttpMethod.GET, sandboxUrl(id), null, null,
+            client.requestTimeoutMs());
+        if (r.ok()) {
+          sbx = client.json("create", r, false);
+        } else if (r.status() == 404) {
+          throw new ProviderException(ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", true,
+              ProviderError.Outcome.FAILED).withContext("provider_resource_id", id));
+        } else if (r.status() != 429 && r.status() < 500) {
+          failure = client.httpError("create", r.status(), r.headers());
+        }
+      } catch (ProviderException e) {
+        if (e.error().code() == ErrorCode.CREATION_FAILED) {
+          throw e;
+        }
+        // a lost poll changes nothing: poll again until the deadline
+      }
+      if (failure != null) {
+        throw withCleanup(failure.error(), id);
+      }
+      String state = sbx == null ? "unknown" : sbx.getString("state", "unknown");
+      if ("started".equals(state)) {
+        return;
+      }
+      if (FAILED.contains(state) || GONE.contains(state)) {
+        throw withCleanup(ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false,
+            ProviderError.Outcome.FAILED), id);
+      }
+      if (System.nanoTime() > deadline) {
+        throw withCleanup(ProviderError.of(ErrorCode.TIMEOUT, BACKEND, "create", true, ProviderError.Outcome.FAILED),
+            id);
+      }
+      sleep(pause);
+      pause = Math.min(1_000, pause * 3 / 2);
+    }
+  }
+
+  /** The error after deleting the sandbox that could not be used; the outcome is unknown if it may remain. */
+  private ProviderException withCleanup(ProviderError error, String id) {
+    String cleanup = deleteQuietly(id);
+    ProviderError e = new ProviderError(error.code(), error.backend(), error.op(), error.retryable(),
+        "unknown".equals(cleanup) ? ProviderError.Outcome.UNKNOWN : error.outcome(), error.context())
+        .withContext("cleanup_status", cleanup).withContext("provider_resource_id", id);
+    return new ProviderException(e);
+  }
+
+  /**
+   * A create that may have happened without our knowing its id: outcome {@code unknown}, and whatever
+   * carries its create token is deleted, reported as {@code cleanup_status}.
+   */
+  private ProviderException ambiguous(ProviderError error, CreateSandbox request, Throwable cause) {
+    String cleanup = cleanupByToken(request.createToken(), 3);
+    ProviderError e = new ProviderError(error.code(), BACKEND, "create", false, ProviderError.Outcome.UNKNOWN,
+        error.context()).withContext("cleanup_status", cleanup);
+    return new ProviderException(e, cause);
+  }
+
+  /**
+   * Deletes every sandbox labelled with {@code token}: {@code deleted} when one or more were,
+   * {@code not_found} when none appeared in {@code attempts} searches (the list is eventually consistent),
+   * {@code unknown} when a search or deletion failed.
+   */
+  String cleanupByToken(String token, int attempts) {
+    for (int i = 0; i < attempts; i++) {
+      List<JsonObject> found;
+      try {
+        found = listByLabels(new JsonObject().put(LABEL_CREATE_TOKEN, token), "create");
+      } catch (ProviderException e) {
+        return "unknown";
+      }
+      if (!found.isEmpty()) {
+        boolean all = true;
+        for (JsonObject s : found) {
+          all &= !"unknown".equals(deleteQuietly(s.getString("id")));
+        }
+        return all ? "deleted" : "unknown";
+      }
+      if (i + 1 < attempts) {
+        sleep(250);
+      }
+    }
+    return "not_found";
+  }
+
+  private String deleteQuietly(String id) {
+    try {
+      return delete(id, "create") ? "not_found" : "deleted";
+    } catch (ProviderException e) {
+      return "unknown";
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------ destroy etc.
+
+  /**
+   * Deletes the sandbox by resource id; without one (a create that never answered), whatever carries the
+   * sandbox's id label.
+   */
+  @Override
+  public SandboxDestroyed destroy(DestroySandbox request) {
+    if (request.providerResourceId() != null) {
+      return new SandboxDestroyed(delete(request.providerResourceId(), "destroy"));
+    }
+    List<JsonObject> found = listByLabels(new JsonObject().put(LABEL_SANDBOX, request.sandboxId()), "destroy");
+    boolean gone = true;
+    for (JsonObject s : found) {
+      gone &= delete(s.getString("id"), "destroy");
+    }
+    return new SandboxDestroyed(gone);
+  }
+
+  /** Deletes one sandbox; true when it was already gone. */
+  private boolean delete(String id, String op) {
+    DaytonaClient.Resp r = client.call(op, true, HttpMethod.DELETE, sandboxUrl(id), null, null,
+        client.requestTimeoutMs());
+    if (r.status() == 404) {
+      return true;
+    }
+    if (!r.ok()) {
+      throw client.httpError(op, r.status(), r.headers());
+    }
+    return false;
+  }
+
+  /** One authenticated list call of at most one item. */
+  @Override
+  public void checkHealth() {
+    client.expect("health", false, HttpMethod.GET, settings.apiUrl() + "/sandbox?limit=1&labels="
+        + encode(new JsonObject().put(LABEL_MANAGED, "true").encode()), null);
+  }
+
+  /**
+   * The sandboxes carrying our {@code managed} label, each with its sandbox id label, its state as a
+   * lifecycle status, and (with a pricing catalog) its cost so far: catalog rates × its cpu and memory ×
+   * the time since it was created.
+   */
+  @Override
+  public List<Resource> list() {
+    List<Resource> out = new ArrayList<>();
+    for (JsonObject s : listByLabels(new JsonObject().put(LABEL_MANAGED, "true"), "list")) {
+      JsonObject labels = s.getJsonObject("labels", new JsonObject());
+      String sandboxId = labels.getString(LABEL_SANDBOX);
+      if (sandboxId == null || s.getString("id") == null) {
+        continue;
+      }
+      out.add(new Resource(s.getString("id"), sandboxId, status(s.getString("state")), cost(s)));
+    }
+    return out;
+  }
+
+  static String status(String state) {
+    if (state == null || PROVISIONING.contains(state)) {
+      return "provisioning";
+    }
+    if (STOPPED.contains(state)) {
+      return "stopping";
+    }
+    if (FAILED.contains(state)) {
+      return "failed";
+    }
+    if (GONE.contains(state)) {
+      return "terminated";
+    }
+    return "running";
+  }
+
+  private BigDecimal cost(JsonObject s) {
+    if (pricing == null || !(s.getValue("cpu") instanceof Number cpu)
+        || !(s.getValue("memory") instanceof Number memGb) || s.getString("createdAt") == null) {
+      return null;
+    }
+    try {
+      Instant created = Instant.parse(s.getString("createdAt"));
+      long secs = Math.max(0, Duration.between(created, clock.instant()).toSeconds());
+      BigDecimal hourly = pricing.hourlyRate(BACKEND, cpu.doubleValue(), (int) Math.round(memGb.doubleValue() * 1024));
+      return hourly.multiply(BigDecimal.valueOf(secs)).divide(BigDecimal.valueOf(3600), 6, RoundingMode.HALF_UP);
+    } catch (DateTimeParseException | ClassCastException e) {
+      return null;
+    }
+  }
+
+  private List<JsonObject> listByLabels(JsonObject labels, String op) {
+    List<JsonObject> out = new ArrayList<>();
+    String cursor = null;
+    for (int page = 0; page < MAX_PAGES; page++) {
+      String url = settings.apiUrl() + "/sandbox?limit=" + pageSize + "&labels=" + encode(labels.encode())
+          + (cursor == null ? "" : "&cursor=" + encode(cursor));
+      JsonObject body = client.json(op, client.expect(op, false, HttpMethod.GET, url, null), false);
+      JsonArray items = body.getJsonArray("items");
+      if (items == null) {
+        throw client.badResponse(op, false);
+      }
+      items.forEach(o -> {
+        if (o instanceof JsonObject j) {
+          out.add(j);
+        }
+      });
+      cursor = body.getString("nextCursor");
+      if (cursor == null || cursor.isEmpty() || items.isEmpty()) {
+        return out;
+      }
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------------- exec
+
+  /**
+   * Runs the request as an asynchronous command of a new toolbox session and follows its log. Failures
+   * before the command runs are thrown (the session is removed); afterwards everything reaches the sink.
+   */
+  @Override
+  public ExecHandle start(ExecSandbox request, ExecSink sink) {
+    List<String> argv = CommandLine.of(request.code(), request.language(), request.command(), request.args());
+    String toolbox = toolbox(request.providerResourceId(), "execute");
+    String tag = tag(request.executionId());
+    String sessionId = "bsk-" + tag;
+    long t0 = System.nanoTime();
+    client.expect("execute", true, HttpMethod.POST, toolbox + "/process/session",
+        new JsonObject().put("sessionId", sessionId));
+    Runnable removeSession = () -> deleteSession(toolbox, sessionId);
+    try {
+      JsonObject exec = new JsonObject().put("command", SessionCommand.of(argv, request.cwd(), request.env(), tag,
+          request.keepStdin())).put("runAsync", true).put("suppressInputEcho", true);
+      DaytonaClient.Resp r = client.expect("execute", true, HttpMethod.POST,
+          toolbox + "/process/session/" + sessionId + "/exec", exec);
+      String commandId = client.json("execute", r, true).getString("cmdId");
+      if (commandId == null) {
+        throw client.badResponse("execute", true);
+      }
+      DaytonaExecution execution = new DaytonaExecution(vertx, client, toolbox, sessionId, commandId, tag,
+          request.keepStdin(), sink, t0, removeSession);
+      execution.follow(request.timeoutSecs());
+      return execution;
+    } catch (RuntimeException e) {
+      removeSession.run();
+      throw e;
+    }
+  }
+
+  private void deleteSession(String toolbox, String sessionId) {
+    client.send(HttpMethod.DELETE, toolbox + "/process/session/" + sessionId, null, null, client.requestTimeoutMs())
+        .onComplete(ar -> {
+          if (ar.failed() || !ar.result().ok() && ar.result().status() != 404) {
+            LOG.debug("Daytona session {} was not deleted", sessionId);
+          }
+        });
+  }
+
+  /** A shell-safe tag for an execution id (ours are already safe; anything else is replaced). */
+  static String tag(String executionId) {
+    if (executionId != null && executionId.matches("[A-Za-z0-9_-]{1,100}")) {
+      return executionId;
+    }
+    return UUID.nameUUIDFromBytes(String.valueOf(executionId).getBytes(StandardCharsets.UTF_8)).toString();
+  }
+
+  /**
+   * The toolbox base URL of a sandbox ({@code <toolboxProxyUrl>/<id>}), starting it first when Daytona
+   * stopped it for idleness.
+   */
+  String toolbox(String resourceId, String op) {
+    if (resourceId == null) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, op, false,
+          ProviderError.Outcome.FAILED));
+    }
+    long deadline = System.nanoTime() + settings.createTimeout().toNanos();
+    boolean startSent = false;
+    while (true) {
+      JsonObject sbx = client.json(op, client.expect(op, false, HttpMethod.GET, sandboxUrl(resourceId), null), false);
+      String state = sbx.getString("state", "unknown");
+      String proxy = sbx.getString("toolboxProxyUrl");
+      if ("started".equals(state)) {
+        if (proxy == null || proxy.isBlank()) {
+          throw client.badResponse(op, false);
+        }
+        return (proxy.endsWith("/") ? proxy.substring(0, proxy.length() - 1) : proxy) + "/" + resourceId;
+      }
+      if (GONE.contains(state)) {
+        throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, op, false,
+            ProviderError.Outcome.FAILED));
+      }
+      if (FAILED.contains(state)) {
+        throw new ProviderException(ProviderError.of(DaytonaClient.opCode(op), BACKEND, op, false,
+            ProviderError.Outcome.FAILED));
+      }
+      if (("stopped".equals(state) || "archived".equals(state)) && !startSent) {
+        client.expect(op, true, HttpMethod.POST, sandboxUrl(resourceId) + "/start", null);
+        startSent = true;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new ProviderException(ProviderError.of(ErrorCode.TIMEOUT, BACKEND, op, true,
+            ProviderError.Outcome.FAILED));
+      }
+      sleep(200);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ files
+
+  /** One entry of a directory listing. */
+  public record FileEntry(String name, boolean directory, long size, String mode, String modifiedAt) {}
+
+  /** Writes {@code data} to {@code path} in the sandbox (parents are created). */
+  public void upload(String resourceId, String path, byte[] data) {
+    String toolbox = toolbox(resourceId, "files");
+    String boundary = "bsk" + UUID.randomUUID().toString().replace("-", "");
+    String name = path.substring(path.lastIndexOf('/') + 1).replaceAll("[\"\\r\\n]", "_");
+    Buffer body = Buffer.buffer()
+        .appendString("--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
+            + (name.isEmpty() ? "file" : name) + "\"\r\nContent-Type: application/octet-stream\r\n\r\n")
+        .appendBytes(data)
+        .appendString("\r\n--" + boundary + "--\r\n");
+    DaytonaClient.Resp r = client.call("files", true, HttpMethod.POST, toolbox + "/files/upload?path=" + encode(path),
+        body, "multipart/form-data; boundary=" + boundary, transferTimeoutMs(data.length));
+    if (!r.ok()) {
+      throw client.httpError("files", r.status(), r.headers());
+    }
+  }
+
+  /** The content of the file at {@code path}. */
+  public byte[] download(String resourceId, String path) {
+    String toolbox = toolbox(resourceId, "files");
+    DaytonaClient.Resp r = client.call("files", false, HttpMethod.GET, toolbox + "/files/download?path="
+        + encode(path), null, null, transferTimeoutMs(MAX_DOWNLOAD_BYTES));
+    if (!r.ok()) {
+      throw client.httpError("files", r.status(), r.headers());
+    }
+    return r.body().getBytes();
+  }
+
+  /** The entries of the directory at {@code path}. */
+  public List<FileEntry> listFiles(String resourceId, String path) {
+    String toolbox = toolbox(resourceId, "files");
+    DaytonaClient.Resp r = client.expect("files", false, HttpMethod.GET, toolbox + "/files?path=" + encode(path),
+        null);
+    JsonArray items;
+    try {
+      items = new JsonArray(r.body());
+    } catch (RuntimeException e) {
+      throw client.badResponse("files", false);
+    }
+    List<FileEntry> out = new ArrayList<>();
+    for (Object o : items) {
+      if (o instanceof JsonObject f && f.getString("name") != null) {
+        out.add(new FileEntry(f.getString("name"), f.getBoolean("isDir", false), f.getLong("size", 0L),
+            f.getString("mode"), f.getString("modifiedAt")));
+      }
+    }
+    return out;
+  }
+
+  private long transferTimeoutMs(long bytes) {
+    // the request timeout, plus a second per MiB for large transfers
+    return client.requestTimeoutMs() + (bytes >> 20) * 1_000;
+  }
+
+  // ------------------------------------------------------------------------------------------------- misc
+
+  private String sandboxUrl(String id) {
+    return settings.apiUrl() + "/sandbox/" + encode(id);
+  }
+
+  static String encode(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
+  private static void sleep(long ms) {
+    try {
+      TimeUnit.MILLISECONDS.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ProviderException(ProviderError.of(ErrorCode.UNKNOWN, BACKEND, "create", false,
+          ProviderError.Outcome.UNKNOWN), e);
+    }
+  }
+
+  @Override
+  public void close() {
+    client.close();
+  }
+}

@@ -1,0 +1,399 @@
+package ai.bespokelabs.sandbox.adapters.daytona;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The Daytona adapter against the simulator, which refuses anything Daytona's published API would. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class DaytonaProviderTest {
+  static final String KEY = "dtn_test_key_0123456789";
+  static DaytonaSimulator sim;
+  static Vertx vertx;
+  static DaytonaProvider provider;
+  static String sandbox;
+  static final PricingCatalog PRICING = new PricingCatalog("test", Map.of("daytona",
+      new PricingCatalog.Rates(new BigDecimal("0.036"), new BigDecimal("0.018"))));
+
+  @BeforeAll
+  static void start() {
+    sim = DaytonaSimulator.start(KEY).startDelayMs(100);
+    vertx = Vertx.vertx();
+    provider = provider(KEY, sim.url(), Duration.ofSeconds(10));
+    sandbox = provider.create(create("sbx_main", config(null, null)));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    provider.close();
+    vertx.close().await(10, TimeUnit.SECONDS);
+    sim.close();
+  }
+
+  @AfterEach
+  void everyRequestConformed() {
+    assertThat(sim.violations()).isEmpty();
+  }
+
+  static DaytonaProvider provider(String key, String url, Duration requestTimeout) {
+    return new DaytonaProvider(vertx, new DaytonaSettings(url, new Secret(key), "eu", null, Duration.ofSeconds(10),
+        requestTimeout), PRICING, Clock.systemUTC());
+  }
+
+  static SandboxConfig config(String image, Integer timeoutSecs) {
+    return new SandboxConfig(null, 1.5, 1536, 2048, null, timeoutSecs, image, Map.of("GREETING", "hi there"), null,
+        null, null, null, null, null, null);
+  }
+
+  static CreateSandbox create(String sandboxId, SandboxConfig config) {
+    return new CreateSandbox(sandboxId, "org_test", "daytona", "tok-" + UUID.randomUUID(), config);
+  }
+
+  static ExecSandbox command(String command, List<String> args, int timeoutSecs, boolean keepStdin) {
+    return new ExecSandbox("sbx_main", "exe_" + UUID.randomUUID().toString().replace("-", ""), sandbox, null, null,
+        command, args, Map.of(), null, timeoutSecs, 1 << 20, keepStdin, null, null);
+  }
+
+  static ProviderError error(Runnable r) {
+    try {
+      r.run();
+    } catch (ProviderException e) {
+      return e.error();
+    }
+    throw new AssertionError("no provider error");
+  }
+
+  @Test
+  void create_sends_image_resources_labels_and_ttl_only_when_a_timeout_is_given() {
+    CreateSandbox req = create("sbx_image", config("python:3.12-slim", 90));
+    String id = provider.create(req);
+    JsonObject body = sim.createRequest(id);
+    assertThat(sim.sandbox(id).getString("state")).isEqualTo("started");
+    assertThat(body.getJsonObject("buildInfo").getString("dockerfileContent")).isEqualTo("FROM python:3.12-slim\n");
+    assertThat(body.getInteger("cpu")).isEqualTo(2);
+    assertThat(body.getInteger("memory")).isEqualTo(2);
+    assertThat(body.getInteger("disk")).isEqualTo(2);
+    assertThat(body.getString("target")).isEqualTo("eu");
+    assertThat(body.getJsonObject("env").getString("GREETING")).isEqualTo("hi there");
+    assertThat(body.getJsonObject("labels").getMap()).containsEntry(DaytonaProvider.LABEL_SANDBOX, "sbx_image")
+        .containsEntry(DaytonaProvider.LABEL_ORGANIZATION, "org_test")
+        .containsEntry(DaytonaProvider.LABEL_CREATE_TOKEN, req.createToken())
+        .containsEntry(DaytonaProvider.LABEL_MANAGED, "true");
+    assertThat(body.getInteger("autoStopInterval")).isEqualTo(2);
+    assertThat(body.getInteger("autoDeleteInterval")).isZero();
+    JsonObject plain = sim.createRequest(sandbox);
+    assertThat(plain.containsKey("autoStopInterval")).isFalse();
+    assertThat(plain.containsKey("autoDeleteInterval")).isFalse();
+    assertThat(plain.containsKey("buildInfo")).isFalse();
+    assertThat(provider.destroy(new DestroySandbox("sbx_image", id)).alreadyGone()).isFalse();
+    assertThat(sim.sandbox(id)).isNull();
+    assertThat(provider.destroy(new DestroySandbox("sbx_image", id)).alreadyGone()).isTrue();
+  }
+
+  @Test
+  void commands_code_cwd_and_env_run_like_on_the_local_backend() throws Exception {
+    ExecResult r = provider.exec(command("echo out; echo err >&2; exit 3", null, 10, false));
+    assertThat(r.stdout()).isEqualTo("out\n");
+    assertThat(r.stderr()).isEqualTo("err\n");
+    assertThat(r.exitCode()).isEqualTo(3);
+    assertThat(r.timedOut()).isFalse();
+
+    ExecResult args = provider.exec(command("printf", List.of("%s|", "a b", "it's", "$HOME"), 10, false));
+    assertThat(args.stdout()).isEqualTo("a b|it's|$HOME|");
+
+    java.nio.file.Files.createDirectories(sim.dir(sandbox).resolve("work"));
+    ExecSandbox inDir = new ExecSandbox("sbx_main", "exe_cwd", sandbox, null, null, "pwd; echo $GREETING $EXTRA",
+        null, Map.of("EXTRA", "x'y"), "work", 10, 1 << 20);
+    ExecResult cwd = provider.exec(inDir);
+    assertThat(cwd.stdout()).isEqualTo(sim.dir(sandbox).resolve("work") + "\nhi there x'y\n");
+
+    ExecSandbox code = new ExecSandbox("sbx_main", "exe_code", sandbox, "import sys\nprint(1 + 1)\nsys.exit(4)",
+        "python", null, null, Map.of(), null, 10, 1 << 20);
+    ExecResult py = provider.exec(code);
+    assertThat(py.stdout()).isEqualTo("2\n");
+    assertThat(py.exitCode()).isEqualTo(4);
+
+    ExecResult reads = provider.exec(command("cat; echo done", null, 10, false));
+    assertThat(reads.stdout()).as("without kept stdin a program reads end-of-file").isEqualTo("done\n");
+  }
+
+  @Test
+  void stdin_streams_in_and_closing_it_ends_the_program() throws Exception {
+    Collecting sink = new Collecting();
+    ExecHandle h = provider.start(command("cat; echo end >&2", null, 20, true), sink);
+    h.writeStdin("héllo\n".getBytes(StandardCharsets.UTF_8));
+    h.writeStdin(new byte[] {0, 1, 2, (byte) 0xff, '\n'});
+    h.closeStdin();
+    ExecResult r = sink.await();
+    assertThat(r.exitCode()).isZero();
+    assertThat(sink.stdout()).isEqualTo(concat("héllo\n".getBytes(StandardCharsets.UTF_8),
+        new byte[] {0, 1, 2, (byte) 0xff, '\n'}));
+    assertThat(r.stderr()).isEqualTo("end\n");
+    assertThatThrownBy(() -> h.writeStdin(new byte[] {1})).hasMessageContaining("stdin is closed");
+  }
+
+  @Test
+  void a_timeout_kills_the_program_and_reports_124() {
+    long t0 = System.nanoTime();
+    ExecResult r = provider.exec(command("echo started; sleep 30; echo never", null, 1, false));
+    assertThat(r.exitCode()).isEqualTo(124);
+    assertThat(r.timedOut()).isTrue();
+    assertThat(r.stdout()).isEqualTo("started\n");
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(6));
+  }
+
+  @Test
+  void a_signal_reaches_the_whole_process_group() throws Exception {
+    Collecting sink = new Collecting();
+    ExecHandle h = provider.start(command("sleep 30 & wait; echo not-reached", null, 20, false), sink);
+    Thread.sleep(300);
+    h.signal("TERM");
+    ExecResult r = sink.await();
+    assertThat(r.cancelled()).isTrue();
+    assertThat(r.exitCode()).isEqualTo(143);
+    assertThat(r.stdout()).doesNotContain("not-reached");
+    ExecResult ps = provider.exec(command("ps -eo args | grep -c '^sleep 30$' || true", null, 10, false));
+    assertThat(ps.stdout().trim()).as("no sleep of the group survives").isEqualTo("0");
+  }
+
+  @Test
+  void a_blocked_sink_stops_the_log_stream_and_nothing_is_lost() throws Exception {
+    long total = 48L << 20;
+    CountDownLatch release = new CountDownLatch(1);
+    long[] received = {0};
+    CapturingSink done = new CapturingSink(16);
+    long before = sim.streamedBytes();
+    ExecSink blocking = new ExecSink() {
+      @Override
+      public void output(Stream stream, byte[] data) throws InterruptedException {
+        release.await();
+        received[0] += data.length;
+      }
+
+      @Override
+      public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+        done.exited(exitCode, timedOut, cancelled, durationMs);
+      }
+    };
+    provider.start(command("head -c " + total + " /dev/zero", null, 30, false), blocking);
+    Thread.sleep(1500);
+    long streamedWhileBlocked = sim.streamedBytes() - before;
+    Thread.sleep(300);
+    assertThat(sim.streamedBytes() - before).as("the daemon waits for the blocked reader")
+        .isEqualTo(streamedWhileBlocked).isLessThan(total / 2);
+    assertThat(sim.drainWaits()).isPositive();
+    release.countDown();
+    ExecResult r = done.await();
+    assertThat(r.exitCode()).isZero();
+    assertThat(received[0]).isEqualTo(total);
+  }
+
+  @Test
+  void a_log_stream_cut_mid_way_is_resumed_without_loss_or_repeats() {
+    sim.inject(HttpMethod.GET, ".*/logs", DaytonaSimulator.Fault.cutStreamAfter(5_000));
+    ExecResult r = provider.exec(command("seq 1 20000", null, 20, false));
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 20000; i++) {
+      expected.append(i).append('\n');
+    }
+    assertThat(r.stdout()).isEqualTo(expected.toString());
+    assertThat(r.exitCode()).isZero();
+    assertThat(sim.count(HttpMethod.GET, ".*/logs")).isGreaterThanOrEqualTo(2);
+  }
+
+  @Test
+  void files_upload_download_and_list() {
+    byte[] data = new byte[300_000];
+    new java.util.Random(7).nextBytes(data);
+    provider.upload(sandbox, "data/blob.bin", data);
+    provider.upload(sandbox, "data/note.txt", "hi".getBytes(StandardCharsets.UTF_8));
+    assertThat(provider.download(sandbox, "data/blob.bin")).isEqualTo(data);
+    List<DaytonaProvider.FileEntry> entries = provider.listFiles(sandbox, "data");
+    assertThat(entries).extracting(DaytonaProvider.FileEntry::name).containsExactly("blob.bin", "note.txt");
+    assertThat(entries.get(0).size()).isEqualTo(300_000);
+    assertThat(entries.get(0).directory()).isFalse();
+    assertThat(error(() -> provider.download(sandbox, "data/missing")).code()).isEqualTo(ErrorCode.NOT_FOUND);
+  }
+
+  @Test
+  void list_finds_our_sandboxes_across_pages_with_status_and_cost() {
+    String foreign = sim.createDirectly(new JsonObject().put("team", "other"));
+    String orphan = sim.createDirectly(new JsonObject().put(DaytonaProvider.LABEL_MANAGED, "true")
+        .put(DaytonaProvider.LABEL_SANDBOX, "sbx_orphan"));
+    long pagesBefore = sim.count(HttpMethod.GET, "/api/sandbox");
+    List<Resource> all;
+    try {
+      all = provider.pageSize(1).list();
+    } finally {
+      provider.pageSize(200);
+    }
+    assertThat(sim.count(HttpMethod.GET, "/api/sandbox") - pagesBefore).as("one request per page").isGreaterThanOrEqualTo(2);
+    assertThat(all).extracting(Resource::resourceId).contains(sandbox, orphan).doesNotContain(foreign);
+    Resource main = all.stream().filter(r -> r.resourceId().equals(sandbox)).findFirst().orElseThrow();
+    assertThat(main.sandboxId()).isEqualTo("sbx_main");
+    assertThat(main.status()).isEqualTo("running");
+    assertThat(main.providerCostUsd()).isNotNull();
+    assertThat(DaytonaProvider.status("build_failed")).isEqualTo("failed");
+    assertThat(DaytonaProvider.status("pending_build")).isEqualTo("provisioning");
+    assertThat(DaytonaProvider.status("stopped")).isEqualTo("stopping");
+    provider.destroy(new DestroySandbox("sbx_orphan", orphan));
+    sim.vanish(foreign);
+  }
+
+  @Test
+  void provider_failures_map_onto_the_error_contract() {
+    try (DaytonaProvider wrongKey = provider("not-the-key", sim.url(), Duration.ofSeconds(5))) {
+      ProviderError auth = error(() -> wrongKey.create(create("sbx_auth", config(null, null))));
+      assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
+      assertThat(auth.retryable()).isFalse();
+      assertThatThrownBy(wrongKey::checkHealth).isInstanceOf(ProviderException.class)
+          .hasMessageNotContaining("not-the-key");
+    }
+    provider.checkHealth();
+
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.rateLimited(7));
+    ProviderError limited = error(() -> provider.create(create("sbx_429", config(null, null))));
+    assertThat(limited.retryable()).isTrue();
+    assertThat(limited.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    assertThat(limited.context()).containsEntry("retry_after_secs", 7L).containsEntry("provider_status", 429L);
+
+    sim.inject(HttpMethod.GET, "/api/sandbox", DaytonaSimulator.Fault.status(503));
+    ProviderError unavailable = error(provider::list);
+    assertThat(unavailable.retryable()).isTrue();
+    assertThat(unavailable.context()).containsEntry("provider_status", 503L);
+
+    try (DaytonaProvider impatient = provider(KEY, sim.url(), Duration.ofMillis(300))) {
+      sim.inject(HttpMethod.GET, "/api/sandbox", DaytonaSimulator.Fault.delay(1_500));
+      ProviderError slow = error(impatient::list);
+      assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
+    }
+
+    try (DaytonaProvider nowhere = provider(KEY, "http://127.0.0.1:1/api", Duration.ofSeconds(2))) {
+      ProviderError refused = error(() -> nowhere.create(create("sbx_refused", config(null, null))));
+      assertThat(refused.code()).isEqualTo(ErrorCode.CONNECTION);
+      assertThat(refused.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    }
+
+    String gone = provider.create(create("sbx_gone", config(null, null)));
+    sim.vanish(gone);
+    ProviderError missing = error(() -> provider.exec(new ExecSandbox("sbx_gone", "exe_gone", gone, null, null,
+        "true", null, Map.of(), null, 5, 1024)));
+    assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+    assertThat(provider.destroy(new DestroySandbox("sbx_gone", gone)).alreadyGone()).isTrue();
+  }
+
+  @Test
+  void a_create_whose_answer_is_lost_is_found_by_its_token_and_deleted_once() {
+    CreateSandbox req = create("sbx_lost", config(null, null));
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.loseResponse());
+    long deletesBefore = sim.count(HttpMethod.DELETE, "/api/sandbox/.*");
+    ProviderError lost = error(() -> provider.create(req));
+    assertThat(lost.outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    assertThat(lost.retryable()).isFalse();
+    assertThat(lost.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(sim.count(HttpMethod.DELETE, "/api/sandbox/.*") - deletesBefore).isEqualTo(1);
+    assertThat(sim.sandboxes()).noneMatch(s -> req.createToken().equals(
+        s.getJsonObject("labels").getString(DaytonaProvider.LABEL_CREATE_TOKEN)));
+
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.drop());
+    ProviderError dropped = error(() -> provider.create(create("sbx_dropped", config(null, null))));
+    assertThat(dropped.outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    assertThat(dropped.context()).containsEntry("cleanup_status", "not_found");
+  }
+
+  @Test
+  void a_failed_build_is_deleted_and_reported_as_creation_failed() {
+    sim.failNextBuild();
+    ProviderError failed = error(() -> provider.create(create("sbx_broken", config("broken:latest", null))));
+    assertThat(failed.code()).isEqualTo(ErrorCode.CREATION_FAILED);
+    assertThat(failed.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    assertThat(failed.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(sim.sandbox((String) failed.context().get("provider_resource_id"))).isNull();
+  }
+
+  @Test
+  void an_idle_stopped_sandbox_is_started_again_for_an_exec_and_one_with_a_ttl_vanishes() throws Exception {
+    String idle = provider.create(create("sbx_idle", config(null, null)));
+    String ttl = provider.create(create("sbx_ttl", config(null, 30)));
+    sim.minuteMs(20);
+    try {
+      for (int i = 0; i < 100 && !"stopped".equals(sim.sandbox(idle).getString("state")); i++) {
+        Thread.sleep(20);
+      }
+      assertThat(sim.sandbox(idle).getString("state")).isEqualTo("stopped");
+      assertThat(sim.sandbox(ttl)).as("stopped, then deleted at once").isNull();
+      sim.minuteMs(60_000);
+      ExecResult r = provider.exec(new ExecSandbox("sbx_idle", "exe_idle", idle, null, null, "echo back", null,
+          Map.of(), null, 10, 1024));
+      assertThat(r.stdout()).isEqualTo("back\n");
+      provider.destroy(new DestroySandbox("sbx_idle", idle));
+    } finally {
+      sim.minuteMs(60_000);
+    }
+  }
+
+  /** Collects raw stdout and the result. */
+  static final class Collecting implements ExecSink {
+    private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    private final CapturingSink capture = new CapturingSink(1 << 20);
+
+    @Override
+    public synchronized void output(Stream stream, byte[] data) {
+      if (stream == Stream.STDOUT) {
+        out.writeBytes(data);
+      }
+      capture.output(stream, data);
+    }
+
+    @Override
+    public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      capture.exited(exitCode, timedOut, cancelled, durationMs);
+    }
+
+    ExecResult await() {
+      return capture.await();
+    }
+
+    synchronized byte[] stdout() {
+      return out.toByteArray();
+    }
+  }
+
+  static byte[] concat(byte[] a, byte[] b) {
+    byte[] r = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, r, a.length, b.length);
+    return r;
+  }
+
+}

@@ -1,0 +1,156 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
+import ai.bespokelabs.sandbox.gateway.SseClient.Event;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The Daytona backend through the gateway's REST, SSE and reconciliation, against the Daytona simulator. */
+class DaytonaGatewayTest {
+  static final String DAYTONA_KEY = "dtn_gateway_test_key_secret_42";
+  static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  static DaytonaSimulator sim;
+  static TestGateway gw;
+  static String key;
+  static final List<String> bodies = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    sim = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(50);
+    gw = new TestGateway(Map.of("DAYTONA_API_KEY", DAYTONA_KEY, "DAYTONA_API_URL", sim.url(),
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+    key = gw.bootstrap("Daytona users");
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+    sim.close();
+    assertThat(bodies).as("the provider key never reaches a client").noneMatch(b -> b.contains(DAYTONA_KEY));
+  }
+
+  @AfterEach
+  void everyRequestConformed() {
+    assertThat(sim.violations()).isEmpty();
+  }
+
+  static Resp seen(Resp r) {
+    bodies.add(r.body());
+    return r;
+  }
+
+  @Test
+  void create_exec_stream_with_stdin_and_destroy() throws Exception {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona").put("cpu", 1)
+        .put("memory_mb", 1024).put("env_vars", new JsonObject().put("WHO", "daytona"))));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    String resource = created.json().getString("provider_resource_id");
+    assertThat(created.json().getString("status")).isEqualTo("running");
+    assertThat(sim.sandbox(resource).getString("state")).isEqualTo("started");
+    assertThat(sim.sandbox(resource).getJsonObject("labels").getString("bespokelabs.ai/sandbox-id")).isEqualTo(sbx);
+
+    Resp exec = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key,
+        new JsonObject().put("command", "echo hello $WHO; echo oops >&2; exit 2")));
+    assertThat(exec.status()).as(exec.body()).isEqualTo(200);
+    assertThat(exec.json().getString("stdout")).isEqualTo("hello daytona\n");
+    assertThat(exec.json().getString("stderr")).isEqualTo("oops\n");
+    assertThat(exec.json().getInteger("exit_code")).isEqualTo(2);
+
+    Resp code = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key,
+        new JsonObject().put("code", "print(6 * 7)").put("language", "python")));
+    assertThat(code.json().getString("stdout")).isEqualTo("42\n");
+
+    Resp started = seen(gw.post("/v1/sandboxes/" + sbx + "/executions", key,
+        new JsonObject().put("command", "cat; echo closed >&2").put("stdin", true)));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String exe = started.json().getString("id");
+    String execution = "/v1/sandboxes/" + sbx + "/executions/" + exe;
+    assertThat(seen(gw.send("POST", execution + "/stdin", key, "héllo\n")).status()).isBetween(200, 204);
+    assertThat(seen(gw.send("POST", execution + "/stdin?eof=true", key, "bye\n")).status()).isBetween(200, 204);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    JsonObject exit = null;
+    try (SseClient sse = SseClient.open(HTTP, gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      assertThat(sse.status).isEqualTo(200);
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          (e.name().equals("stdout") ? out : err).writeBytes(e.bytes());
+        } else if (e.name().equals("exit")) {
+          exit = e.data();
+        }
+      }
+    }
+    assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo("héllo\nbye\n");
+    assertThat(err.toString(StandardCharsets.UTF_8)).isEqualTo("closed\n");
+    assertThat(exit.getInteger("exit_code")).isZero();
+
+    Resp destroyed = seen(gw.delete("/v1/sandboxes/" + sbx, key));
+    assertThat(destroyed.status()).as(destroyed.body()).isBetween(200, 204);
+    assertThat(sim.sandbox(resource)).as("deleted at Daytona").isNull();
+    assertThat(seen(gw.get("/v1/sandboxes/" + sbx, key)).json().getString("status")).isEqualTo("destroyed");
+  }
+
+  @Test
+  void reconciliation_observes_ours_and_removes_a_sandbox_created_behind_the_gateways_back() throws Exception {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")));
+    String resource = created.json().getString("provider_resource_id");
+    String orphan = sim.createDirectly(new JsonObject().put("bespokelabs.ai/managed", "true")
+        .put("bespokelabs.ai/sandbox-id", "sbx_" + "cd".repeat(16)));
+    String foreign = sim.createDirectly(new JsonObject().put("owner", "someone else"));
+    Thread.sleep(1_200);
+    Resp r = seen(gw.post("/v1/reconciliation/daytona", key, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("updated")).isGreaterThanOrEqualTo(1);
+    assertThat(r.json().getInteger("missing")).isZero();
+    for (int i = 0; i < 200 && sim.sandbox(orphan) != null; i++) {
+      Thread.sleep(25);
+    }
+    assertThat(sim.sandbox(orphan)).as("the supervisor deleted the orphan").isNull();
+    assertThat(sim.count(HttpMethod.DELETE, "/api/sandbox/" + orphan)).isEqualTo(1);
+    assertThat(sim.sandbox(foreign)).as("what is not ours is left alone").isNotNull();
+    assertThat(sim.sandbox(resource)).as("a live sandbox is never an orphan").isNotNull();
+    seen(gw.delete("/v1/sandboxes/" + created.json().getString("id"), key));
+  }
+
+  @Test
+  void provider_failures_reach_the_client_in_the_error_contract() {
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.status(401));
+    Resp auth = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")));
+    assertThat(auth.status()).isEqualTo(502);
+    JsonObject detail = auth.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).isEqualTo("authentication");
+    assertThat(detail.getString("backend")).isEqualTo("daytona");
+    assertThat(detail.getString("op")).isEqualTo("create");
+    assertThat(detail.getString("message")).isEqualTo("Provider authentication failed.");
+
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.rateLimited(9));
+    JsonObject limited = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona"))).json()
+        .getJsonObject("detail");
+    assertThat(limited.getBoolean("retryable")).isTrue();
+    assertThat(limited.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(9);
+
+    sim.inject(HttpMethod.POST, "/api/sandbox", DaytonaSimulator.Fault.loseResponse());
+    JsonObject lost = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona"))).json()
+        .getJsonObject("detail");
+    assertThat(lost.getString("outcome")).isEqualTo("unknown");
+    assertThat(lost.getJsonObject("context").getString("cleanup_status")).isEqualTo("deleted");
+
+    Resp health = seen(gw.post("/v1/providers/daytona/health-check", key, null));
+    assertThat(health.status()).as(health.body()).isEqualTo(200);
+  }
+}
