@@ -108,6 +108,10 @@ public final class AdapterVerticle extends VerticleBase {
       }
       case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
           provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
+      case Addresses.SET_TIMEOUT -> blocking(msg, "timeout", () -> {
+        provider.setTimeout((ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout) msg.body());
+        return (Void) null;
+      }).onSuccess(v -> msg.reply(null));
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {

@@ -63,6 +63,13 @@ public interface SandboxProvider extends AutoCloseable {
   }
 
   /**
+   * The sandbox's deadline was just set to {@code request.timeoutSecs()} from now. Backends whose provider
+   * keeps its own lifetime for the sandbox move it along; the default does nothing, since the supervisor
+   * enforces the gateway's deadline for every backend.
+   */
+  default void setTimeout(ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout request) {}
+
+  /**
    * The entries of a directory inside the sandbox ({@code op.path()}: relative to the sandbox's working
    * directory, or absolute inside the sandbox).
    *

@@ -36,6 +36,7 @@ class E2bGatewayTest {
   static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
   static final List<String> BODIES = new ArrayList<>();
   static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  static final long UPLOAD_LIMIT = 4L << 20;
 
   @BeforeAll
   static void start() {
@@ -44,6 +45,7 @@ class E2bGatewayTest {
     sim = E2bSimulator.start();
     Map<String, String> env = new HashMap<>(sim.env());
     env.put("BESPOKE_SUPERVISION_INTERVAL_SECS", "1");
+    env.put("BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT));
     gw = new TestGateway(env);
     key = gw.bootstrap("E2B users");
   }
@@ -218,5 +220,150 @@ class E2bGatewayTest {
     assertThat(denied.json().getJsonObject("detail").getString("code")).isEqualTo("authentication");
     assertThat(denied.json().getJsonObject("detail").getString("op")).isEqualTo("execute");
     keep(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key));
+  }
+
+  // ---- files ---------------------------------------------------------------------------------------------
+
+  static String q(String s) {
+    return java.net.URLEncoder.encode(s, StandardCharsets.UTF_8);
+  }
+
+  static java.net.http.HttpResponse<String> put(String id, String path, java.net.http.HttpRequest.BodyPublisher body,
+      String extra) throws Exception {
+    java.net.http.HttpResponse<String> r = HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base
+            + "/v1/sandboxes/" + id + "/files/content?path=" + q(path) + extra)).header("Authorization", "Bearer " + key)
+        .timeout(java.time.Duration.ofSeconds(60)).PUT(body).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    BODIES.add(r.body());
+    return r;
+  }
+
+  static java.net.http.HttpResponse<byte[]> download(String id, String path) throws Exception {
+    return HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id
+            + "/files/content?path=" + q(path))).header("Authorization", "Bearer " + key)
+        .timeout(java.time.Duration.ofSeconds(60)).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  static List<String> hiddenUploads(E2bSimulator.Sandbox remote) throws Exception {
+    try (var walk = java.nio.file.Files.walk(remote.hostPath("/"))) {
+      return walk.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(".bespoke-upload-")).toList();
+    }
+  }
+
+  @Test
+  void files_round_trip_through_the_api_and_an_oversized_upload_reaches_nothing() throws Exception {
+    JsonObject sbx = createE2b(new JsonObject().put("timeout_secs", 300));
+    String id = sbx.getString("id");
+    E2bSimulator.Sandbox remote = sim.sandboxes().get(sbx.getString("provider_resource_id"));
+
+    String text = "#!/bin/sh\necho hello from e2b $1\n";
+    java.net.http.HttpResponse<String> script = put(id, "bin/hello.sh",
+        java.net.http.HttpRequest.BodyPublishers.ofString(text), "&executable=true");
+    assertThat(script.statusCode()).as(script.body()).isEqualTo(201);
+    JsonObject entry = new JsonObject(script.body());
+    assertThat(entry.getString("path")).isEqualTo("/home/user/bin/hello.sh");
+    assertThat(entry.getString("name")).isEqualTo("hello.sh");
+    assertThat(entry.getString("mode")).isEqualTo("0755");
+    assertThat(entry.getLong("size")).isEqualTo((long) text.length());
+    assertThat(entry.getBoolean("is_dir")).isFalse();
+    Resp ran = exec(id, new JsonObject().put("command", "bin/hello.sh").put("args", new io.vertx.core.json.JsonArray()
+        .add("ok")));
+    assertThat(ran.json().getString("stdout")).isEqualTo("hello from e2b ok\n");
+
+    byte[] data = new byte[3 << 20];
+    new java.util.Random(11).nextBytes(data);
+    java.net.http.HttpResponse<String> blob = put(id, "data/blob.bin",
+        java.net.http.HttpRequest.BodyPublishers.ofByteArray(data), "");
+    assertThat(blob.statusCode()).as(blob.body()).isEqualTo(201);
+    assertThat(new JsonObject(blob.body()).getString("mode")).isNotEqualTo("0755");
+    assertThat(sim.uploadLengths()).as("uploaded with a known length").contains((long) data.length);
+
+    JsonObject listed = keep(gw.get("/v1/sandboxes/" + id + "/files?path=data", key)).json();
+    assertThat(listed.getJsonArray("entries")).hasSize(1);
+    JsonObject listedBlob = listed.getJsonArray("entries").getJsonObject(0);
+    assertThat(listedBlob.getString("name")).isEqualTo("blob.bin");
+    assertThat(listedBlob.getString("path")).isEqualTo("/home/user/data/blob.bin");
+    assertThat(listedBlob.getLong("size")).isEqualTo((long) data.length);
+    JsonObject home = keep(gw.get("/v1/sandboxes/" + id + "/files?path=.", key)).json();
+    assertThat(home.getJsonArray("entries").stream().map(o -> ((JsonObject) o).getString("name") + ":"
+        + ((JsonObject) o).getBoolean("is_dir"))).containsExactly("bin:true", "data:true");
+
+    java.net.http.HttpResponse<byte[]> down = download(id, "data/blob.bin");
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.headers().firstValueAsLong("Content-Length")).hasValue(data.length);
+    assertThat(down.body()).isEqualTo(data);
+    assertThat(download(id, "/home/user/bin/hello.sh").body()).asString().startsWith("#!/bin/sh");
+
+    Resp notEmpty = keep(gw.delete("/v1/sandboxes/" + id + "/files?path=data", key));
+    assertThat(notEmpty.status()).isEqualTo(409);
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id + "/files?path=data/blob.bin", key)).status()).isEqualTo(204);
+    java.net.http.HttpResponse<byte[]> gone = download(id, "data/blob.bin");
+    assertThat(gone.statusCode()).isEqualTo(404);
+    assertThat(new JsonObject(new String(gone.body(), StandardCharsets.UTF_8)).getString("detail"))
+        .isEqualTo("file not found");
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id + "/files?path=data/blob.bin", key)).status()).isEqualTo(404);
+    java.net.http.HttpResponse<byte[]> dir = download(id, "bin");
+    assertThat(dir.statusCode()).isEqualTo(422);
+    assertThat(new JsonObject(new String(dir.body(), StandardCharsets.UTF_8)).getString("detail"))
+        .isEqualTo("path is a directory");
+
+    // over the limit, streamed without a length and declared up front: refused, and nothing reaches E2B
+    int posts = (int) sim.requests().stream().filter(r -> r.equals("envd POST /files")).count();
+    byte[] tooBig = new byte[(int) UPLOAD_LIMIT + (1 << 20)];
+    java.net.http.HttpResponse<String> streamed = put(id, "data/too-big.bin",
+        java.net.http.HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(tooBig)), "");
+    assertThat(streamed.statusCode()).isEqualTo(413);
+    assertThat(new JsonObject(streamed.body()).getString("detail")).contains("upload limit");
+    java.net.http.HttpResponse<String> declared = put(id, "data/too-big.bin",
+        java.net.http.HttpRequest.BodyPublishers.ofByteArray(tooBig), "");
+    assertThat(declared.statusCode()).isEqualTo(413);
+    assertThat(sim.requests().stream().filter(r -> r.equals("envd POST /files")).count()).isEqualTo(posts);
+    assertThat(remote.hostPath("data/too-big.bin")).doesNotExist();
+    assertThat(hiddenUploads(remote)).isEmpty();
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+  }
+
+  // ---- set-timeout ----------------------------------------------------------------------------------------
+
+  static java.time.Instant expiresAt(JsonObject sandbox) {
+    return java.time.OffsetDateTime.parse(sandbox.getString("expires_at")).toInstant();
+  }
+
+  @Test
+  void set_timeout_moves_the_e2b_lifetime_and_a_provider_failure_keeps_the_stored_deadline() {
+    JsonObject sbx = createE2b(new JsonObject().put("timeout_secs", 300));
+    String id = sbx.getString("id");
+    E2bSimulator.Sandbox remote = sim.sandboxes().get(sbx.getString("provider_resource_id"));
+    int margin = 60;
+
+    java.time.Instant before = java.time.Instant.now();
+    Resp longer = keep(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 1800)));
+    assertThat(longer.status()).as(longer.body()).isEqualTo(200);
+    java.time.Instant after = java.time.Instant.now();
+    assertThat(expiresAt(longer.json())).isBetween(before.plusSeconds(1799), after.plusSeconds(1801));
+    assertThat(remote.endAt()).as("E2B keeps it a little longer than the gateway")
+        .isBetween(before.plusSeconds(1800 + margin - 1), after.plusSeconds(1800 + margin + 1));
+
+    before = java.time.Instant.now();
+    Resp shorter = keep(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 120)));
+    assertThat(shorter.status()).isEqualTo(200);
+    after = java.time.Instant.now();
+    assertThat(remote.endAt()).isBetween(before.plusSeconds(120 + margin - 1), after.plusSeconds(120 + margin + 1));
+    java.time.Instant e2bEnd = remote.endAt();
+
+    sim.faults().status(HttpMethod.POST, "/sandboxes/" + remote.id + "/timeout", 500, Map.of(), null, 1);
+    before = java.time.Instant.now();
+    Resp failed = keep(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 900)));
+    after = java.time.Instant.now();
+    assertThat(failed.status()).isEqualTo(502);
+    JsonObject detail = failed.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).isEqualTo("command_failed");
+    assertThat(detail.getString("backend")).isEqualTo("e2b");
+    assertThat(detail.getString("op")).isEqualTo("timeout");
+    assertThat(detail.getJsonObject("context").getInteger("provider_status")).isEqualTo(500);
+    assertThat(remote.endAt()).as("E2B's lifetime did not move").isEqualTo(e2bEnd);
+    JsonObject stored = keep(gw.get("/v1/sandboxes/" + id, key)).json();
+    assertThat(expiresAt(stored)).as("the gateway's deadline was stored all the same")
+        .isBetween(before.plusSeconds(899), after.plusSeconds(901));
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
   }
 }

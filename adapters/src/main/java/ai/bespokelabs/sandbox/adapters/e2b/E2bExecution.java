@@ -100,18 +100,11 @@ final class E2bExecution implements ExecHandle {
   ExecHandle start(JsonObject startRequest) {
     t0 = System.nanoTime();
     long deadlineMs = request.timeoutSecs() * 1000L + KILL_GRACE_MS;
-    RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST)
-        .setAbsoluteURI(envd.baseUrl() + "/process.Process/Start")
+    RequestOptions options = provider.envdOptions(envd, HttpMethod.POST, "/process.Process/Start")
         .putHeader("Content-Type", "application/connect+json")
         .putHeader("Connect-Protocol-Version", "1")
         .putHeader("Connect-Timeout-Ms", String.valueOf(deadlineMs))
-        .putHeader("Keepalive-Ping-Interval", String.valueOf(KEEPALIVE_SECS))
-        .putHeader("E2b-Sandbox-Id", envd.sandboxId())
-        .putHeader("E2b-Sandbox-Port", String.valueOf(E2bProvider.ENVD_PORT))
-        .setIdleTimeout(0);
-    if (envd.accessToken() != null) {
-      options.putHeader("X-Access-Token", envd.accessToken());
-    }
+        .putHeader("Keepalive-Ping-Interval", String.valueOf(KEEPALIVE_SECS));
     Buffer body = ConnectEnvelope.encode(0, startRequest.toBuffer());
     context.runOnContext(v -> provider.http().request(options)
         .compose(req -> {

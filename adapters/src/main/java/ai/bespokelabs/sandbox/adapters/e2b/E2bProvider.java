@@ -3,12 +3,16 @@ package ai.bespokelabs.sandbox.adapters.e2b;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.local.CommandLine;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -22,6 +26,7 @@ import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -76,6 +81,7 @@ public final class E2bProvider implements SandboxProvider {
   private final WebClient web;
   private final Map<String, Envd> envds = new ConcurrentHashMap<>();
   private final Set<E2bExecution> executions = ConcurrentHashMap.newKeySet();
+  private final E2bFiles files = new E2bFiles(this);
 
   /** How to reach one sandbox's envd. {@code accessToken} is null for a sandbox created without {@code secure}. */
   record Envd(String sandboxId, String baseUrl, String accessToken) {
@@ -84,9 +90,6 @@ public final class E2bProvider implements SandboxProvider {
       return "Envd[" + sandboxId + "]";
     }
   }
-
-  /** One entry of a directory listing. {@code type}: {@code file}, {@code directory} or {@code symlink}. */
-  public record FileEntry(String name, String path, String type, long size, String modifiedTime) {}
 
   public E2bProvider(Vertx vertx, E2bSettings settings, Clock clock) {
     this.vertx = vertx;
@@ -250,13 +253,18 @@ public final class E2bProvider implements SandboxProvider {
   }
 
   /**
-   * Sets the sandbox's E2B lifetime to {@code timeoutSecs} from now ({@code POST /sandboxes/{id}/timeout}),
-   * shorter or longer.
+   * Moves the sandbox's E2B lifetime along with the gateway's new deadline ({@code POST /sandboxes/{id}/timeout},
+   * counted from now, shorter or longer), with the same margin as at create so the supervisor ends it first.
    */
-  public void setTimeout(String resourceId, int timeoutSecs) {
-    HttpResponse<Buffer> r = call(api(HttpMethod.POST, "/sandboxes/" + segment(resourceId) + "/timeout")
+  @Override
+  public void setTimeout(SetTimeout request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      throw E2bErrors.of(ErrorCode.NOT_FOUND, "timeout", false, Outcome.FAILED);
+    }
+    HttpResponse<Buffer> r = call(api(HttpMethod.POST, "/sandboxes/" + segment(id) + "/timeout")
         .putHeader("Content-Type", "application/json")
-        .sendBuffer(new JsonObject().put("timeout", timeoutSecs).toBuffer()), "timeout");
+        .sendBuffer(new JsonObject().put("timeout", request.timeoutSecs() + DEADLINE_GRACE_SECS).toBuffer()), "timeout");
     if (r.statusCode() != 204 && r.statusCode() != 200) {
       throw E2bErrors.status(r.statusCode(), "timeout", r.getHeader("Retry-After"), false);
     }
@@ -379,6 +387,18 @@ public final class E2bProvider implements SandboxProvider {
     return req;
   }
 
+  /** The same headers for a request sent through the core HTTP client (streamed bodies). */
+  RequestOptions envdOptions(Envd envd, HttpMethod method, String pathAndQuery) {
+    RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(envd.baseUrl() + pathAndQuery)
+        .putHeader("E2b-Sandbox-Id", envd.sandboxId())
+        .putHeader("E2b-Sandbox-Port", String.valueOf(ENVD_PORT))
+        .setIdleTimeout(0);
+    if (envd.accessToken() != null) {
+      options.putHeader("X-Access-Token", envd.accessToken());
+    }
+    return options;
+  }
+
   /** A unary Connect call ({@code /<package>.<Service>/<Method>}, JSON codec); returns the response message. */
   JsonObject unary(Envd envd, String path, JsonObject message, String op) {
     HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.POST, path)
@@ -453,76 +473,24 @@ public final class E2bProvider implements SandboxProvider {
 
   // ---- files (envd REST and filesystem.Filesystem) --------------------------------------------------------
 
-  /**
-   * Writes {@code data} to {@code path} in the sandbox (parents created, an existing file replaced); the
-   * path is absolute or relative to the default user's home.
-   */
-  public void upload(String resourceId, String path, byte[] data) {
-    Envd envd = envd(resourceId, "upload");
-    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.POST, "/files")
-        .addQueryParam("path", path)
-        .putHeader("Content-Type", "application/octet-stream")
-        .sendBuffer(Buffer.buffer(data)), "upload");
-    if (r.statusCode() != 200) {
-      throw fileFailure(r, "upload");
-    }
+  @Override
+  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(FileOp op) {
+    return files.list(op);
   }
 
-  /**
-   * Reads the file at {@code path}.
-   *
-   * @throws ApiException 404 when there is no such file, 422 when it is a directory, 413 when larger than
-   *     {@code maxBytes}
-   */
-  public byte[] download(String resourceId, String path, int maxBytes) {
-    Envd envd = envd(resourceId, "download");
-    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.GET, "/files").addQueryParam("path", path)
-        .as(io.vertx.ext.web.codec.BodyCodec.buffer()).send(), "download");
-    if (r.statusCode() != 200) {
-      throw fileFailure(r, "download");
-    }
-    Buffer body = r.body() == null ? Buffer.buffer() : r.body();
-    if (body.length() > maxBytes) {
-      throw new ApiException(413, "file is larger than " + maxBytes + " bytes");
-    }
-    return body.getBytes();
+  @Override
+  public ReadableFile openRead(FileOp op) {
+    return files.openRead(op);
   }
 
-  /** The entries under {@code path} down to {@code depth} levels ({@code filesystem.Filesystem/ListDir}). */
-  public List<FileEntry> listFiles(String resourceId, String path, int depth) {
-    Envd envd = envd(resourceId, "list_files");
-    JsonObject res;
-    try {
-      res = unary(envd, "/filesystem.Filesystem/ListDir", new JsonObject().put("path", path).put("depth", depth),
-          "list_files");
-    } catch (ProviderException e) {
-      if ("not_found".equals(e.error().context().get("provider_code"))) {
-        throw ApiException.notFound("directory not found");
-      }
-      throw e;
-    }
-    List<FileEntry> out = new ArrayList<>();
-    for (Object o : res.getJsonArray("entries", new JsonArray())) {
-      if (o instanceof JsonObject e) {
-        String type = switch (e.getString("type", "")) {
-          case "FILE_TYPE_DIRECTORY" -> "directory";
-          case "FILE_TYPE_SYMLINK" -> "symlink";
-          default -> "file";
-        };
-        Object size = e.getValue("size");
-        out.add(new FileEntry(e.getString("name"), e.getString("path"), type,
-            size == null ? 0 : Long.parseLong(String.valueOf(size)), e.getString("modifiedTime")));
-      }
-    }
-    return out;
+  @Override
+  public WritableFile openWrite(FileOp op) {
+    return files.openWrite(op);
   }
 
-  private static RuntimeException fileFailure(HttpResponse<Buffer> r, String op) {
-    return switch (r.statusCode()) {
-      case 404 -> ApiException.notFound("file not found");
-      case 400 -> ApiException.invalid("path is a directory or invalid");
-      default -> E2bErrors.status(r.statusCode(), op, r.getHeader("Retry-After"), true);
-    };
+  @Override
+  public void deleteFile(FileOp op) {
+    files.delete(op);
   }
 
   // ---- plumbing ------------------------------------------------------------------------------------------

@@ -5,12 +5,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -21,8 +26,10 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -269,31 +276,170 @@ class E2bProviderTest {
 
   // ---- files, listing, timeouts -----------------------------------------------------------------------------
 
+  static FileOp fileOp(String rid, String path, boolean executable, boolean recursive) {
+    return new FileOp("files", "sbx_files", rid, path, null, null, executable, recursive);
+  }
+
+  /** Uploads {@code data} in chunks of 100 000 bytes, as the gateway's file sessions do. */
+  static FileEntry put(String rid, String path, byte[] data, boolean executable) throws Exception {
+    WritableFile w = provider.openWrite(fileOp(rid, path, executable, false));
+    for (int off = 0; off < data.length; off += 100_000) {
+      w.write(Arrays.copyOfRange(data, off, Math.min(data.length, off + 100_000)));
+    }
+    return w.commit();
+  }
+
+  static byte[] get(String rid, String path) throws Exception {
+    try (ReadableFile r = provider.openRead(fileOp(rid, path, false, false))) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      byte[] buf = new byte[64 * 1024];
+      for (int n; (n = r.read(buf)) >= 0; ) {
+        out.write(buf, 0, n);
+      }
+      assertThat((long) out.size()).isEqualTo(r.size());
+      return out.toByteArray();
+    }
+  }
+
+  static List<String> names(String rid, String path) {
+    return provider.listFiles(fileOp(rid, path, false, false)).stream().map(FileEntry::name).toList();
+  }
+
+  /** The status of the files API answer {@code r} throws. */
+  static int refused(org.assertj.core.api.ThrowableAssert.ThrowingCallable r) {
+    Throwable t = org.assertj.core.api.Assertions.catchThrowable(r);
+    assertThat(t).isInstanceOf(ApiException.class);
+    return ((ApiException) t).status();
+  }
+
   @Test
-  void files_round_trip_through_envd() {
+  void files_round_trip_through_envd() throws Exception {
     String id = create();
     byte[] data = new byte[300_000];
     new Random(7).nextBytes(data);
-    provider.upload(id, "work/dir/data.bin", data);
-    provider.upload(id, "/tmp/note.txt", "hello".getBytes(StandardCharsets.UTF_8));
-    assertThat(provider.download(id, "work/dir/data.bin", 1 << 20)).isEqualTo(data);
-    assertThat(provider.download(id, "/tmp/note.txt", 10)).asString().isEqualTo("hello");
-    List<E2bProvider.FileEntry> entries = provider.listFiles(id, "work", 2);
-    assertThat(entries).extracting(E2bProvider.FileEntry::path)
-        .containsExactly("/home/user/work/dir", "/home/user/work/dir/data.bin");
-    assertThat(entries.get(1).type()).isEqualTo("file");
-    assertThat(entries.get(1).size()).isEqualTo(300_000);
-    assertThat(entries.get(0).type()).isEqualTo("directory");
+    FileEntry up = put(id, "work/dir/data.bin", data, false);
+    assertThat(up.path()).isEqualTo("/home/user/work/dir/data.bin");
+    assertThat(up.name()).isEqualTo("data.bin");
+    assertThat(up.size()).isEqualTo(300_000);
+    assertThat(up.isDir()).isFalse();
+    assertThat(up.mode() & 0111).as("not executable").isZero();
+    assertThat(sim.uploadLengths()).as("streamed with a known length").contains(300_000L).doesNotContain(-1L);
+    put(id, "/tmp/note.txt", "hello".getBytes(StandardCharsets.UTF_8), false);
+    FileEntry script = put(id, "bin/run.sh", "#!/bin/sh\necho ran\n".getBytes(StandardCharsets.UTF_8), true);
+    assertThat(script.mode()).isEqualTo(0755);
+    assertThat(provider.exec(exec(id, null, null, "bin/run.sh", null, 10, false)).stdout()).isEqualTo("ran\n");
+
+    assertThat(get(id, "work/dir/data.bin")).isEqualTo(data);
+    assertThat(get(id, "/tmp/note.txt")).asString().isEqualTo("hello");
+    put(id, "/tmp/note.txt", "bye".getBytes(StandardCharsets.UTF_8), false);
+    assertThat(get(id, "/tmp/note.txt")).asString().as("replaced").isEqualTo("bye");
+    put(id, "/tmp/empty", new byte[0], false);
+    assertThat(get(id, "/tmp/empty")).isEmpty();
+    assertThat(names(id, "work/dir")).as("no hidden upload left").containsExactly("data.bin");
+    assertThat(names(id, ".")).contains("bin", "work");
+    List<FileEntry> work = provider.listFiles(fileOp(id, "work", false, false));
+    assertThat(work).singleElement().satisfies(e -> {
+      assertThat(e.isDir()).isTrue();
+      assertThat(e.path()).isEqualTo("/home/user/work/dir");
+      assertThat(e.mode()).as("permission bits only").isLessThanOrEqualTo(0777);
+    });
+    assertThat(provider.listFiles(fileOp(id, "work/dir/data.bin", false, false))).singleElement()
+        .satisfies(e -> assertThat(e.size()).isEqualTo(300_000));
     ExecResult seen = provider.exec(exec(id, null, null, "wc -c < work/dir/data.bin", null, 10, false));
     assertThat(seen.stdout().trim()).isEqualTo("300000");
-    assertThatThrownBy(() -> provider.download(id, "missing.txt", 10))
-        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(404);
-    assertThatThrownBy(() -> provider.download(id, "work", 10))
-        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(422);
-    assertThatThrownBy(() -> provider.download(id, "/tmp/note.txt", 3))
-        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(413);
-    assertThatThrownBy(() -> provider.listFiles(id, "nowhere", 1))
-        .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(404);
+
+    assertThat(refused(() -> provider.openRead(fileOp(id, "missing.txt", false, false)))).isEqualTo(404);
+    assertThat(refused(() -> provider.openRead(fileOp(id, "work", false, false)))).isEqualTo(422);
+    assertThat(refused(() -> provider.openWrite(fileOp(id, "work", false, false)))).isEqualTo(422);
+    assertThat(refused(() -> provider.listFiles(fileOp(id, "nowhere", false, false)))).isEqualTo(404);
+    assertThat(refused(() -> provider.deleteFile(fileOp(id, "work", false, false)))).as("not empty").isEqualTo(409);
+    provider.deleteFile(fileOp(id, "work/dir/data.bin", false, false));
+    assertThat(refused(() -> provider.openRead(fileOp(id, "work/dir/data.bin", false, false)))).isEqualTo(404);
+    assertThat(refused(() -> provider.deleteFile(fileOp(id, "work/dir/data.bin", false, false)))).isEqualTo(404);
+    provider.deleteFile(fileOp(id, "work/dir", false, false));
+    put(id, "work/again/x", new byte[10], false);
+    provider.deleteFile(fileOp(id, "work", false, true));
+    assertThat(sim.sandboxes().get(id).hostPath("work")).doesNotExist();
+  }
+
+  @Test
+  void an_aborted_or_failed_upload_leaves_nothing_behind() throws Exception {
+    String id = create();
+    E2bSimulator.Sandbox remote = sim.sandboxes().get(id);
+    int posts = uploads();
+    WritableFile w = provider.openWrite(fileOp(id, "gone/never.bin", false, false));
+    w.write(new byte[1000]);
+    Path spool = ((E2bFiles.Upload) w).spool();
+    assertThat(spool).exists();
+    w.abort();
+    w.abort();
+    assertThat(spool).doesNotExist();
+    assertThat(uploads()).as("nothing was sent").isEqualTo(posts);
+
+    // the upload itself fails
+    WritableFile full = provider.openWrite(fileOp(id, "gone/full.bin", false, false));
+    full.write(new byte[1000]);
+    sim.faults().status(HttpMethod.POST, "/files", 507, Map.of(), null, 1);
+    assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ProviderException.class, full::commit).error()
+        .code()).isEqualTo(ErrorCode.WORKSPACE);
+    assertThat(((E2bFiles.Upload) full).spool()).doesNotExist();
+
+    // uploaded, but the rename fails: the hidden file is removed again
+    put(id, "gone/kept.bin", new byte[] {1}, false);
+    WritableFile moved = provider.openWrite(fileOp(id, "gone/kept.bin", false, false));
+    moved.write(new byte[] {2, 2});
+    sim.faults().status(HttpMethod.POST, "/filesystem.Filesystem/Move", 500, Map.of(),
+        new JsonObject().put("code", "internal").put("message", "no"), 1);
+    assertThat(error(() -> {
+      try {
+        moved.commit();
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }).code()).isEqualTo(ErrorCode.COMMAND_FAILED);
+    assertThat(names(id, "gone")).as("the old file stays, nothing else").containsExactly("kept.bin");
+    assertThat(get(id, "gone/kept.bin")).containsExactly(1);
+    assertThat(remote.hostPath("gone/never.bin")).doesNotExist();
+  }
+
+  static int uploads() {
+    return (int) sim.requests().stream().filter(r -> r.equals("envd POST /files")).count();
+  }
+
+  @Test
+  void a_download_reads_ahead_only_a_window_and_can_stop_midway() throws Exception {
+    String id = create();
+    Path big = sim.sandboxes().get(id).hostPath("big.bin");
+    byte[] block = new byte[1 << 20];
+    new Random(3).nextBytes(block);
+    try (var out = java.nio.file.Files.newOutputStream(big)) {
+      for (int i = 0; i < 48; i++) {
+        out.write(block);
+      }
+    }
+    ReadableFile r = provider.openRead(fileOp(id, "big.bin", false, false));
+    assertThat(r.size()).isEqualTo(48L << 20);
+    byte[] one = new byte[1];
+    assertThat(r.read(one)).isEqualTo(1);
+    Thread.sleep(500);
+    assertThat(((E2bFiles.Download) r).queued()).as("paused: only what was asked for").isLessThanOrEqualTo(E2bFiles.WINDOW);
+    r.close();
+
+    try (ReadableFile all = provider.openRead(fileOp(id, "big.bin", false, false))) {
+      java.security.MessageDigest seen = java.security.MessageDigest.getInstance("SHA-256");
+      java.security.MessageDigest sent = java.security.MessageDigest.getInstance("SHA-256");
+      for (int i = 0; i < 48; i++) {
+        sent.update(block);
+      }
+      byte[] buf = new byte[256 * 1024];
+      long total = 0;
+      for (int n; (n = all.read(buf)) >= 0; ) {
+        seen.update(buf, 0, n);
+        total += n;
+      }
+      assertThat(total).isEqualTo(48L << 20);
+      assertThat(seen.digest()).isEqualTo(sent.digest());
+    }
   }
 
   @Test
@@ -325,21 +471,23 @@ class E2bProviderTest {
   }
 
   @Test
-  void a_fresh_provider_works_from_the_resource_id_alone_and_set_timeout_ends_the_sandbox() {
+  void a_fresh_provider_works_from_the_resource_id_alone_and_set_timeout_moves_the_e2b_lifetime() {
     String id = create();
     E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
     try {
       assertThat(restarted.exec(exec(id, null, null, "echo again", null, 10, false)).stdout()).isEqualTo("again\n");
-      restarted.setTimeout(id, 0);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (sim.sandboxes().containsKey(id) && System.nanoTime() < deadline) {
-        Thread.onSpinWait();
-      }
+      java.time.Instant before = java.time.Instant.now();
+      restarted.setTimeout(new SetTimeout("sbx", id, 1000));
+      assertThat(sim.sandboxes().get(id).endAt()).as("the gateway's deadline plus the margin kept at create")
+          .isBetween(before.plusSeconds(1000 + E2bProvider.DEADLINE_GRACE_SECS - 1),
+              java.time.Instant.now().plusSeconds(1000 + E2bProvider.DEADLINE_GRACE_SECS + 1));
+      // killed by another client: the sandbox proxy answers for it
+      assertThat(provider.destroy(new DestroySandbox("sbx", id)).alreadyGone()).isFalse();
       assertThat(sim.sandboxes()).doesNotContainKey(id);
       ProviderError gone = error(() -> restarted.exec(exec(id, null, null, "true", null, 10, false)));
       assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
       assertThat(gone.context()).containsEntry("provider_status", 502L);
-      assertThat(error(() -> restarted.setTimeout(id, 30)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(error(() -> restarted.setTimeout(new SetTimeout("sbx", id, 30))).code()).isEqualTo(ErrorCode.NOT_FOUND);
     } finally {
       restarted.close();
     }

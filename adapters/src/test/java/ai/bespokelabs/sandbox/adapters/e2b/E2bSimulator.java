@@ -13,6 +13,12 @@ import filesystem.FilesystemOuterClass.EntryInfo;
 import filesystem.FilesystemOuterClass.FileType;
 import filesystem.FilesystemOuterClass.ListDirRequest;
 import filesystem.FilesystemOuterClass.ListDirResponse;
+import filesystem.FilesystemOuterClass.MoveRequest;
+import filesystem.FilesystemOuterClass.MoveResponse;
+import filesystem.FilesystemOuterClass.RemoveRequest;
+import filesystem.FilesystemOuterClass.RemoveResponse;
+import filesystem.FilesystemOuterClass.StatRequest;
+import filesystem.FilesystemOuterClass.StatResponse;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -87,6 +93,7 @@ public final class E2bSimulator implements AutoCloseable {
   private final List<String> violations = new CopyOnWriteArrayList<>();
   private final List<String> requests = new CopyOnWriteArrayList<>();
   private final AtomicInteger kills = new AtomicInteger();
+  private final List<Long> uploadLengths = new CopyOnWriteArrayList<>();
   private final long expiryTimer;
 
   /** One simulated sandbox: a directory with a home, and its running processes by pid. */
@@ -199,6 +206,11 @@ public final class E2bSimulator implements AutoCloseable {
   /** {@code METHOD path} of every request received, in order. */
   public List<String> requests() {
     return List.copyOf(requests);
+  }
+
+  /** The Content-Length of every {@code POST /files}, in order (-1 for a body sent without one). */
+  public List<Long> uploadLengths() {
+    return List.copyOf(uploadLengths);
   }
 
   /** How many sandboxes a {@code DELETE /sandboxes/{id}} removed. */
@@ -477,6 +489,9 @@ public final class E2bSimulator implements AutoCloseable {
       case "/process.Process/CloseStdin" -> unary(req, CloseStdinRequest.newBuilder(), m -> closeStdin(s, (CloseStdinRequest) m));
       case "/process.Process/SendSignal" -> unary(req, SendSignalRequest.newBuilder(), m -> sendSignal(s, (SendSignalRequest) m));
       case "/filesystem.Filesystem/ListDir" -> unary(req, ListDirRequest.newBuilder(), m -> listDir(s, (ListDirRequest) m));
+      case "/filesystem.Filesystem/Stat" -> unary(req, StatRequest.newBuilder(), m -> stat(s, (StatRequest) m));
+      case "/filesystem.Filesystem/Move" -> unary(req, MoveRequest.newBuilder(), m -> move(s, (MoveRequest) m));
+      case "/filesystem.Filesystem/Remove" -> unary(req, RemoveRequest.newBuilder(), m -> remove(s, (RemoveRequest) m));
       default -> {
         if (connect) {
           violations.add("not simulated: " + req.path());
@@ -484,6 +499,10 @@ public final class E2bSimulator implements AutoCloseable {
           return;
         }
         envd.validate(req).onComplete(ar -> {
+          if (ar.failed() && emptyRawUpload(req, ar.cause())) {
+            files(req, s, null);
+            return;
+          }
           if (ar.failed()) {
             violations.add(ar.cause().getMessage());
             apiError(req.response(), 400, "request does not conform: " + ar.cause().getMessage());
@@ -493,6 +512,16 @@ public final class E2bSimulator implements AutoCloseable {
         });
       }
     }
+  }
+
+  /**
+   * An empty file sent raw: the validator reads a zero-length body as a missing one, but envd's raw upload
+   * just copies {@code r.Body} (nothing) into the file, so an empty file is a valid upload.
+   */
+  private static boolean emptyRawUpload(HttpServerRequest req, Throwable failure) {
+    return req.method() == HttpMethod.POST && "0".equals(req.getHeader("Content-Length"))
+        && String.valueOf(req.getHeader("Content-Type")).startsWith("application/octet-stream")
+        && String.valueOf(failure.getMessage()).contains("does not contain the required body");
   }
 
   /** The outcome of a unary Connect method: a message, or a Connect error code with its HTTP status. */
@@ -603,15 +632,76 @@ public final class E2bSimulator implements AutoCloseable {
     return Answer.ok(out);
   }
 
+  /** {@code Stat}: envd answers not_found for a missing path. */
+  private Answer stat(Sandbox s, StatRequest r) {
+    Path p = resolve(s, r.getPath());
+    if (p == null) {
+      return Answer.error(400, "invalid_argument");
+    }
+    if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
+      return Answer.error(404, "not_found");
+    }
+    return Answer.ok(StatResponse.newBuilder().setEntry(entry(s, p)));
+  }
+
+  /** {@code Move}: a rename (destination parents created); a directory in the way fails as rename(2) does. */
+  private Answer move(Sandbox s, MoveRequest r) {
+    Path from = resolve(s, r.getSource());
+    Path to = resolve(s, r.getDestination());
+    if (from == null || to == null) {
+      return Answer.error(400, "invalid_argument");
+    }
+    if (!Files.exists(from, LinkOption.NOFOLLOW_LINKS)) {
+      return Answer.error(404, "not_found");
+    }
+    try {
+      if (Files.isDirectory(to, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(from, LinkOption.NOFOLLOW_LINKS)) {
+        return Answer.error(500, "internal");
+      }
+      Files.createDirectories(to.getParent());
+      Files.move(from, to, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+          java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      return Answer.error(500, "internal");
+    }
+    return Answer.ok(MoveResponse.newBuilder().setEntry(entry(s, to)));
+  }
+
+  /** {@code Remove}: Go's {@code os.RemoveAll}, recursive and content with a missing path. */
+  private Answer remove(Sandbox s, RemoveRequest r) {
+    Path p = resolve(s, r.getPath());
+    if (p == null) {
+      return Answer.error(400, "invalid_argument");
+    }
+    if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+      deleteTree(p);
+    } else {
+      try {
+        Files.deleteIfExists(p);
+      } catch (IOException e) {
+        return Answer.error(500, "internal");
+      }
+    }
+    return Answer.ok(RemoveResponse.newBuilder());
+  }
+
   private static EntryInfo entry(Sandbox s, Path p) {
     try {
       boolean link = Files.isSymbolicLink(p);
       boolean dir = Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS);
       Instant modified = Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).toInstant();
+      java.util.Set<java.nio.file.attribute.PosixFilePermission> perms =
+          Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
+      int mode = 0;
+      for (java.nio.file.attribute.PosixFilePermission perm : perms) {
+        mode |= 1 << (8 - perm.ordinal());
+      }
+      // Go's os.FileMode: permission bits, plus ModeDir / ModeSymlink
+      long goMode = mode | (dir ? 1L << 31 : 0) | (link ? 1L << 27 : 0);
       return EntryInfo.newBuilder().setName(p.getFileName().toString())
           .setType(link ? FileType.FILE_TYPE_SYMLINK : dir ? FileType.FILE_TYPE_DIRECTORY : FileType.FILE_TYPE_FILE)
-          .setPath("/" + s.root.relativize(p)).setSize(Files.size(p))
-          .setPermissions(PosixFilePermissions.toString(Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS)))
+          .setPath("/" + s.root.relativize(p)).setSize(Files.size(p)).setMode((int) goMode)
+          .setPermissions((link ? "L" : dir ? "d" : "-") + PosixFilePermissions.toString(perms))
           .setOwner("user").setGroup("user")
           .setModifiedTime(Timestamp.newBuilder().setSeconds(modified.getEpochSecond()).setNanos(modified.getNano()))
           .build();
@@ -652,24 +742,31 @@ public final class E2bSimulator implements AutoCloseable {
       return;
     }
     if (req.method() == HttpMethod.GET) {
-      vertx.executeBlocking(() -> Files.isDirectory(file) ? null : Files.readAllBytes(file)).onComplete(ar -> {
-        if (ar.failed()) {
+      // streamed from disk with its Content-Length, as Go's http.ServeContent does
+      vertx.executeBlocking(() -> !Files.exists(file) ? 404 : Files.isDirectory(file) ? 400 : 200).onComplete(ar -> {
+        int status = ar.succeeded() ? ar.result() : 500;
+        if (status == 404) {
           apiError(req.response(), 404, "path does not exist");
-        } else if (ar.result() == null) {
+        } else if (status == 400) {
           apiError(req.response(), 400, "path is a directory");
+        } else if (status != 200) {
+          apiError(req.response(), 500, "cannot read");
         } else {
-          req.response().putHeader("Content-Type", "application/octet-stream").end(Buffer.buffer(ar.result()));
+          req.response().putHeader("Content-Type", "application/octet-stream").sendFile(file.toString())
+              .onFailure(t -> req.connection().close());
         }
       });
       return;
     }
+    String length = req.getHeader("Content-Length");
+    uploadLengths.add(length == null ? -1L : Long.parseLong(length));
     String type = String.valueOf(req.getHeader("Content-Type"));
     if (!type.startsWith("application/octet-stream")) {
       violations.add("simulator handles octet-stream uploads only");
       apiError(req.response(), 400, "unsupported upload");
       return;
     }
-    Buffer data = v.getBody() == null ? Buffer.buffer() : v.getBody().getBuffer();
+    Buffer data = v == null || v.getBody() == null ? Buffer.buffer() : v.getBody().getBuffer();
     vertx.executeBlocking(() -> {
       Files.createDirectories(file.getParent());
       Files.write(file, data.getBytes());

@@ -29,6 +29,7 @@ public final class Messages {
     RecordCodec.register(bus, ResourceList.class, ResourceList::toJson, ResourceList::fromJson);
     RecordCodec.register(bus, SnapshotSandbox.class, SnapshotSandbox::toJson, SnapshotSandbox::fromJson);
     RecordCodec.register(bus, SnapshotTaken.class, SnapshotTaken::toJson, SnapshotTaken::fromJson);
+    RecordCodec.register(bus, SetTimeout.class, SetTimeout::toJson, SetTimeout::fromJson);
     RecordCodec.register(bus, FileOp.class, FileOp::toJson, FileOp::fromJson);
     RecordCodec.register(bus, FileReply.class, FileReply::toJson, FileReply::fromJson);
   }
@@ -303,6 +304,22 @@ public final class Messages {
 
     static SnapshotTaken fromJson(JsonObject j) {
       return new SnapshotTaken(j.getString("snapshot_id"));
+    }
+  }
+
+  /**
+   * The sandbox's deadline was set to {@code timeoutSecs} from now; a backend with its own lifetime for the
+   * sandbox moves it along (the supervisor enforces the gateway's deadline on every backend).
+   */
+  public record SetTimeout(String sandboxId, String providerResourceId, int timeoutSecs) {
+    JsonObject toJson() {
+      return new JsonObject().put("sandbox_id", sandboxId).put("provider_resource_id", providerResourceId)
+          .put("timeout_secs", timeoutSecs);
+    }
+
+    static SetTimeout fromJson(JsonObject j) {
+      return new SetTimeout(j.getString("sandbox_id"), j.getString("provider_resource_id"),
+          j.getInteger("timeout_secs"));
     }
   }
 

@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
+import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -34,6 +35,7 @@ import java.util.List;
 public final class SandboxApi {
   static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
+  static final long SET_TIMEOUT_MS = 2 * 60_000L;
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
   private final Vertx vertx;
@@ -211,7 +213,10 @@ public final class SandboxApi {
 
   /**
    * Sets a new deadline {@code timeout_secs} from now (shorter or longer), bounded by the organization's
-   * {@code max_sandbox_lifetime_secs}; the supervisor terminates the sandbox then.
+   * {@code max_sandbox_lifetime_secs}; the supervisor terminates the sandbox then. Once the deadline is
+   * stored the backend is told ({@link Addresses#SET_TIMEOUT}), so a provider with its own lifetime for the
+   * sandbox keeps it alive that long; if that fails the provider error is answered and the stored deadline
+   * stays.
    */
   private Future<Reply> timeout(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
@@ -228,11 +233,30 @@ public final class SandboxApi {
       }
       OffsetDateTime now = s.now();
       return s.sandboxes().setDeadline(p.organizationId(), id, now.plusSeconds(secs), now);
-    }).compose(updated -> updated.isPresent() ? Future.succeededFuture(Reply.ok(Wire.sandbox(updated.get())))
-        : s.sandboxes().find(p.organizationId(), id).map(found -> {
+    }).compose(updated -> {
+      if (updated.isEmpty()) {
+        return s.sandboxes().find(p.organizationId(), id).map(found -> {
           SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
           throw ApiException.conflict("sandbox is " + sbx.status());
-        })).onSuccess(r -> publishWakeup());
+        });
+      }
+      publishWakeup();
+      SandboxRecord sbx = updated.get();
+      return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()),
+              new SetTimeout(sbx.id(), sbx.providerResourceId(), secs), action(Addresses.SET_TIMEOUT, SET_TIMEOUT_MS))
+          .transform(ar -> ar.succeeded() || hostGone(sbx, ar.cause())
+              ? Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)))
+              : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "timeout")));
+    });
+  }
+
+  /**
+   * A node-bound sandbox whose node no longer answers: its sandbox has no lifetime of its own to move (the
+   * node-bound backends keep none), so the stored deadline is all there is.
+   */
+  private boolean hostGone(SandboxRecord sbx, Throwable t) {
+    return s.backends().isNodeBound(sbx.backend()) && t instanceof io.vertx.core.eventbus.ReplyException re
+        && re.failureType() == io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS;
   }
 
   /** Parses If-Match as the seed does: trim, drop {@code W/}, drop quotes, a positive integer. */
