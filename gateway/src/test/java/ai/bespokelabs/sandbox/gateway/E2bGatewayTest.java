@@ -180,9 +180,7 @@ class E2bGatewayTest {
     assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan);
     assertThat(sim.sandboxes()).as("another deployment's sandbox is left alone").containsKey(foreign);
     assertThat(sim.sandboxes()).as("a live sandbox stays").containsKey(kept.getString("provider_resource_id"));
-    String status = gw.gateway.pool().preparedQuery("SELECT status FROM orphan_cleanups WHERE provider_resource_id = $1")
-        .execute(Tuple.of(orphan)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS)
-        .iterator().next().getString(0);
+    String status = gw.awaitOrphanStatus(orphan, "deleted");
     assertThat(status).isEqualTo("deleted");
     keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
   }

@@ -72,9 +72,7 @@ class ReconciliationTest {
       Thread.sleep(25);
     }
     assertThat(orphan).as("the supervisor removed the orphan").doesNotExist();
-    String status = gw.gateway.pool().preparedQuery("SELECT status FROM orphan_cleanups WHERE provider_resource_id = $1")
-        .execute(Tuple.of(orphan.toString())).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS)
-        .iterator().next().getString(0);
+    String status = gw.awaitOrphanStatus(orphan.toString(), "deleted");
     assertThat(status).isEqualTo("deleted");
     JsonObject live = gw.sandbox(key, null);
     Thread.sleep(2500);

@@ -173,6 +173,25 @@ final class TestGateway implements AutoCloseable {
     return r.json();
   }
 
+  /**
+   * The orphan-cleanup status of {@code resourceId} once it is {@code expected} (the row is updated just after
+   * the resource is removed), or the last one seen after ten seconds.
+   */
+  String awaitOrphanStatus(String resourceId, String expected) throws Exception {
+    String status = null;
+    for (int i = 0; i < 200; i++) {
+      var rows = gateway.pool().preparedQuery("SELECT status FROM orphan_cleanups WHERE provider_resource_id = $1")
+          .execute(io.vertx.sqlclient.Tuple.of(resourceId)).toCompletionStage().toCompletableFuture()
+          .get(10, java.util.concurrent.TimeUnit.SECONDS);
+      status = rows.size() == 0 ? null : rows.iterator().next().getString(0);
+      if (expected.equals(status)) {
+        return status;
+      }
+      Thread.sleep(50);
+    }
+    return status;
+  }
+
   @Override
   public void close() {
     gateway.close();

@@ -131,7 +131,8 @@ public final class Reconciler {
               }
               continue;
             }
-            if (rid == null) {
+            if (rid == null || (seen == null && status.equals("stopping"))) {
+              // a sandbox being terminated whose resource is gone is finished by its termination, not failed
               continue;
             }
             String obs = "obs:" + id + ":" + now.toInstant().toEpochMilli();

@@ -334,9 +334,13 @@ public final class DockerProvider implements SandboxProvider {
       return cut == all.length ? new byte[0] : Arrays.copyOfRange(all, cut, all.length);
     }
 
-    /** The exec's exit code from the engine, waiting briefly for it to record the end. */
+    /**
+     * The exec's exit code from the engine, waiting for it to record the end (an engine under load may
+     * close the stream well before it does).
+     */
     private int exitCode(boolean broken) {
-      for (int attempt = 0; attempt < 50; attempt++) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(broken ? 2 : 30);
+      for (int attempt = 0; System.nanoTime() < deadline; attempt++) {
         try {
           DockerEngine.Response r = engine.get("execute", "/exec/" + execId + "/json", CALL);
           if (!r.ok()) {
@@ -349,11 +353,8 @@ public final class DockerProvider implements SandboxProvider {
         } catch (ProviderException e) {
           return -1;
         }
-        if (broken && attempt > 5) {
-          return -1;
-        }
         try {
-          Thread.sleep(20);
+          Thread.sleep(Math.min(200, 10L * (attempt + 1)));
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return -1;
