@@ -52,6 +52,7 @@ public final class AdapterVerticle extends VerticleBase {
   private final SandboxProvider provider;
   private final String nodeId;
   private final long journalBytes;
+  private final ai.bespokelabs.sandbox.adapters.workspace.Materializer materializer;
   private final Map<String, ExecStream> executions = new HashMap<>();
   private final Map<String, Future<Void>> stdinChains = new HashMap<>();
   private final java.util.LinkedHashMap<String, Long> retained = new java.util.LinkedHashMap<>();
@@ -60,9 +61,17 @@ public final class AdapterVerticle extends VerticleBase {
   private FileSessions files;
 
   public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
+    this(provider, nodeId, journalBytes, new ai.bespokelabs.sandbox.adapters.workspace.Materializer(
+        new ai.bespokelabs.sandbox.adapters.workspace.GitCloner(false)));
+  }
+
+  /** @param materializer populates each created sandbox from its workspace before the create is answered */
+  public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes,
+      ai.bespokelabs.sandbox.adapters.workspace.Materializer materializer) {
     this.provider = Objects.requireNonNull(provider, "provider");
     this.nodeId = Objects.requireNonNull(nodeId, "nodeId");
     this.journalBytes = journalBytes;
+    this.materializer = materializer;
   }
 
   @Override
@@ -92,8 +101,12 @@ public final class AdapterVerticle extends VerticleBase {
   private void handle(Message<Object> msg) {
     String action = String.valueOf(msg.headers().get(Addresses.ACTION));
     switch (action) {
-      case Addresses.CREATE -> blocking(msg, "create",
-          () -> new SandboxCreated(provider.create((CreateSandbox) msg.body()), nodeId)).onSuccess(msg::reply);
+      case Addresses.CREATE -> blocking(msg, "create", () -> {
+        CreateSandbox request = (CreateSandbox) msg.body();
+        String resourceId = provider.create(request);
+        materializer.apply(provider, request, resourceId);
+        return new SandboxCreated(resourceId, nodeId);
+      }).onSuccess(msg::reply);
       case Addresses.DESTROY -> blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body()))
           .onSuccess(msg::reply);
       case Addresses.HEALTH -> blocking(msg, "health", () -> {

@@ -90,6 +90,65 @@ public final class TarGz {
     };
   }
 
+  /** The tree under {@code dir} as a tar.gz stream (links archived as links, never followed). */
+  public static ReadableFile ofDirectory(Path dir) {
+    return stream(dir.getFileName() == null ? "root" : dir.getFileName().toString(), tar ->
+        Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
+          @Override
+          public java.nio.file.FileVisitResult preVisitDirectory(Path d, java.nio.file.attribute.BasicFileAttributes a)
+              throws IOException {
+            if (!d.equals(dir)) {
+              TarArchiveEntry e = new TarArchiveEntry(dir.relativize(d) + "/");
+              e.setMode(040000 | mode(d));
+              e.setModTime(a.lastModifiedTime().toMillis());
+              tar.putArchiveEntry(e);
+              tar.closeArchiveEntry();
+            }
+            return java.nio.file.FileVisitResult.CONTINUE;
+          }
+
+          @Override
+          public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a)
+              throws IOException {
+            String name = dir.relativize(f).toString();
+            if (a.isSymbolicLink()) {
+              TarArchiveEntry e = new TarArchiveEntry(name, TarArchiveEntry.LF_SYMLINK);
+              e.setLinkName(Files.readSymbolicLink(f).toString());
+              tar.putArchiveEntry(e);
+              tar.closeArchiveEntry();
+            } else if (a.isRegularFile()) {
+              TarArchiveEntry e = new TarArchiveEntry(name);
+              e.setSize(a.size());
+              e.setMode(0100000 | mode(f));
+              e.setModTime(a.lastModifiedTime().toMillis());
+              tar.putArchiveEntry(e);
+              try (InputStream in = Files.newInputStream(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                byte[] buf = new byte[64 * 1024];
+                long copied = 0;
+                for (int n; (n = in.read(buf)) > 0; ) {
+                  tar.write(buf, 0, n);
+                  copied += n;
+                }
+                if (copied != a.size()) {
+                  throw new IOException("file changed while archiving");
+                }
+              }
+              tar.closeArchiveEntry();
+            }
+            return java.nio.file.FileVisitResult.CONTINUE;
+          }
+        }));
+  }
+
+  private static int mode(Path p) throws IOException {
+    int mode = 0;
+    for (java.nio.file.attribute.PosixFilePermission perm
+        : Files.getPosixFilePermissions(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      mode |= 1 << (8 - perm.ordinal());
+    }
+    return mode;
+  }
+
   /** An entry of a checked upload: its normalized relative path, type, mode and (for links) target. */
   public record Entry(String path, boolean dir, boolean symlink, String linkTarget, int mode, long size) {}
 

@@ -254,50 +254,7 @@ final class HostFiles {
     if (!Files.isDirectory(dir, NOFOLLOW)) {
       throw ApiException.invalid("path is not a directory");
     }
-    return TarGz.stream(dir.getFileName() == null ? "root" : dir.getFileName().toString(), tar ->
-        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) throws IOException {
-            if (!d.equals(dir)) {
-              TarArchiveEntry e = new TarArchiveEntry(dir.relativize(d) + "/");
-              e.setMode(040000 | mode(d));
-              e.setModTime(attrs.lastModifiedTime().toMillis());
-              tar.putArchiveEntry(e);
-              tar.closeArchiveEntry();
-            }
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) throws IOException {
-            String name = dir.relativize(f).toString();
-            if (attrs.isSymbolicLink()) {
-              TarArchiveEntry e = new TarArchiveEntry(name, TarArchiveEntry.LF_SYMLINK);
-              e.setLinkName(Files.readSymbolicLink(f).toString());
-              tar.putArchiveEntry(e);
-              tar.closeArchiveEntry();
-            } else if (attrs.isRegularFile()) {
-              TarArchiveEntry e = new TarArchiveEntry(name);
-              e.setSize(attrs.size());
-              e.setMode(0100000 | mode(f));
-              e.setModTime(attrs.lastModifiedTime().toMillis());
-              tar.putArchiveEntry(e);
-              try (var in = Files.newInputStream(f, NOFOLLOW)) {
-                long copied = in.transferTo(new java.io.FilterOutputStream(tar) {
-                  @Override
-                  public void write(byte[] b, int off, int len) throws IOException {
-                    out.write(b, off, len);
-                  }
-                });
-                if (copied != attrs.size()) {
-                  throw new IOException("file changed while archiving");
-                }
-              }
-              tar.closeArchiveEntry();
-            }
-            return FileVisitResult.CONTINUE;
-          }
-        }));
+    return TarGz.ofDirectory(dir);
   }
 
   private static int mode(Path p) throws IOException {

@@ -69,15 +69,27 @@ public final class Messages {
 
   /** Create one sandbox. {@code createToken} is stamped on the provider resource. */
   public record CreateSandbox(String sandboxId, String organizationId, String backend, String createToken,
-      SandboxConfig config) {
+      SandboxConfig config, ai.bespokelabs.sandbox.core.model.Workspace workspace) {
+    public CreateSandbox {
+      workspace = workspace == null ? ai.bespokelabs.sandbox.core.model.Workspace.EMPTY : workspace;
+    }
+
+    /** A create with nothing to put in the sandbox. */
+    public CreateSandbox(String sandboxId, String organizationId, String backend, String createToken,
+        SandboxConfig config) {
+      this(sandboxId, organizationId, backend, createToken, config, null);
+    }
+
     JsonObject toJson() {
       return new JsonObject().put("sandbox_id", sandboxId).put("organization_id", organizationId)
-          .put("backend", backend).put("create_token", createToken).put("config", config.toWireJson());
+          .put("backend", backend).put("create_token", createToken).put("config", config.toWireJson())
+          .put("workspace", workspace.toJson());
     }
 
     static CreateSandbox fromJson(JsonObject j) {
       return new CreateSandbox(j.getString("sandbox_id"), j.getString("organization_id"), j.getString("backend"),
-          j.getString("create_token"), SandboxConfig.fromWireJson(j.getJsonObject("config")));
+          j.getString("create_token"), SandboxConfig.fromWireJson(j.getJsonObject("config")),
+          ai.bespokelabs.sandbox.core.model.Workspace.fromJson(j.getJsonObject("workspace")));
     }
   }
 
