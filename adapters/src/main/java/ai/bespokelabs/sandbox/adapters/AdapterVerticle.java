@@ -108,6 +108,9 @@ public final class AdapterVerticle extends VerticleBase {
       }
       case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
           provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
+      case Addresses.METRICS -> blocking(msg, "metrics",
+          () -> provider.metrics((ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest) msg.body()))
+          .onSuccess(msg::reply);
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {
