@@ -133,7 +133,18 @@ class LogsAndMetricsTest {
 
   @Test
   void local_metrics_show_a_busy_program_its_memory_and_the_files_written() throws Exception {
-    String id = gw.sandbox(key, new JsonObject().put("memory_mb", 512).put("disk_mb", 2048)).getString("id");
+    hostMetrics("local");
+  }
+
+  @Test
+  void bwrap_metrics_see_the_processes_inside_the_sandbox() throws Exception {
+    hostMetrics("bwrap");
+  }
+
+  /** A host-process backend's metrics: idle with a 5 MiB file, then a program holding 64 MiB and spinning. */
+  static void hostMetrics(String backend) throws Exception {
+    String id = gw.sandbox(key, new JsonObject().put("backend", backend).put("memory_mb", 512).put("disk_mb", 2048))
+        .getString("id");
     execute(id, "head -c 5242880 /dev/urandom > blob.bin");
     JsonObject idle = metrics(id, m -> true);
     assertThat(idle.getString("sandbox_id")).isEqualTo(id);
