@@ -171,11 +171,14 @@ public final class LocalProvider implements SandboxProvider {
    * The processes of the sandbox's recorded process groups (from {@code /proc}: CPU over a 200 ms window,
    * memory as the sum of their RSS) and the size of its directory. The limits are those of the sandbox's
    * config (bwrap enforces {@code memory_mb} as an address-space limit per process; local enforces
-   * neither).
+   * neither). Hosts without {@code /proc} answer {@code feature_not_supported}.
    */
   @Override
   public ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics metrics(
       ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest request) {
+    if (!Files.isDirectory(Path.of("/proc"))) {
+      throw unsupported("metrics"); // e.g. safehouse on macOS: no /proc to read processes from
+    }
     if (!SANDBOX_ID.matcher(request.sandboxId()).matches()) {
       throw new ApiException(409, "sandbox directory is gone");
     }
