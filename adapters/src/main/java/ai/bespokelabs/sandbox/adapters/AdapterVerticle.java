@@ -125,6 +125,9 @@ public final class AdapterVerticle extends VerticleBase {
         provider.setTimeout((ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout) msg.body());
         return (Void) null;
       }).onSuccess(v -> msg.reply(null));
+      case Addresses.METRICS -> blocking(msg, "metrics",
+          () -> provider.metrics((ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest) msg.body()))
+          .onSuccess(msg::reply);
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {

@@ -110,6 +110,15 @@ public interface SandboxProvider extends AutoCloseable {
     throw unsupported("files");
   }
 
+  /**
+   * A live sample of a running sandbox's resource use (cpu, memory, disk, processes); fields the backend
+   * cannot tell are null. Backends without metrics answer {@code feature_not_supported}.
+   */
+  default ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics metrics(
+      ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest request) {
+    throw unsupported("metrics");
+  }
+
   /** The {@code feature_not_supported} answer for {@code op}. */
   default ai.bespokelabs.sandbox.core.error.ProviderException unsupported(String op) {
     return new ai.bespokelabs.sandbox.core.error.ProviderException(ai.bespokelabs.sandbox.core.error.ProviderError.of(

@@ -160,6 +160,54 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
+  // ---- metrics ---------------------------------------------------------------------------------------
+
+  /** How far apart the two CPU samples are. */
+  static final long CPU_WINDOW_MS = 200;
+  /** How long measuring the sandbox directory may take before its size is reported as unknown. */
+  static final long DISK_WALK_BUDGET_MS = 2_000;
+
+  /**
+   * The processes of the sandbox's recorded process groups (from {@code /proc}: CPU over a 200 ms window,
+   * memory as the sum of their RSS) and the size of its directory. The limits are those of the sandbox's
+   * config (bwrap enforces {@code memory_mb} as an address-space limit per process; local enforces
+   * neither). Hosts without {@code /proc} answer {@code feature_not_supported}.
+   */
+  @Override
+  public ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics metrics(
+      ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest request) {
+    if (!Files.isDirectory(Path.of("/proc"))) {
+      throw unsupported("metrics"); // e.g. safehouse on macOS: no /proc to read processes from
+    }
+    if (!SANDBOX_ID.matcher(request.sandboxId()).matches()) {
+      throw new ApiException(409, "sandbox directory is gone");
+    }
+    SandboxRuntime runtime = runtimes.get(request.sandboxId());
+    Path dir = runtime != null ? runtime.dir : request.providerResourceId() == null ? null
+        : Path.of(request.providerResourceId());
+    if (dir == null || !Files.isDirectory(dir)) {
+      throw new ApiException(409, "sandbox directory is gone");
+    }
+    HostMetrics.Usage usage;
+    try {
+      usage = HostMetrics.sample(() -> records.members(request.sandboxId()), CPU_WINDOW_MS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ProviderException(
+          ProviderError.of(ErrorCode.TIMEOUT, backend, "metrics", true, ProviderError.Outcome.FAILED), e);
+    }
+    var disk = HostMetrics.directoryBytes(dir, DISK_WALK_BUDGET_MS);
+    return new ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics(usage.cpuPercent(),
+        mb(usage.rssBytes()), request.memoryMb() == null ? null : request.memoryMb().doubleValue(),
+        disk.isPresent() ? mb(disk.getAsDouble()) : null,
+        request.diskMb() == null ? null : request.diskMb().doubleValue(), usage.processes());
+  }
+
+  /** Bytes as mebibytes, to two decimals. */
+  static double mb(double bytes) {
+    return Math.round(bytes / (1 << 20) * 100) / 100.0;
+  }
+
   // ---- files -----------------------------------------------------------------------------------------
 
   /** The files of the sandbox's directory: its runtime's, else the directory its resource id names. */

@@ -42,11 +42,22 @@ final class ProcessRecords {
    * leader, then forgets the record. Returns how many processes were signalled.
    */
   int killAll(String sandboxId) {
+    List<Long> pids = members(sandboxId);
+    ProcessGroups.killProcesses(pids);
+    forget(sandboxId);
+    return pids.size();
+  }
+
+  /**
+   * The live (not zombie) processes that belong to a recorded group of the sandbox and started no earlier
+   * than that group's leader.
+   */
+  List<Long> members(String sandboxId) {
     Path file = dir.resolve(sandboxId);
     Map<Long, Long> groups = new HashMap<>();
     try {
       if (!Files.exists(file)) {
-        return 0;
+        return List.of();
       }
       for (String line : Files.readAllLines(file, StandardCharsets.US_ASCII)) {
         String[] parts = line.trim().split(" ");
@@ -55,7 +66,7 @@ final class ProcessRecords {
         }
       }
     } catch (IOException | NumberFormatException e) {
-      return 0;
+      return List.of();
     }
     List<Long> pids = new ArrayList<>();
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
@@ -71,9 +82,7 @@ final class ProcessRecords {
     } catch (IOException ignored) {
       // no /proc: nothing can be found this way
     }
-    ProcessGroups.killProcesses(pids);
-    forget(sandboxId);
-    return pids.size();
+    return pids;
   }
 
   void forget(String sandboxId) {

@@ -17,6 +17,7 @@ public final class Addresses {
   public static final String SNAPSHOT = "snapshot";
   public static final String FILES = "files";
   public static final String SET_TIMEOUT = "set_timeout";
+  public static final String METRICS = "metrics";
 
   /** Published (wake-up only) after a transaction that wrote lifecycle events commits. */
   public static final String LIFECYCLE_WAKEUP = "sandbox.lifecycle";

@@ -32,6 +32,8 @@ public final class Messages {
     RecordCodec.register(bus, SetTimeout.class, SetTimeout::toJson, SetTimeout::fromJson);
     RecordCodec.register(bus, FileOp.class, FileOp::toJson, FileOp::fromJson);
     RecordCodec.register(bus, FileReply.class, FileReply::toJson, FileReply::fromJson);
+    RecordCodec.register(bus, MetricsRequest.class, MetricsRequest::toJson, MetricsRequest::fromJson);
+    RecordCodec.register(bus, SandboxMetrics.class, SandboxMetrics::toJson, SandboxMetrics::fromJson);
   }
 
   /**
@@ -363,6 +365,41 @@ public final class Messages {
 
     static FileReply fromJson(JsonObject j) {
       return new FileReply(j.getJsonObject("meta"), j.getBinary("data"));
+    }
+  }
+
+  /**
+   * Sample a running sandbox's resource use. {@code memoryMb} and {@code diskMb} are the limits its config
+   * asked for (null when unset), reported as the limits where the backend has no better source.
+   */
+  public record MetricsRequest(String sandboxId, String providerResourceId, Integer memoryMb, Integer diskMb) {
+    JsonObject toJson() {
+      return new JsonObject().put("sandbox_id", sandboxId).put("provider_resource_id", providerResourceId)
+          .put("memory_mb", memoryMb).put("disk_mb", diskMb);
+    }
+
+    static MetricsRequest fromJson(JsonObject j) {
+      return new MetricsRequest(j.getString("sandbox_id"), j.getString("provider_resource_id"),
+          j.getInteger("memory_mb"), j.getInteger("disk_mb"));
+    }
+  }
+
+  /**
+   * One live sample of a sandbox's resource use; any field is null when the backend cannot tell.
+   * {@code cpuPercent} is of one CPU (a program keeping two CPUs busy shows about 200).
+   */
+  public record SandboxMetrics(Double cpuPercent, Double memoryUsedMb, Double memoryLimitMb, Double diskUsedMb,
+      Double diskLimitMb, Integer processes) {
+    JsonObject toJson() {
+      return new JsonObject().put("cpu_percent", cpuPercent).put("memory_used_mb", memoryUsedMb)
+          .put("memory_limit_mb", memoryLimitMb).put("disk_used_mb", diskUsedMb).put("disk_limit_mb", diskLimitMb)
+          .put("processes", processes);
+    }
+
+    static SandboxMetrics fromJson(JsonObject j) {
+      return new SandboxMetrics(j.getDouble("cpu_percent"), j.getDouble("memory_used_mb"),
+          j.getDouble("memory_limit_mb"), j.getDouble("disk_used_mb"), j.getDouble("disk_limit_mb"),
+          j.getInteger("processes"));
     }
   }
 }

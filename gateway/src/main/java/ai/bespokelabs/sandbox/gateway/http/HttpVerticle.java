@@ -57,6 +57,7 @@ public final class HttpVerticle extends VerticleBase {
     new SandboxApi(vertx, services).register(api);
     new ExecutionApi(vertx, services).register(api);
     new FilesApi(vertx, services).register(api);
+    new ObservabilityApi(vertx, services).register(api);
     new PolicyApi(services).register(api);
     new CostApi(services).register(api);
     new ProviderApi(vertx, services).register(api);
