@@ -4,6 +4,8 @@ import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
+import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
+import ai.bespokelabs.sandbox.adapters.workspace.Materializer;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
@@ -108,7 +110,8 @@ public final class Gateway implements AutoCloseable {
       Future<?> deployed = Database.ping(pool);
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
-          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes())));
+          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),
+              new Materializer(new GitCloner(config.gitAllowFileUrls())))));
         }
       }
       httpDeployment = deployed

@@ -45,7 +45,7 @@ public final class GitCloner {
     }
     Path home = Files.createTempDirectory("git-home-");
     try {
-      if (run(home, List.of("git", "clone", "--quiet", "--no-tags", "--", repo, into.toString())) != 0) {
+      if (run(home, List.of("git", "clone", "--quiet", "--", repo, into.toString())) != 0) {
         throw new CloneFailed("git clone of git_repo failed");
       }
       if (ref != null && run(home, List.of("git", "-C", into.toString(), "-c", "advice.detachedHead=false",

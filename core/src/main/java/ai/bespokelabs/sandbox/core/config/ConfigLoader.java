@@ -33,7 +33,7 @@ public final class ConfigLoader {
       "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
       "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
       "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS", "BESPOKE_EXEC_JOURNAL_BYTES",
-      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES");
+      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES", "BESPOKE_GIT_ALLOW_FILE_URLS");
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
@@ -88,6 +88,7 @@ public final class ConfigLoader {
         intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600),
         nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
         longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1L << 30, 1, Long.MAX_VALUE),
+        bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
         ProviderSettings.from(v));
   }
 
@@ -128,6 +129,18 @@ public final class ConfigLoader {
     } catch (NumberFormatException e) {
       throw new ConfigException(key + " must be an integer");
     }
+  }
+
+  private static boolean bool(Map<String, String> v, String key) {
+    String raw = v.get(key);
+    if (raw == null || raw.isBlank()) {
+      return false;
+    }
+    return switch (raw.trim().toLowerCase(Locale.ROOT)) {
+      case "true", "1", "yes" -> true;
+      case "false", "0", "no" -> false;
+      default -> throw new ConfigException(key + " must be true or false");
+    };
   }
 
   private static long longIn(Map<String, String> v, String key, long def, long min, long max) {

@@ -55,6 +55,11 @@ public final class Body {
     return out;
   }
 
+  /** The field's raw JSON value (null when absent), for structures validated by their caller. */
+  public Object raw(String field) {
+    return json.getValue(field);
+  }
+
   public String string(String field, boolean required, int min, int max) {
     Object v = json.getValue(field);
     if (v == null) {

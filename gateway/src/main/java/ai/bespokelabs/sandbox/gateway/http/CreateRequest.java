@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.model.Workspace;
 import ai.bespokelabs.sandbox.gateway.Backends;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
@@ -11,10 +12,15 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 
-/** A validated {@code POST /v1/sandboxes} body. */
-public record CreateRequest(String backend, SandboxConfig config) {
+/**
+ * A validated {@code POST /v1/sandboxes} body: the sandbox's configuration and what to put in it (the
+ * {@code git_repo} clone, then {@code files}, then the {@code workspace} entries, in that order).
+ */
+public record CreateRequest(String backend, SandboxConfig config, Workspace workspace) {
   static final Set<String> FIELDS = Set.of("backend", "preset", "cpu", "memory_mb", "disk_mb", "gpu", "timeout_secs",
-      "image", "env_vars", "allow_internet", "app_name", "template", "snapshot_id", "workdir", "git_repo", "git_ref");
+      "image", "env_vars", "allow_internet", "app_name", "template", "snapshot_id", "workdir", "git_repo", "git_ref",
+      "files", "workspace");
+  private static final int MAX_STEPS = 256;
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
   private static final int MAX_ENV_VARS = 512;
 
@@ -58,14 +64,140 @@ public record CreateRequest(String backend, SandboxConfig config) {
     if (!backends.isEnabled(name)) {
       throw ApiException.invalid("backend is not enabled: " + name);
     }
-    return new CreateRequest(name, config);
+    return new CreateRequest(name, config, workspace(body, config));
   }
 
-  /** Canonical JSON of {@code {"backend": ..., **config}} (raw env values included) for the fingerprint. */
+  /** The steps of {@code git_repo}/{@code git_ref}, {@code files} and {@code workspace}, in that order. */
+  static Workspace workspace(Body body, SandboxConfig config) {
+    List<Workspace.Step> steps = new java.util.ArrayList<>();
+    if (config.gitRepo() != null) {
+      steps.add(Workspace.Step.git(config.gitRepo(), config.gitRef(), repoName(config.gitRepo())));
+    } else if (config.gitRef() != null) {
+      throw ApiException.invalid("git_ref needs git_repo");
+    }
+    Object files = body.raw("files");
+    if (files != null) {
+      if (!(files instanceof JsonObject map)) {
+        throw ApiException.invalid("files must map paths to text or {\"content_b64\": ...}");
+      }
+      for (Map.Entry<String, Object> e : map) {
+        steps.add(fileStep(e.getKey(), e.getValue()));
+      }
+    }
+    Object manifest = body.raw("workspace");
+    if (manifest != null) {
+      if (!(manifest instanceof io.vertx.core.json.JsonArray entries)) {
+        throw ApiException.invalid("workspace must be a list of entries");
+      }
+      for (Object o : entries) {
+        if (!(o instanceof JsonObject entry)) {
+          throw ApiException.invalid("workspace entries must be objects");
+        }
+        String type = entry.getValue("type") instanceof String t ? t : "";
+        String path = entry.getValue("path") instanceof String p ? p : null;
+        switch (type) {
+          case "git" -> {
+            String repo = entry.getValue("repo") instanceof String r ? r : null;
+            if (repo == null || repo.isBlank()) {
+              throw ApiException.invalid("workspace git entries need repo");
+            }
+            Object ref = entry.getValue("ref");
+            if (ref != null && !(ref instanceof String)) {
+              throw ApiException.invalid("workspace git ref must be a string");
+            }
+            steps.add(Workspace.Step.git(repo, (String) ref, path == null ? repoName(repo) : requirePath(path)));
+          }
+          case "file" -> steps.add(fileStep(requirePath(path), entry));
+          case "archive" -> steps.add(Workspace.Step.archive(requirePath(path), base64(entry.getValue("content_b64"),
+              "workspace archive entries need content_b64 (a tar.gz)")));
+          default -> throw ApiException.invalid("workspace entry type must be git, file or archive");
+        }
+      }
+    }
+    if (steps.size() > MAX_STEPS) {
+      throw ApiException.invalid("at most " + MAX_STEPS + " files and workspace entries");
+    }
+    return new Workspace(steps, List.of());
+  }
+
+  private static Workspace.Step fileStep(String path, Object value) {
+    requirePath(path);
+    if (value instanceof String text) {
+      return Workspace.Step.file(path, text.getBytes(java.nio.charset.StandardCharsets.UTF_8), false);
+    }
+    if (value instanceof JsonObject o) {
+      Object exec = o.getValue("executable");
+      if (exec != null && !(exec instanceof Boolean)) {
+        throw ApiException.invalid("executable must be true or false");
+      }
+      byte[] content = o.containsKey("content_b64") ? base64(o.getValue("content_b64"), "content_b64 must be base64")
+          : o.getValue("content") instanceof String t ? t.getBytes(java.nio.charset.StandardCharsets.UTF_8) : null;
+      if (content == null) {
+        throw ApiException.invalid("file entries need content or content_b64");
+      }
+      return Workspace.Step.file(path, content, Boolean.TRUE.equals(exec));
+    }
+    throw ApiException.invalid("files must map paths to text or {\"content_b64\": ...}");
+  }
+
+  private static String requirePath(String path) {
+    if (path == null || path.isEmpty() || path.length() > 4096 || path.indexOf('\0') >= 0) {
+      throw ApiException.invalid("workspace and files paths must be non-empty paths");
+    }
+    return path;
+  }
+
+  private static byte[] base64(Object value, String message) {
+    if (!(value instanceof String s)) {
+      throw ApiException.invalid(message);
+    }
+    try {
+      return java.util.Base64.getDecoder().decode(s);
+    } catch (IllegalArgumentException e) {
+      throw ApiException.invalid(message);
+    }
+  }
+
+  /** Where {@code git_repo} lands: its last path segment without {@code .git}. */
+  static String repoName(String repo) {
+    String r = repo.replaceAll("/+$", "");
+    String last = r.substring(r.lastIndexOf('/') + 1);
+    if (last.endsWith(".git")) {
+      last = last.substring(0, last.length() - 4);
+    }
+    if (last.isEmpty() || last.equals(".") || last.equals("..")) {
+      throw ApiException.invalid("git_repo must name a repository");
+    }
+    return last;
+  }
+
+  /** This request with a preset's defaults filled in where the request left them out, and its setup. */
+  CreateRequest withPreset(Presets.Preset preset) {
+    SandboxConfig c = config;
+    boolean prebuilt = preset.builtIn() && Presets.IMAGE_BACKENDS.contains(backend) && c.image() == null
+        && c.snapshotId() == null;
+    SandboxConfig merged = new SandboxConfig(c.preset(), c.cpu() != null ? c.cpu() : preset.cpu(),
+        c.memoryMb() != null ? c.memoryMb() : preset.memoryMb(), c.diskMb(), c.gpu(),
+        c.timeoutSecs() != null ? c.timeoutSecs() : preset.timeoutSecs(),
+        c.image() != null ? c.image() : preset.image() != null && (prebuilt || !preset.builtIn()) ? preset.image()
+            : null,
+        c.envVars(), c.allowInternet(), c.appName(), c.template(), c.snapshotId(), c.workdir(), c.gitRepo(), c.gitRef());
+    // a built-in preset's image already holds what its setup installs
+    List<String> setup = prebuilt ? List.of() : preset.setup();
+    return new CreateRequest(backend, merged, new Workspace(workspace.steps(), setup));
+  }
+
+  /**
+   * Canonical JSON of {@code {"backend": ..., **config}} (raw env values included), plus the workspace when
+   * there is one, for the fingerprint.
+   */
   public String fingerprintInput() {
     JsonObject all = new JsonObject(new TreeMap<>());
     all.put("backend", backend);
     config.toWireJson().forEach(e -> all.put(e.getKey(), e.getValue()));
+    if (!workspace.isEmpty()) {
+      all.put("workspace", workspace.toJson());
+    }
     return all.encode();
   }
 }

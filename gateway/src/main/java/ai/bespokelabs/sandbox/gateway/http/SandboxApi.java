@@ -40,10 +40,12 @@ public final class SandboxApi {
 
   private final Vertx vertx;
   private final Services s;
+  private final Presets presets;
 
   public SandboxApi(Vertx vertx, Services services) {
     this.vertx = vertx;
     this.s = services;
+    this.presets = new Presets(services);
   }
 
   public void register(Api api) {
@@ -54,6 +56,7 @@ public final class SandboxApi {
     api.authed(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE, this::terminate);
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/timeout", Scopes.SANDBOXES_CREATE, this::timeout);
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/snapshot", Scopes.SANDBOXES_CREATE, this::snapshot);
+    presets.register(api);
   }
 
   // ---- snapshot --------------------------------------------------------------------------------------
@@ -78,8 +81,16 @@ public final class SandboxApi {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest req = CreateRequest.parse(Body.parse(ctx.body().buffer()), s.backends());
+    CreateRequest parsed = CreateRequest.parse(Body.parse(ctx.body().buffer()), s.backends());
     String idempotencyKey = idempotencyKey(ctx);
+    if (parsed.config().preset() == null) {
+      return create(p, parsed, idempotencyKey);
+    }
+    return presets.resolve(p.organizationId(), parsed.config().preset())
+        .compose(preset -> create(p, parsed.withPreset(preset), idempotencyKey));
+  }
+
+  private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
     OffsetDateTime now = s.now();
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config.toStoredJson(),
@@ -96,7 +107,8 @@ public final class SandboxApi {
         return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
       }
       SandboxRecord sbx = claim.sandbox();
-      CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), config);
+      CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), config,
+          req.workspace());
       return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(sbx.backend()), msg,
               action(Addresses.CREATE, CREATE_TIMEOUT_MS))
           .map(Message::body)

@@ -1,0 +1,159 @@
+package ai.bespokelabs.sandbox.gateway.http;
+
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.pgclient.PgException;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Presets: named sandbox defaults ({@code cpu}, {@code memory_mb}, {@code timeout_secs}, {@code image}) with
+ * setup commands run after the workspace is in place. The seed's built-ins ({@code codex}, {@code claude-code},
+ * {@code claude-code-codex}: 2 GB, 30 minutes, an npm install) plus each organization's own
+ * ({@code GET/POST /v1/presets}, {@code DELETE /v1/presets/{name}}). Fields given at create win over the
+ * preset's. On backends that run images, a built-in preset uses its prebuilt image and skips its setup.
+ */
+public final class Presets {
+  /** Backends whose sandboxes run an OCI image. */
+  static final Set<String> IMAGE_BACKENDS = Set.of("docker", "daytona", "modal");
+  private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
+  private static final int MAX_SETUP = 32;
+
+  /** A resolved preset. */
+  public record Preset(String name, String description, Double cpu, Integer memoryMb, Integer timeoutSecs,
+      String image, List<String> setup, boolean builtIn) {
+    JsonObject toJson() {
+      return new JsonObject().put("name", name).put("description", description).put("cpu", cpu)
+          .put("memory_mb", memoryMb).put("timeout_secs", timeoutSecs).put("image", image)
+          .put("setup_commands", new JsonArray(setup)).put("built_in", builtIn);
+    }
+  }
+
+  static final Map<String, Preset> BUILT_IN = builtIn();
+
+  private static Map<String, Preset> builtIn() {
+    Map<String, Preset> m = new LinkedHashMap<>();
+    m.put("claude-code", new Preset("claude-code", "Claude Code CLI", null, 2048, 1800,
+        "ghcr.io/bespokelabsai/sandbox/claude-code:v2", List.of("npm install -g @anthropic-ai/claude-code"), true));
+    m.put("claude-code-codex", new Preset("claude-code-codex", "Claude Code and Codex CLIs", null, 2048, 1800,
+        "ghcr.io/bespokelabsai/sandbox/claude-code-codex:v2",
+        List.of("npm install -g @anthropic-ai/claude-code @openai/codex"), true));
+    m.put("codex", new Preset("codex", "Codex CLI", null, 2048, 1800, "ghcr.io/bespokelabsai/sandbox/codex:v2",
+        List.of("npm install -g @openai/codex"), true));
+    return Map.copyOf(m);
+  }
+
+  private final Services s;
+
+  public Presets(Services services) {
+    this.s = services;
+  }
+
+  public void register(Api api) {
+    api.authed(HttpMethod.GET, "/v1/presets", Scopes.SANDBOXES_READ, this::list);
+    api.authed(HttpMethod.POST, "/v1/presets", Scopes.POLICIES_WRITE, this::create);
+    api.authed(HttpMethod.DELETE, "/v1/presets/{name}", Scopes.POLICIES_WRITE, this::delete);
+  }
+
+  /** The preset {@code name} of the organization (its own, else built-in); 422 when there is none. */
+  Future<Preset> resolve(String organizationId, String name) {
+    Preset builtIn = BUILT_IN.get(name);
+    if (builtIn != null) {
+      return Future.succeededFuture(builtIn);
+    }
+    return s.pool().preparedQuery("SELECT * FROM presets WHERE organization_id = $1 AND name = $2")
+        .execute(Tuple.of(organizationId, name)).map(rows -> {
+          if (rows.size() == 0) {
+            throw ApiException.invalid("unknown preset: " + name);
+          }
+          return fromRow(rows.iterator().next());
+        });
+  }
+
+  private static Preset fromRow(Row r) {
+    JsonObject c = (JsonObject) r.getJson("config");
+    List<String> setup = new ArrayList<>();
+    ((JsonArray) r.getJson("setup_commands")).forEach(o -> setup.add((String) o));
+    Number cpu = c.getNumber("cpu");
+    return new Preset(r.getString("name"), r.getString("description"), cpu == null ? null : cpu.doubleValue(),
+        c.getInteger("memory_mb"), c.getInteger("timeout_secs"), c.getString("image"), setup, false);
+  }
+
+  private Future<Reply> list(RoutingContext ctx, Principal p) {
+    return s.pool().preparedQuery("SELECT * FROM presets WHERE organization_id = $1 ORDER BY name")
+        .execute(Tuple.of(p.organizationId())).map(rows -> {
+          JsonArray out = new JsonArray();
+          BUILT_IN.values().stream().sorted(java.util.Comparator.comparing(Preset::name))
+              .forEach(b -> out.add(b.toJson()));
+          rows.forEach(r -> out.add(fromRow(r).toJson()));
+          return Reply.ok(out);
+        });
+  }
+
+  private Future<Reply> create(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    String name = body.string("name", true, 1, 63);
+    String description = body.string("description", false, 0, 1000);
+    Double cpu = body.positiveNumber("cpu");
+    Integer memory = body.integer("memory_mb", 0, null);
+    Integer timeout = body.integer("timeout_secs", 0, null);
+    String image = body.string("image", false, 1, 1024);
+    List<String> setup = body.stringList("setup_commands");
+    body.check();
+    List<String> unknown = body.presentFields().stream().filter(f -> !Set.of("name", "description", "cpu", "memory_mb",
+        "timeout_secs", "image", "setup_commands").contains(f)).sorted().toList();
+    if (!unknown.isEmpty()) {
+      throw ApiException.invalid("unsupported preset field: " + String.join(", ", unknown));
+    }
+    if (!NAME.matcher(name).matches()) {
+      throw ApiException.invalid("preset names are 1-63 characters of a-z, 0-9, '.', '_' or '-'");
+    }
+    if (BUILT_IN.containsKey(name)) {
+      throw ApiException.conflict("preset name is built in: " + name);
+    }
+    List<String> commands = setup == null ? List.of() : setup;
+    if (commands.size() > MAX_SETUP || commands.stream().anyMatch(c -> c.isBlank() || c.length() > 4096)) {
+      throw ApiException.invalid("setup_commands holds at most " + MAX_SETUP + " non-empty commands");
+    }
+    JsonObject config = new JsonObject().put("cpu", cpu).put("memory_mb", memory).put("timeout_secs", timeout)
+        .put("image", image);
+    return s.pool().preparedQuery("INSERT INTO presets (organization_id, name, description, config, setup_commands,"
+            + " created_at, created_by_api_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .execute(Tuple.of(p.organizationId(), name, description, config, new JsonArray(commands), s.now(), p.keyId()))
+        .recover(t -> Future.failedFuture(t instanceof PgException pg && "23505".equals(pg.getSqlState())
+            ? ApiException.conflict("preset already exists: " + name) : t))
+        .map(v -> Reply.of(201, new Preset(name, description, cpu, memory, timeout, image, commands, false).toJson()));
+  }
+
+  private Future<Reply> delete(RoutingContext ctx, Principal p) {
+    String name = ctx.pathParam("name");
+    if (BUILT_IN.containsKey(name)) {
+      throw ApiException.conflict("built-in presets cannot be deleted");
+    }
+    return s.pool().preparedQuery("DELETE FROM presets WHERE organization_id = $1 AND name = $2")
+        .execute(Tuple.of(p.organizationId(), name)).map(rows -> {
+          if (rows.rowCount() == 0) {
+            throw ApiException.notFound("preset not found");
+          }
+          return Reply.of(204, null);
+        });
+  }
+
+  static Optional<Preset> builtIn(String name) {
+    return Optional.ofNullable(BUILT_IN.get(name));
+  }
+}
