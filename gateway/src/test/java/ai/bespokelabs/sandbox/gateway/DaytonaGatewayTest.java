@@ -8,8 +8,13 @@ import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,12 +31,13 @@ class DaytonaGatewayTest {
   static TestGateway gw;
   static String key;
   static final List<String> bodies = new ArrayList<>();
+  static final long UPLOAD_LIMIT = 1 << 20;
 
   @BeforeAll
   static void start() {
     sim = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(50);
     gw = new TestGateway(Map.of("DAYTONA_API_KEY", DAYTONA_KEY, "DAYTONA_API_URL", sim.url(),
-        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT)));
     key = gw.bootstrap("Daytona users");
   }
 
@@ -103,6 +109,78 @@ class DaytonaGatewayTest {
     assertThat(destroyed.status()).as(destroyed.body()).isBetween(200, 204);
     assertThat(sim.sandbox(resource)).as("deleted at Daytona").isNull();
     assertThat(seen(gw.get("/v1/sandboxes/" + sbx, key)).json().getString("status")).isEqualTo("destroyed");
+  }
+
+  static HttpResponse<String> files(String method, String sbx, String endpoint, String path, String extra,
+      HttpRequest.BodyPublisher body) throws Exception {
+    HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + sbx + endpoint
+            + "?path=" + URLEncoder.encode(path, StandardCharsets.UTF_8) + extra))
+        .header("Authorization", "Bearer " + key).timeout(Duration.ofSeconds(60)).method(method, body).build(),
+        HttpResponse.BodyHandlers.ofString());
+    bodies.add(r.body());
+    return r;
+  }
+
+  @Test
+  void files_round_trip_through_the_files_api() throws Exception {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    java.nio.file.Path home = sim.dir(created.json().getString("provider_resource_id"));
+
+    HttpResponse<String> up = files("PUT", sbx, "/files/content", "tools/hello.sh", "&executable=true",
+        HttpRequest.BodyPublishers.ofString("#!/bin/sh\necho hello from $1\n"));
+    assertThat(up.statusCode()).as(up.body()).isEqualTo(201);
+    assertThat(new JsonObject(up.body()).getString("mode")).isEqualTo("0755");
+    Resp ran = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key,
+        new JsonObject().put("command", "./tools/hello.sh").put("args", new io.vertx.core.json.JsonArray().add("daytona"))));
+    assertThat(ran.status()).as(ran.body()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).isEqualTo("hello from daytona\n");
+
+    byte[] blob = new byte[700_000];
+    new java.util.Random(3).nextBytes(blob);
+    HttpResponse<String> upBlob = files("PUT", sbx, "/files/content", "tools/blob.bin", "",
+        HttpRequest.BodyPublishers.ofByteArray(blob));
+    assertThat(upBlob.statusCode()).as(upBlob.body()).isEqualTo(201);
+
+    HttpResponse<String> listed = files("GET", sbx, "/files", "tools", "", HttpRequest.BodyPublishers.noBody());
+    assertThat(listed.statusCode()).as(listed.body()).isEqualTo(200);
+    io.vertx.core.json.JsonArray entries = new JsonObject(listed.body()).getJsonArray("entries");
+    assertThat(entries.stream().map(e -> ((JsonObject) e).getString("name"))).containsExactly("blob.bin", "hello.sh");
+    assertThat(entries.getJsonObject(0).getLong("size")).isEqualTo(blob.length);
+    assertThat(entries.getJsonObject(0).getString("mode")).isEqualTo("0644");
+    assertThat(entries.getJsonObject(1).getString("mode")).isEqualTo("0755");
+
+    HttpResponse<byte[]> down = HTTP.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + sbx
+            + "/files/content?path=tools/blob.bin")).header("Authorization", "Bearer " + key).GET().build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.headers().firstValueAsLong("Content-Length")).hasValue(blob.length);
+    assertThat(down.body()).isEqualTo(blob);
+
+    assertThat(files("DELETE", sbx, "/files", "tools", "", HttpRequest.BodyPublishers.noBody()).statusCode())
+        .as("a non-empty directory needs recursive").isEqualTo(409);
+    assertThat(files("DELETE", sbx, "/files", "tools/blob.bin", "", HttpRequest.BodyPublishers.noBody())
+        .statusCode()).isEqualTo(204);
+    assertThat(files("GET", sbx, "/files/content", "tools/blob.bin", "", HttpRequest.BodyPublishers.noBody())
+        .statusCode()).isEqualTo(404);
+    assertThat(files("GET", sbx, "/files/content", "tools", "", HttpRequest.BodyPublishers.noBody()).statusCode())
+        .isEqualTo(422);
+    assertThat(files("DELETE", sbx, "/files", "tools", "&recursive=true", HttpRequest.BodyPublishers.noBody())
+        .statusCode()).isEqualTo(204);
+    assertThat(home.resolve("tools")).doesNotExist();
+    assertThat(files("GET", sbx, "/files", "tools", "", HttpRequest.BodyPublishers.noBody()).statusCode())
+        .isEqualTo(404);
+
+    // over the limit, streamed without a Content-Length: 413, and nothing reached the sandbox
+    long uploads = sim.count(HttpMethod.POST, ".*/files/upload");
+    byte[] tooBig = new byte[(int) UPLOAD_LIMIT + (256 << 10)];
+    HttpResponse<String> refused = files("PUT", sbx, "/files/content", "big/too-big.bin", "",
+        HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(tooBig)));
+    assertThat(refused.statusCode()).as(refused.body()).isEqualTo(413);
+    assertThat(sim.count(HttpMethod.POST, ".*/files/upload")).isEqualTo(uploads);
+    assertThat(home.resolve("big")).doesNotExist();
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isIn(200, 202, 204);
   }
 
   @Test

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.http.BodyInputStream;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -9,7 +10,9 @@ import io.vertx.core.MultiMap;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.file.OpenOptions;
 import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
@@ -22,6 +25,7 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import java.net.ConnectException;
 import java.net.URI;
+import java.nio.file.Path;
 import java.time.format.DateTimeFormatter;
 import java.time.Instant;
 import java.time.ZonedDateTime;
@@ -45,12 +49,14 @@ final class DaytonaClient implements AutoCloseable {
 
   private static final String SOURCE = "sandbox-gateway";
 
+  private final Vertx vertx;
   private final String backend;
   private final DaytonaSettings settings;
   private final HttpClientAgent http;
   private final WebSocketClient ws;
 
   DaytonaClient(Vertx vertx, String backend, DaytonaSettings settings) {
+    this.vertx = vertx;
     this.backend = backend;
     this.settings = settings;
     int connectMs = (int) Math.min(10_000, settings.requestTimeout().toMillis());
@@ -70,10 +76,7 @@ final class DaytonaClient implements AutoCloseable {
 
   /** Sends one request; the future fails only when no HTTP answer arrived. */
   Future<Resp> send(HttpMethod method, String url, Buffer body, String contentType, long timeoutMs) {
-    RequestOptions o = new RequestOptions().setMethod(method).setAbsoluteURI(url).setIdleTimeout(timeoutMs)
-        .putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + settings.apiKey().reveal())
-        .putHeader("X-Daytona-Source", SOURCE);
-    return http.request(o).compose(req -> {
+    return http.request(options(method, url, timeoutMs)).compose(req -> {
       if (body == null) {
         return req.send();
       }
@@ -90,12 +93,16 @@ final class DaytonaClient implements AutoCloseable {
    */
   Resp call(String op, boolean mutating, HttpMethod method, String url, Buffer body, String contentType,
       long timeoutMs) {
+    return await(send(method, url, body, contentType, timeoutMs), op, mutating, timeoutMs);
+  }
+
+  /** Waits for {@code f}; the blocking side of every call. */
+  private <T> T await(Future<T> f, String op, boolean mutating, long timeoutMs) {
     if (Context.isOnEventLoopThread()) {
       throw new IllegalStateException("blocking Daytona call on an event loop");
     }
     try {
-      return send(method, url, body, contentType, timeoutMs).toCompletionStage().toCompletableFuture()
-          .get(timeoutMs + 1_000, TimeUnit.MILLISECONDS);
+      return f.toCompletionStage().toCompletableFuture().get(timeoutMs + 1_000, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       throw transportError(op, e.getCause(), mutating);
     } catch (TimeoutException e) {
@@ -104,6 +111,65 @@ final class DaytonaClient implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw transportError(op, e, mutating);
     }
+  }
+
+  private RequestOptions options(HttpMethod method, String url, long idleTimeoutMs) {
+    return new RequestOptions().setMethod(method).setAbsoluteURI(url).setIdleTimeout(idleTimeoutMs)
+        .putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + settings.apiKey().reveal())
+        .putHeader("X-Daytona-Source", SOURCE);
+  }
+
+  /**
+   * An answer whose body is read as a stream: a 2xx answer comes with {@code body}, which the caller must
+   * close; any other with no body (it was read and dropped: provider error bodies are never looked at).
+   */
+  record Streamed(int status, MultiMap headers, BodyInputStream body) {}
+
+  /**
+   * A GET whose body is not buffered but read through a {@link BodyInputStream}, a buffer at a time as the
+   * caller reads. {@code idleTimeoutMs} bounds the silence on the connection; an answer that arrives after
+   * the wait gave up is closed at once.
+   */
+  Streamed stream(String op, String url, long idleTimeoutMs) {
+    Future<Streamed> f = http.request(options(HttpMethod.GET, url, idleTimeoutMs)).compose(req -> req.send())
+        .compose(resp -> resp.statusCode() / 100 == 2
+            ? Future.succeededFuture(new Streamed(resp.statusCode(), resp.headers(),
+                new BodyInputStream(resp, Vertx.currentContext())))
+            : resp.body().map(b -> new Streamed(resp.statusCode(), resp.headers(), null)));
+    try {
+      return await(f, op, false, requestTimeoutMs());
+    } catch (ProviderException e) {
+      f.onSuccess(late -> {
+        if (late.body() != null) {
+          late.body().close();
+        }
+      });
+      throw e;
+    }
+  }
+
+  /**
+   * A POST whose body is {@code head}, then the file {@code file} ({@code size} bytes) streamed from disk
+   * with backpressure, then {@code tail}, sent with its exact Content-Length. The file is closed however the
+   * request ends; a request whose body cannot be sent whole is reset.
+   */
+  Resp postFile(String op, String url, String contentType, Buffer head, Path file, long size, Buffer tail,
+      long timeoutMs) {
+    Future<Resp> f = vertx.fileSystem().open(file.toString(), new OpenOptions().setRead(true).setWrite(false))
+        .compose(in -> http.request(options(HttpMethod.POST, url, requestTimeoutMs())
+                .putHeader(HttpHeaders.CONTENT_TYPE, contentType)
+                .putHeader(HttpHeaders.CONTENT_LENGTH, String.valueOf(head.length() + size + tail.length())))
+            .compose(req -> {
+              Future<HttpClientResponse> answer = req.response();
+              req.write(head)
+                  .compose(v -> in.pipe().endOnComplete(false).to(req))
+                  .compose(v -> req.end(tail))
+                  .onFailure(t -> req.reset(0, t));
+              return answer;
+            })
+            .compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
+            .eventually(() -> in.close()));
+    return await(f, op, true, timeoutMs);
   }
 
   /** As {@link #call}, with a JSON body and any non-2xx status turned into a contract error. */

@@ -3,10 +3,16 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
+import ai.bespokelabs.sandbox.adapters.http.BodyInputStream;
 import ai.bespokelabs.sandbox.adapters.local.CommandLine;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import ai.bespokelabs.sandbox.core.error.ApiException;
@@ -20,9 +26,15 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.net.URLEncoder;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -50,7 +62,8 @@ import org.slf4j.LoggerFactory;
  *   <li>exec: one toolbox session per execution ({@link SessionCommand}, {@link DaytonaExecution}).
  *   <li>destroy, list (reconciliation, by our {@code managed} label, cursor pages) and health (a one-item
  *   authenticated list) work from the provider resource id alone, so they survive a gateway restart.
- *   <li>files: {@link #upload}, {@link #download}, {@link #listFiles} over the toolbox's files API.
+ *   <li>files: the files API over the toolbox's ({@link #listFiles}, {@link #openRead}, {@link #openWrite},
+ *   {@link #deleteFile}); downloads stream, uploads are spooled on this node and sent whole at commit.
  * </ul>
  */
 public final class DaytonaProvider implements SandboxProvider {
@@ -72,7 +85,7 @@ public final class DaytonaProvider implements SandboxProvider {
   private static final Set<String> GONE = Set.of("destroying", "destroyed");
   private volatile int pageSize = 200;
   private static final int MAX_PAGES = 500;
-  private static final long MAX_DOWNLOAD_BYTES = 256L << 20;
+  private static final long TRANSFER_IDLE_MS = 120_000;
 
   private final Vertx vertx;
   private final DaytonaSettings settings;
@@ -506,42 +519,112 @@ public final class DaytonaProvider implements SandboxProvider {
 
   // ------------------------------------------------------------------------------------------------ files
 
-  /** One entry of a directory listing. */
-  public record FileEntry(String name, boolean directory, long size, String mode, String modifiedAt) {}
-
-  /** Writes {@code data} to {@code path} in the sandbox (parents are created). */
-  public void upload(String resourceId, String path, byte[] data) {
-    String toolbox = toolbox(resourceId, "files");
-    String boundary = "bsk" + UUID.randomUUID().toString().replace("-", "");
-    String name = path.substring(path.lastIndexOf('/') + 1).replaceAll("[\"\\r\\n]", "_");
-    Buffer body = Buffer.buffer()
-        .appendString("--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
-            + (name.isEmpty() ? "file" : name) + "\"\r\nContent-Type: application/octet-stream\r\n\r\n")
-        .appendBytes(data)
-        .appendString("\r\n--" + boundary + "--\r\n");
-    DaytonaClient.Resp r = client.call("files", true, HttpMethod.POST, toolbox + "/files/upload?path=" + encode(path),
-        body, "multipart/form-data; boundary=" + boundary, transferTimeoutMs(data.length));
-    if (!r.ok()) {
-      throw client.httpError("files", r.status(), r.headers());
+  /**
+   * A path as the toolbox takes it: relative paths are under the sandbox user's home (the toolbox's working
+   * directory), absolute ones anywhere in the sandbox, which is a whole machine of its own.
+   */
+  static String filePath(String path) {
+    if (path == null || path.isBlank()) {
+      throw SandboxPaths.required();
+    }
+    try {
+      String p = java.nio.file.Path.of(path).normalize().toString();
+      return p.isEmpty() ? "." : p;
+    } catch (java.nio.file.InvalidPathException e) {
+      throw ApiException.invalid("path is not a valid path");
     }
   }
 
-  /** The content of the file at {@code path}. */
-  public byte[] download(String resourceId, String path) {
-    String toolbox = toolbox(resourceId, "files");
-    DaytonaClient.Resp r = client.call("files", false, HttpMethod.GET, toolbox + "/files/download?path="
-        + encode(path), null, null, transferTimeoutMs(MAX_DOWNLOAD_BYTES));
-    if (!r.ok()) {
-      throw client.httpError("files", r.status(), r.headers());
-    }
-    return r.body().getBytes();
+  private static String child(String dir, String name) {
+    return dir.equals(".") ? name : dir.endsWith("/") ? dir + name : dir + "/" + name;
   }
 
-  /** The entries of the directory at {@code path}. */
-  public List<FileEntry> listFiles(String resourceId, String path) {
-    String toolbox = toolbox(resourceId, "files");
-    DaytonaClient.Resp r = client.expect("files", false, HttpMethod.GET, toolbox + "/files?path=" + encode(path),
-        null);
+  private static String fileQuery(String toolbox, String endpoint, String path) {
+    return toolbox + endpoint + "?path=" + encode(path);
+  }
+
+  /**
+   * The files API's answer for a failed toolbox call: 404 file not found, 403 permission denied inside the
+   * sandbox, anything else the contract error for its status (the toolbox's message is never read).
+   */
+  private RuntimeException fileError(DaytonaClient.Resp r) {
+    return fileError(r.status(), r.headers());
+  }
+
+  private RuntimeException fileError(int status, io.vertx.core.MultiMap headers) {
+    if (status == 404) {
+      return SandboxPaths.notFound();
+    }
+    if (status == 403) {
+      return new ApiException(403, "permission denied inside the sandbox");
+    }
+    return client.httpError("files", status, headers);
+  }
+
+  /** {@code GET /files/info}: the entry at {@code path}, or null when there is none. */
+  private JsonObject info(String toolbox, String path) {
+    DaytonaClient.Resp r = client.call("files", false, HttpMethod.GET, fileQuery(toolbox, "/files/info", path), null,
+        null, client.requestTimeoutMs());
+    if (r.status() == 404) {
+      return null;
+    }
+    if (!r.ok()) {
+      throw fileError(r);
+    }
+    return client.json("files", r, false);
+  }
+
+  /** One toolbox file description ({@code FileInfo}) as an entry shown at {@code path}. */
+  static FileEntry entry(JsonObject f, String path) {
+    boolean dir = f.getBoolean("isDir", false);
+    Instant modified = null;
+    try {
+      modified = f.getString("modifiedAt") == null ? null : Instant.parse(f.getString("modifiedAt"));
+    } catch (DateTimeParseException | ClassCastException e) {
+      // shown without a time
+    }
+    return new FileEntry(f.getString("name", ""), path, dir, dir ? 0 : f.getLong("size", 0L), mode(f), modified);
+  }
+
+  /** Permission bits from {@code permissions} ("0755") or, failing that, {@code mode} ("-rwxr-xr-x"). */
+  static int mode(JsonObject f) {
+    String perms = f.getString("permissions");
+    if (perms != null && perms.matches("[0-7]{3,4}")) {
+      return Integer.parseInt(perms, 8) & 0777;
+    }
+    String m = f.getString("mode");
+    if (m != null && m.length() >= 9) {
+      String rwx = m.substring(m.length() - 9);
+      int bits = 0;
+      for (int i = 0; i < 9; i++) {
+        bits = bits << 1 | (rwx.charAt(i) == '-' ? 0 : 1);
+      }
+      return bits;
+    }
+    return 0;
+  }
+
+  /**
+   * {@code GET /files}; a path naming a file (the toolbox refuses to list it) is shown as its own entry.
+   */
+  @Override
+  public List<FileEntry> listFiles(FileOp op) {
+    String path = filePath(op.path());
+    String toolbox = toolbox(op.providerResourceId(), "files");
+    DaytonaClient.Resp r = client.call("files", false, HttpMethod.GET, fileQuery(toolbox, "/files", path), null, null,
+        client.requestTimeoutMs());
+    if (r.status() == 400) {
+      JsonObject info = info(toolbox, path);
+      if (info == null) {
+        throw SandboxPaths.notFound();
+      }
+      if (!info.getBoolean("isDir", false)) {
+        return List.of(entry(info, path));
+      }
+    }
+    if (!r.ok()) {
+      throw fileError(r);
+    }
     JsonArray items;
     try {
       items = new JsonArray(r.body());
@@ -551,11 +634,212 @@ public final class DaytonaProvider implements SandboxProvider {
     List<FileEntry> out = new ArrayList<>();
     for (Object o : items) {
       if (o instanceof JsonObject f && f.getString("name") != null) {
-        out.add(new FileEntry(f.getString("name"), f.getBoolean("isDir", false), f.getLong("size", 0L),
-            f.getString("mode"), f.getString("modifiedAt")));
+        out.add(entry(f, child(path, f.getString("name"))));
       }
     }
+    out.sort(java.util.Comparator.comparing(FileEntry::name));
     return out;
+  }
+
+  /**
+   * {@code GET /files/download}, read as it arrives: the toolbox's answer is paused and asked for one
+   * buffer at a time as the caller reads, so nothing but a buffer or two is held whatever the file's size.
+   */
+  @Override
+  public ReadableFile openRead(FileOp op) {
+    String path = filePath(op.path());
+    String toolbox = toolbox(op.providerResourceId(), "files");
+    DaytonaClient.Streamed s = client.stream("files", fileQuery(toolbox, "/files/download", path),
+        Math.max(client.requestTimeoutMs(), TRANSFER_IDLE_MS));
+    if (s.body() == null) {
+      if (s.status() == 400) {
+        JsonObject info = info(toolbox, path);
+        if (info == null) {
+          throw SandboxPaths.notFound();
+        }
+        if (info.getBoolean("isDir", false)) {
+          throw SandboxPaths.isDirectory();
+        }
+      }
+      throw fileError(s.status(), s.headers());
+    }
+    long size = -1;
+    String encoding = s.headers().get("Content-Encoding");
+    if (encoding == null || encoding.equalsIgnoreCase("identity")) {
+      try {
+        size = Long.parseLong(s.headers().get("Content-Length"));
+      } catch (RuntimeException e) {
+        size = -1;
+      }
+    }
+    long length = size;
+    BodyInputStream in = s.body();
+    return new ReadableFile() {
+      @Override
+      public long size() {
+        return length;
+      }
+
+      @Override
+      public int read(byte[] buf) throws IOException {
+        int total = 0;
+        while (total < buf.length) {
+          int n = in.read(buf, total, buf.length - total);
+          if (n < 0) {
+            return total == 0 ? -1 : total;
+          }
+          total += n;
+        }
+        return total;
+      }
+
+      @Override
+      public void close() {
+        in.close();
+      }
+    };
+  }
+
+  /**
+   * Spools the upload on this node; at commit sends it whole with {@code POST /files/upload} (a multipart
+   * body streamed from the spool with its exact length; the toolbox creates parent directories and replaces
+   * an existing file), then sets its mode with {@code POST /files/permissions}. Nothing reaches the sandbox
+   * before commit; abort deletes the spool.
+   */
+  @Override
+  public WritableFile openWrite(FileOp op) {
+    String path = filePath(op.path());
+    if (path.equals("/") || path.equals(".")) {
+      throw SandboxPaths.isDirectory();
+    }
+    String toolbox = toolbox(op.providerResourceId(), "files");
+    int mode = op.executable() ? 0755 : 0644;
+    java.nio.file.Path spool;
+    FileChannel ch;
+    try {
+      spool = Files.createTempFile("daytona-upload-", ".part");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    try {
+      ch = FileChannel.open(spool, StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      deleteQuietly(spool);
+      throw new UncheckedIOException(e);
+    }
+    return new WritableFile() {
+      private long size;
+      private boolean done;
+
+      @Override
+      public void write(byte[] data) throws IOException {
+        ByteBuffer buf = ByteBuffer.wrap(data);
+        while (buf.hasRemaining()) {
+          ch.write(buf);
+        }
+        size += data.length;
+      }
+
+      @Override
+      public FileEntry commit() throws IOException {
+        try {
+          ch.close();
+          upload(toolbox, path, spool, size);
+          DaytonaClient.Resp r = client.call("files", true, HttpMethod.POST, fileQuery(toolbox, "/files/permissions",
+              path) + "&mode=" + String.format("%04o", mode), null, null, client.requestTimeoutMs());
+          if (!r.ok()) {
+            // a file whose mode could not be set is not left behind
+            client.send(HttpMethod.DELETE, fileQuery(toolbox, "/files", path), null, null, client.requestTimeoutMs());
+            throw fileError(r);
+          }
+          String name = path.substring(path.lastIndexOf('/') + 1);
+          return new FileEntry(name, path, false, size, mode, Instant.now());
+        } finally {
+          abort();
+        }
+      }
+
+      @Override
+      public void abort() {
+        if (done) {
+          return;
+        }
+        done = true;
+        try {
+          ch.close();
+        } catch (IOException ignored) {
+          // the spool is deleted below all the same
+        }
+        deleteQuietly(spool);
+      }
+    };
+  }
+
+  /** {@code POST /files/upload} of the spooled file as the multipart part {@code file}. */
+  private void upload(String toolbox, String path, java.nio.file.Path spool, long size) {
+    String boundary = "bsk" + UUID.randomUUID().toString().replace("-", "");
+    String name = path.substring(path.lastIndexOf('/') + 1).replaceAll("[^A-Za-z0-9._-]", "_");
+    Buffer head = Buffer.buffer("--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
+        + (name.isEmpty() ? "file" : name) + "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+    Buffer tail = Buffer.buffer("\r\n--" + boundary + "--\r\n");
+    DaytonaClient.Resp r = client.postFile("files", fileQuery(toolbox, "/files/upload", path),
+        "multipart/form-data; boundary=" + boundary, head, spool, size, tail, transferTimeoutMs(size));
+    if (r.ok()) {
+      return;
+    }
+    if (r.status() == 400) {
+      JsonObject info = info(toolbox, path);
+      if (info != null && info.getBoolean("isDir", false)) {
+        throw SandboxPaths.isDirectory();
+      }
+    }
+    throw fileError(r);
+  }
+
+  private static void deleteQuietly(java.nio.file.Path spool) {
+    try {
+      Files.deleteIfExists(spool);
+    } catch (IOException ignored) {
+      // a spool left behind is removed with the temporary directory
+    }
+  }
+
+  /**
+   * {@code DELETE /files}. The toolbox refuses every directory without {@code recursive}; for such a refusal
+   * the directory is listed, and an empty one is then deleted while a non-empty one answers 409.
+   */
+  @Override
+  public void deleteFile(FileOp op) {
+    String path = filePath(op.path());
+    if (path.equals("/") || path.equals(".")) {
+      throw ApiException.invalid("path must name something inside the sandbox");
+    }
+    String toolbox = toolbox(op.providerResourceId(), "files");
+    DaytonaClient.Resp r = remove(toolbox, path, op.recursive());
+    if (r.ok()) {
+      return;
+    }
+    if (r.status() == 400 && !op.recursive()) {
+      JsonObject info = info(toolbox, path);
+      if (info == null) {
+        throw SandboxPaths.notFound();
+      }
+      if (info.getBoolean("isDir", false)) {
+        if (!listFiles(op).isEmpty()) {
+          throw SandboxPaths.notEmpty();
+        }
+        r = remove(toolbox, path, true);
+        if (r.ok()) {
+          return;
+        }
+      }
+    }
+    throw fileError(r);
+  }
+
+  private DaytonaClient.Resp remove(String toolbox, String path, boolean recursive) {
+    return client.call("files", true, HttpMethod.DELETE, fileQuery(toolbox, "/files", path)
+        + (recursive ? "&recursive=true" : ""), null, null, client.requestTimeoutMs());
   }
 
   private long transferTimeoutMs(long bytes) {

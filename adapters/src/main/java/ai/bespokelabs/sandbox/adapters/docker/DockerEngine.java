@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
+import ai.bespokelabs.sandbox.adapters.http.BodyInputStream;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;

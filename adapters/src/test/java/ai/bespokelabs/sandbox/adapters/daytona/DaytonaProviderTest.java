@@ -6,12 +6,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.bespokelabs.sandbox.adapters.CapturingSink;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -20,10 +25,16 @@ import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -232,18 +243,179 @@ class DaytonaProviderTest {
     assertThat(sim.count(HttpMethod.GET, ".*/logs")).isGreaterThanOrEqualTo(2);
   }
 
+  static FileOp fileOp(String path, boolean executable, boolean recursive) {
+    return new FileOp("files", "sbx_main", sandbox, path, null, null, executable, recursive);
+  }
+
+  static int apiStatus(Runnable r) {
+    try {
+      r.run();
+    } catch (ApiException e) {
+      return e.status();
+    }
+    throw new AssertionError("no files API answer");
+  }
+
+  static byte[] readAll(ReadableFile f) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] buf = new byte[70_000];
+    int n;
+    while ((n = f.read(buf)) > 0) {
+      out.write(buf, 0, n);
+    }
+    return out.toByteArray();
+  }
+
+  static long spools() throws IOException {
+    try (var files = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
+      return files.filter(p -> p.getFileName().toString().startsWith("daytona-upload-")).count();
+    }
+  }
+
   @Test
-  void files_upload_download_and_list() {
-    byte[] data = new byte[300_000];
-    new java.util.Random(7).nextBytes(data);
-    provider.upload(sandbox, "data/blob.bin", data);
-    provider.upload(sandbox, "data/note.txt", "hi".getBytes(StandardCharsets.UTF_8));
-    assertThat(provider.download(sandbox, "data/blob.bin")).isEqualTo(data);
-    List<DaytonaProvider.FileEntry> entries = provider.listFiles(sandbox, "data");
-    assertThat(entries).extracting(DaytonaProvider.FileEntry::name).containsExactly("blob.bin", "note.txt");
-    assertThat(entries.get(0).size()).isEqualTo(300_000);
-    assertThat(entries.get(0).directory()).isFalse();
-    assertThat(error(() -> provider.download(sandbox, "data/missing")).code()).isEqualTo(ErrorCode.NOT_FOUND);
+  void upload_is_sent_whole_at_commit_with_its_mode_then_read_listed_and_run() throws Exception {
+    byte[] script = "#!/bin/sh\necho ran \"$1\"\n".getBytes(StandardCharsets.UTF_8);
+    byte[] blob = new byte[300_000];
+    new java.util.Random(7).nextBytes(blob);
+    long uploadsBefore = sim.count(HttpMethod.POST, ".*/files/upload");
+    WritableFile w = provider.openWrite(fileOp("data/bin/run.sh", true, false));
+    w.write(Arrays.copyOf(script, 10));
+    w.write(Arrays.copyOfRange(script, 10, script.length));
+    Path onDisk = sim.dir(sandbox).resolve("data/bin/run.sh");
+    assertThat(onDisk).doesNotExist();
+    assertThat(sim.count(HttpMethod.POST, ".*/files/upload")).isEqualTo(uploadsBefore);
+    FileEntry entry = w.commit();
+    assertThat(entry.name()).isEqualTo("run.sh");
+    assertThat(entry.size()).isEqualTo(script.length);
+    assertThat(entry.mode()).isEqualTo(0755);
+    assertThat(Files.readAllBytes(onDisk)).isEqualTo(script);
+    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(onDisk))).isEqualTo("rwxr-xr-x");
+    // the multipart body was sent with its exact length: preamble + file + epilogue
+    assertThat(sim.uploadLengths().getLast()).isGreaterThan(script.length).isLessThan(script.length + 400L);
+    ExecResult ran = provider.exec(command("data/bin/run.sh", List.of("ok"), 20, false));
+    assertThat(ran.stdout()).isEqualTo("ran ok\n");
+
+    WritableFile b = provider.openWrite(fileOp("data/blob.bin", false, false));
+    b.write(blob);
+    assertThat(b.commit().mode()).isEqualTo(0644);
+    try (ReadableFile r = provider.openRead(fileOp("data/blob.bin", false, false))) {
+      assertThat(r.size()).isEqualTo(blob.length);
+      assertThat(readAll(r)).isEqualTo(blob);
+    }
+    List<FileEntry> entries = provider.listFiles(fileOp("data", false, false));
+    assertThat(entries).extracting(FileEntry::name).containsExactly("bin", "blob.bin");
+    assertThat(entries).extracting(FileEntry::path).containsExactly("data/bin", "data/blob.bin");
+    assertThat(entries.get(0).isDir()).isTrue();
+    assertThat(entries.get(1).size()).isEqualTo(blob.length);
+    assertThat(entries.get(1).mode()).isEqualTo(0644);
+    assertThat(entries.get(1).modified()).isNotNull();
+    // a file lists as itself
+    assertThat(provider.listFiles(fileOp("./data/bin/../bin/run.sh", false, false))).singleElement()
+        .satisfies(e -> {
+          assertThat(e.path()).isEqualTo("data/bin/run.sh");
+          assertThat(e.mode()).isEqualTo(0755);
+        });
+    assertThat(apiStatus(() -> provider.listFiles(fileOp("nowhere", false, false)))).isEqualTo(404);
+    assertThat(apiStatus(() -> provider.openRead(fileOp("data/missing", false, false)))).isEqualTo(404);
+    assertThat(apiStatus(() -> provider.openRead(fileOp("data/bin", false, false)))).isEqualTo(422);
+    assertThat(apiStatus(() -> provider.openRead(fileOp(" ", false, false)))).isEqualTo(422);
+    WritableFile onDir = provider.openWrite(fileOp("data/bin", false, false));
+    onDir.write(script);
+    assertThat(apiStatus(() -> {
+      try {
+        onDir.commit();
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    })).isEqualTo(422);
+    assertThat(sim.dir(sandbox).resolve("data/bin")).isDirectory();
+  }
+
+  @Test
+  void an_aborted_upload_sends_nothing_and_leaves_no_spool() throws Exception {
+    long spoolsBefore = spools();
+    long uploadsBefore = sim.count(HttpMethod.POST, ".*/files/upload");
+    WritableFile w = provider.openWrite(fileOp("aborted.txt", false, false));
+    w.write(new byte[100_000]);
+    assertThat(spools()).isEqualTo(spoolsBefore + 1);
+    w.abort();
+    w.abort();
+    assertThat(spools()).isEqualTo(spoolsBefore);
+    assertThat(sim.dir(sandbox).resolve("aborted.txt")).doesNotExist();
+    assertThat(sim.count(HttpMethod.POST, ".*/files/upload")).isEqualTo(uploadsBefore);
+  }
+
+  @Test
+  void a_failed_upload_reports_and_cleans_up() throws Exception {
+    long spoolsBefore = spools();
+    sim.inject(HttpMethod.POST, ".*/files/upload", DaytonaSimulator.Fault.status(500));
+    WritableFile w = provider.openWrite(fileOp("failed.txt", false, false));
+    w.write(new byte[10]);
+    ProviderError e = error(() -> {
+      try {
+        w.commit();
+      } catch (IOException x) {
+        throw new java.io.UncheckedIOException(x);
+      }
+    });
+    assertThat(e.retryable()).isTrue();
+    assertThat(e.toString()).doesNotContain(KEY);
+    assertThat(spools()).isEqualTo(spoolsBefore);
+    assertThat(sim.dir(sandbox).resolve("failed.txt")).doesNotExist();
+  }
+
+  @Test
+  void downloads_stream_with_backpressure() throws Exception {
+    byte[] big = new byte[32 << 20];
+    new java.util.Random(11).nextBytes(big);
+    Files.write(sim.dir(sandbox).resolve("big.bin"), big);
+    long streamedBefore = sim.streamedBytes();
+    long waitsBefore = sim.drainWaits();
+    try (ReadableFile r = provider.openRead(fileOp("big.bin", false, false))) {
+      byte[] first = new byte[64 * 1024];
+      assertThat(r.read(first)).isEqualTo(first.length);
+      Thread.sleep(500);
+      // the simulator is held back by the reader: far less than the file left it, and it waited for room
+      assertThat(sim.streamedBytes() - streamedBefore).isLessThan(big.length / 2);
+      assertThat(sim.drainWaits()).isGreaterThan(waitsBefore);
+      byte[] rest = readAll(r);
+      assertThat(first.length + rest.length).isEqualTo(big.length);
+      assertThat(Arrays.equals(first, 0, first.length, big, 0, first.length)).isTrue();
+      assertThat(Arrays.equals(rest, 0, rest.length, big, first.length, big.length)).isTrue();
+    }
+    // closing early stops the transfer
+    ReadableFile early = provider.openRead(fileOp("big.bin", false, false));
+    assertThat(early.read(new byte[1024])).isEqualTo(1024);
+    early.close();
+    Files.delete(sim.dir(sandbox).resolve("big.bin"));
+  }
+
+  @Test
+  void delete_files_and_directories() throws Exception {
+    Path dir = sim.dir(sandbox);
+    Files.createDirectories(dir.resolve("del/full/sub"));
+    Files.createDirectories(dir.resolve("del/empty"));
+    Files.writeString(dir.resolve("del/full/sub/f.txt"), "x");
+    Files.writeString(dir.resolve("del/file.txt"), "x");
+    provider.deleteFile(fileOp("del/file.txt", false, false));
+    assertThat(dir.resolve("del/file.txt")).doesNotExist();
+    provider.deleteFile(fileOp("del/empty", false, false));
+    assertThat(dir.resolve("del/empty")).doesNotExist();
+    assertThat(apiStatus(() -> provider.deleteFile(fileOp("del/full", false, false)))).isEqualTo(409);
+    assertThat(dir.resolve("del/full/sub/f.txt")).exists();
+    provider.deleteFile(fileOp("del/full", false, true));
+    assertThat(dir.resolve("del/full")).doesNotExist();
+    assertThat(apiStatus(() -> provider.deleteFile(fileOp("del/full", false, false)))).isEqualTo(404);
+    assertThat(apiStatus(() -> provider.deleteFile(fileOp("del/..", false, true)))).isEqualTo(422);
+    assertThat(dir).isDirectory();
+  }
+
+  @Test
+  void file_modes_parse_from_either_field() {
+    assertThat(DaytonaProvider.mode(new JsonObject().put("permissions", "0750"))).isEqualTo(0750);
+    assertThat(DaytonaProvider.mode(new JsonObject().put("permissions", "rwxr-x---").put("mode", "-rwxr-x---")))
+        .isEqualTo(0750);
+    assertThat(DaytonaProvider.mode(new JsonObject().put("mode", "drwxr-xr-x"))).isEqualTo(0755);
   }
 
   @Test

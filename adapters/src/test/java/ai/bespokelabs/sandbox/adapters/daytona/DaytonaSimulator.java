@@ -107,6 +107,9 @@ public final class DaytonaSimulator implements AutoCloseable {
       return new Answer(status, null, Buffer.buffer(), Map.of());
     }
 
+    /** The answer was already sent (streamed). */
+    static final Answer STREAMED = new Answer(0, null, null, Map.of());
+
     static Answer error(int status, String message) {
       return json(status, new JsonObject().put("statusCode", status).put("message", message));
     }
@@ -250,7 +253,17 @@ public final class DaytonaSimulator implements AutoCloseable {
     }
   }
 
-  /** Log bytes written to followers of all commands so far, and how often a follower waited for drain. */
+  /** The Content-Length of every file upload so far (-1 when the request had none). */
+  public List<Long> uploadLengths() {
+    return List.copyOf(uploadLengths);
+  }
+
+  private final List<Long> uploadLengths = new CopyOnWriteArrayList<>();
+
+  /**
+   * Bytes written to log followers and file downloads so far, and how often either waited for the
+   * connection to drain.
+   */
   public long streamedBytes() {
     return streamed.get();
   }
@@ -351,6 +364,55 @@ public final class DaytonaSimulator implements AutoCloseable {
     });
   }
 
+  /**
+   * Sends a file as the daemon does (its length declared, then its bytes), a chunk at a time: the next chunk
+   * is read only once the connection took the previous one, and every wait for room is counted.
+   */
+  private Future<Answer> streamFile(HttpServerRequest req, Path file) {
+    return vertx.fileSystem().open(file.toString(), new io.vertx.core.file.OpenOptions().setRead(true).setWrite(false))
+        .compose(f -> f.size().compose(size -> {
+          var res = req.response().setStatusCode(200).putHeader("Content-Type", "application/octet-stream")
+              .putHeader("Content-Length", String.valueOf(size)).setWriteQueueMaxSize(CHUNK);
+          io.vertx.core.Promise<Answer> done = io.vertx.core.Promise.promise();
+          res.closeHandler(v -> f.close());
+          new Object() {
+            long pos;
+
+            void next() {
+              if (res.closed()) {
+                f.close();
+                done.tryComplete(Answer.STREAMED);
+                return;
+              }
+              if (pos >= size) {
+                f.close();
+                res.end();
+                done.tryComplete(Answer.STREAMED);
+                return;
+              }
+              f.read(Buffer.buffer(CHUNK), 0, pos, (int) Math.min(CHUNK, size - pos)).onComplete(ar -> {
+                if (ar.failed()) {
+                  f.close();
+                  req.connection().close();
+                  done.tryComplete(Answer.STREAMED);
+                  return;
+                }
+                pos += ar.result().length();
+                streamed.addAndGet(ar.result().length());
+                res.write(ar.result());
+                if (res.writeQueueFull()) {
+                  drainWaits.incrementAndGet();
+                  res.drainHandler(v -> next());
+                } else {
+                  next();
+                }
+              });
+            }
+          }.next();
+          return done.future();
+        }).onFailure(t -> f.close()));
+  }
+
   private Fault takeFault(HttpMethod method, String path) {
     for (Injected i : faults) {
       if (i.method().equals(method) && i.path().matcher(path).matches() && faults.remove(i)) {
@@ -361,6 +423,9 @@ public final class DaytonaSimulator implements AutoCloseable {
   }
 
   private static void send(HttpServerRequest req, Answer a) {
+    if (a == Answer.STREAMED) {
+      return;
+    }
     var resp = req.response().setStatusCode(a.status());
     a.headers().forEach(resp::putHeader);
     if (a.contentType() != null) {
@@ -532,13 +597,25 @@ public final class DaytonaSimulator implements AutoCloseable {
       }
     }
     if (rest.equals("/files/upload") && method == HttpMethod.POST) {
+      uploadLengths.add(req.getHeader("Content-Length") == null ? -1L : Long.parseLong(req.getHeader("Content-Length")));
       return vertx.executeBlocking(() -> s.upload(req.getParam("path"), req.getHeader("Content-Type"), raw), false);
     }
     if (rest.equals("/files/download") && method == HttpMethod.GET) {
-      return vertx.executeBlocking(() -> s.download(req.getParam("path")), false);
+      return vertx.executeBlocking(() -> s.downloadable(req.getParam("path")), false)
+          .compose(a -> a.status() == 200 ? streamFile(req, s.resolve(req.getParam("path"))) : Future.succeededFuture(a));
     }
     if (rest.equals("/files") && method == HttpMethod.GET) {
       return vertx.executeBlocking(() -> s.listFiles(req.getParam("path")), false);
+    }
+    if (rest.equals("/files") && method == HttpMethod.DELETE) {
+      return vertx.executeBlocking(() -> s.deleteFile(req.getParam("path"), "true".equals(req.getParam("recursive"))),
+          false);
+    }
+    if (rest.equals("/files/info") && method == HttpMethod.GET) {
+      return vertx.executeBlocking(() -> s.fileInfo(req.getParam("path")), false);
+    }
+    if (rest.equals("/files/permissions") && method == HttpMethod.POST) {
+      return vertx.executeBlocking(() -> s.setMode(req.getParam("path"), req.getParam("mode")), false);
     }
     violations.add(method + " " + rest + " is not simulated");
     return Future.succeededFuture(Answer.error(501, "not simulated"));
@@ -793,18 +870,25 @@ public final class DaytonaSimulator implements AutoCloseable {
       if (file == null) {
         return Answer.error(400, "no file part");
       }
+      if (Files.isDirectory(target)) {
+        return Answer.error(400, "is a directory");
+      }
       Files.createDirectories(target.getParent());
       Files.write(target, file);
       return Answer.json(200, new JsonObject().put("message", "File uploaded successfully"));
     }
 
-    Answer download(String path) throws IOException {
+    /** Whether the daemon would send the file: 200, 404 missing, 400 a directory or outside. */
+    Answer downloadable(String path) {
       try {
         Path p = resolve(path);
-        if (!Files.isRegularFile(p)) {
+        if (!Files.exists(p)) {
           return Answer.error(404, "file not found");
         }
-        return new Answer(200, "application/octet-stream", Buffer.buffer(Files.readAllBytes(p)), Map.of());
+        if (Files.isDirectory(p)) {
+          return Answer.error(400, "path must be a file");
+        }
+        return Answer.empty(200);
       } catch (IllegalArgumentException e) {
         return Answer.error(400, "path is outside the simulated sandbox");
       }
@@ -817,22 +901,92 @@ public final class DaytonaSimulator implements AutoCloseable {
       } catch (IllegalArgumentException e) {
         return Answer.error(400, "path is outside the simulated sandbox");
       }
-      if (!Files.isDirectory(p)) {
+      if (!Files.exists(p)) {
         return Answer.error(404, "directory not found");
+      }
+      if (!Files.isDirectory(p)) {
+        return Answer.error(400, "not a directory");
       }
       JsonArray out = new JsonArray();
       try (var entries = Files.list(p)) {
         for (Path e : entries.sorted().toList()) {
-          boolean isDir = Files.isDirectory(e);
-          String perms = PosixFilePermissions.toString(Files.getPosixFilePermissions(e));
-          String modified = Files.getLastModifiedTime(e).toInstant().toString();
-          out.add(new JsonObject().put("name", e.getFileName().toString()).put("isDir", isDir)
-              .put("size", isDir ? 4096 : Files.size(e)).put("mode", (isDir ? "d" : "-") + perms)
-              .put("permissions", perms).put("owner", "daytona").put("group", "daytona")
-              .put("modTime", modified).put("modifiedAt", modified));
+          out.add(info(e));
         }
       }
       return Answer.json(200, out);
+    }
+
+    /** A {@code FileInfo} as the daemon builds it (permissions as four octal digits). */
+    private JsonObject info(Path e) throws IOException {
+      boolean isDir = Files.isDirectory(e);
+      var perms = Files.getPosixFilePermissions(e);
+      int bits = 0;
+      for (var perm : perms) {
+        bits |= 1 << (8 - perm.ordinal());
+      }
+      String modified = Files.getLastModifiedTime(e).toInstant().toString();
+      return new JsonObject().put("name", e.getFileName().toString()).put("isDir", isDir)
+          .put("size", isDir ? 4096 : Files.size(e))
+          .put("mode", (isDir ? "d" : "-") + PosixFilePermissions.toString(perms))
+          .put("permissions", String.format("%04o", bits)).put("owner", "1000").put("group", "1000")
+          .put("modTime", modified).put("modifiedAt", modified);
+    }
+
+    Answer fileInfo(String path) throws IOException {
+      try {
+        Path p = resolve(path);
+        return Files.exists(p) ? Answer.json(200, info(p)) : Answer.error(404, "file not found");
+      } catch (IllegalArgumentException e) {
+        return Answer.error(400, "path is outside the simulated sandbox");
+      }
+    }
+
+    /** The daemon's delete: a directory needs {@code recursive}, even an empty one. */
+    Answer deleteFile(String path, boolean recursive) throws IOException {
+      Path p;
+      try {
+        p = resolve(path);
+      } catch (IllegalArgumentException e) {
+        return Answer.error(400, "path is outside the simulated sandbox");
+      }
+      if (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        return Answer.error(404, "file not found");
+      }
+      if (Files.isDirectory(p) && !recursive) {
+        return Answer.error(400, "cannot delete directory without recursive flag");
+      }
+      if (recursive) {
+        deleteTree(p);
+      } else {
+        Files.delete(p);
+      }
+      return Answer.empty(204);
+    }
+
+    Answer setMode(String path, String mode) throws IOException {
+      Path p;
+      try {
+        p = resolve(path);
+      } catch (IllegalArgumentException e) {
+        return Answer.error(400, "path is outside the simulated sandbox");
+      }
+      if (!Files.exists(p)) {
+        return Answer.error(404, "file not found");
+      }
+      if (mode != null && !mode.isEmpty()) {
+        int bits;
+        try {
+          bits = Integer.parseInt(mode, 8);
+        } catch (NumberFormatException e) {
+          return Answer.error(400, "invalid mode format");
+        }
+        StringBuilder rwx = new StringBuilder();
+        for (int i = 8; i >= 0; i--) {
+          rwx.append((bits >> i & 1) == 0 ? '-' : "rwx".charAt((8 - i) % 3));
+        }
+        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(rwx.toString()));
+      }
+      return Answer.empty(200);
     }
   }
 

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.docker;
+package ai.bespokelabs.sandbox.adapters.http;
 
 import io.vertx.core.Context;
 import io.vertx.core.buffer.Buffer;
@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
  * buffer at a time, the next only once the reader used up the previous one, so at most a buffer or two
  * wait in memory whatever the body's size. Build it on the response's context (where the headers arrive).
  */
-final class BodyInputStream extends InputStream {
+public final class BodyInputStream extends InputStream {
   private static final Object END = new Object();
   private static final long IDLE_SECS = 120;
 
@@ -25,7 +25,7 @@ final class BodyInputStream extends InputStream {
   private int pos;
   private boolean ended;
 
-  BodyInputStream(HttpClientResponse response, Context context) {
+  public BodyInputStream(HttpClientResponse response, Context context) {
     this.response = response;
     this.context = context;
     response.pause();
@@ -55,10 +55,10 @@ final class BodyInputStream extends InputStream {
         next = queue.poll(IDLE_SECS, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new InterruptedIOException("interrupted while reading from the engine");
+        throw new InterruptedIOException("interrupted while reading a response");
       }
       if (next == null) {
-        throw new IOException("the engine stopped sending");
+        throw new IOException("the server stopped sending");
       }
       if (next == END) {
         ended = true;
@@ -66,7 +66,7 @@ final class BodyInputStream extends InputStream {
       }
       if (next instanceof Throwable t) {
         ended = true;
-        throw new IOException("the engine's answer broke off", t);
+        throw new IOException("the response broke off", t);
       }
       current = (Buffer) next;
       pos = 0;
@@ -78,12 +78,19 @@ final class BodyInputStream extends InputStream {
     return n;
   }
 
-  /** Stops the transfer: the connection is reset (the rest of the body is not wanted). */
+  /** Stops the transfer: the stream is reset and its connection closed (the rest of the body is not wanted). */
   @Override
   public void close() {
     if (!ended) {
       ended = true;
-      context.runOnContext(v -> response.request().reset());
+      context.runOnContext(v -> {
+        // the unread rest must not reach a pooled connection's next request: close the connection itself
+        io.vertx.core.http.HttpConnection connection = response.request().connection();
+        response.request().reset();
+        if (connection != null) {
+          connection.close();
+        }
+      });
     }
   }
 }
