@@ -119,6 +119,11 @@ public final class AdapterVerticle extends VerticleBase {
         ai.bespokelabs.sandbox.core.bus.Messages.FileOp op = (ai.bespokelabs.sandbox.core.bus.Messages.FileOp) msg.body();
         blocking(msg, op.op(), () -> files.handle(op)).onSuccess(msg::reply);
       }
+      case Addresses.ADOPT -> {
+        CreateSandbox request = (CreateSandbox) msg.body();
+        blocking(msg, "adopt", () -> new SandboxCreated(provider.adopt(request, msg.headers().get("resource")),
+            nodeId)).onSuccess(msg::reply);
+      }
       case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
           provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
       case Addresses.SET_TIMEOUT -> blocking(msg, "timeout", () -> {

@@ -126,6 +126,15 @@ public interface SandboxProvider extends AutoCloseable {
         ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED));
   }
 
+  /**
+   * Attaches this node to a sandbox's still-running provider resource (after a restart, or from another
+   * node) and returns its resource id; {@code request.config()} is the stored configuration (env values
+   * are never stored, so they are not restored). {@code not_found} when the resource is gone.
+   */
+  default String adopt(CreateSandbox request, String providerResourceId) {
+    throw unsupported("adopt");
+  }
+
   @Override
   default void close() {}
 }

@@ -496,6 +496,20 @@ public final class DockerProvider implements SandboxProvider {
     }
   }
 
+  /** A running container of this organization's sandbox; anything else is {@code not_found}. */
+  @Override
+  public String adopt(CreateSandbox request, String providerResourceId) {
+    DockerEngine.Response r = engine.get("adopt", "/containers/" + DockerEngine.q(providerResourceId) + "/json", CALL);
+    JsonObject labels = r.ok() ? r.json().getJsonObject("Config", new JsonObject())
+        .getJsonObject("Labels", new JsonObject()) : null;
+    boolean ours = labels != null && request.sandboxId().equals(labels.getString(SANDBOX))
+        && request.organizationId().equals(labels.getString(ORGANIZATION));
+    if (!ours || !r.json().getJsonObject("State", new JsonObject()).getBoolean("Running", false)) {
+      throw engine.failure(ErrorCode.NOT_FOUND, "adopt", false, ProviderError.Outcome.FAILED, null);
+    }
+    return r.json().getString("Id");
+  }
+
   // ---- files ---------------------------------------------------------------------------------------
 
   @Override

@@ -208,6 +208,31 @@ public final class LocalProvider implements SandboxProvider {
     return Math.round(bytes / (1 << 20) * 100) / 100.0;
   }
 
+  /**
+   * Takes the sandbox's directory back (an owned one directly under the root, or the workdir it was created
+   * with), so executions work again after a restart. Env vars are not restored: they were never stored.
+   */
+  @Override
+  public String adopt(CreateSandbox request, String providerResourceId) {
+    wrapper.check();
+    Path dir = ownedDirectory(providerResourceId);
+    boolean owned = dir != null;
+    if (!owned && request.config().workdir() != null && providerResourceId != null
+        && Path.of(providerResourceId).normalize().equals(Path.of(request.config().workdir()).normalize())
+        && Files.isDirectory(Path.of(providerResourceId))) {
+      dir = Path.of(providerResourceId).normalize();
+    }
+    if (dir == null) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, backend, "adopt", false,
+          ProviderError.Outcome.FAILED));
+    }
+    Path found = dir;
+    SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(),
+        id -> new SandboxRuntime(found, owned, Map.of(), request.config(), clock.instant()));
+    wrapper.prepare(runtime.dir, runtime.config);
+    return runtime.dir.toString();
+  }
+
   // ---- files -----------------------------------------------------------------------------------------
 
   /** The files of the sandbox's directory: its runtime's, else the directory its resource id names. */

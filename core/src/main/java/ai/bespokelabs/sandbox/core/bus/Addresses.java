@@ -15,6 +15,7 @@ public final class Addresses {
   public static final String SIGNAL = "signal";
   public static final String LIST = "list";
   public static final String SNAPSHOT = "snapshot";
+  public static final String ADOPT = "adopt";
   public static final String FILES = "files";
   public static final String SET_TIMEOUT = "set_timeout";
   public static final String METRICS = "metrics";

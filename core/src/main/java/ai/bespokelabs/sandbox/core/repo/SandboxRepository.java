@@ -257,6 +257,20 @@ public final class SandboxRepository {
                 .compose(v -> find(conn, id))));
   }
 
+  /**
+   * Records that a running sandbox's provider resource was adopted by node {@code nodeId} (after a restart
+   * its runtime lives there now); empty when the sandbox is not running.
+   */
+  public Future<Optional<SandboxRecord>> adopted(String orgId, String id, String nodeId, OffsetDateTime now) {
+    return pool.withTransaction(conn -> conn.preparedQuery("UPDATE sandboxes SET node_id = $3,"
+            + " version = version + 1 WHERE id = $1 AND organization_id = $2 AND status = 'running' RETURNING id")
+        .execute(Tuple.of(id, orgId, nodeId))
+        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture(Optional.<SandboxRecord>empty())
+            : LifecycleEvents.append(conn, orgId, id, null, "sandbox.adopted", "running", now,
+                    new JsonObject().put("node_id", nodeId))
+                .compose(v -> find(conn, id))));
+  }
+
   /** Counts of the organization's sandboxes by reconciliation state, for {@code GET /v1/reconciliation}. */
   public Future<JsonObject> reconciliationSummary(String orgId) {
     return pool.preparedQuery("""

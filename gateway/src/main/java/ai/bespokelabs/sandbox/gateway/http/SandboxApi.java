@@ -57,6 +57,81 @@ public final class SandboxApi {
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/timeout", Scopes.SANDBOXES_CREATE, this::timeout);
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/snapshot", Scopes.SANDBOXES_CREATE, this::snapshot);
     presets.register(api);
+    api.authed(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/session-state", Scopes.SANDBOXES_READ, this::sessionState);
+    api.authed(HttpMethod.POST, "/v1/sandboxes/adopt", Scopes.SANDBOXES_CREATE, this::adopt);
+  }
+
+  // ---- session state and adopt ----------------------------------------------------------------------
+
+  private static final String STATE_VERSION = "1";
+
+  /** The signed fields of a session-state handle, in a fixed order. */
+  private String stateSignature(String sandboxId, String organizationId, String backend, String resourceId,
+      String issuedAt) {
+    return s.hmac().hex(String.join("\n", "session-state", STATE_VERSION, sandboxId, organizationId, backend,
+        resourceId == null ? "" : resourceId, issuedAt));
+  }
+
+  /**
+   * A serializable handle to a running sandbox (the remote form of the seed's resume state): give it to
+   * {@code POST /v1/sandboxes/adopt} to attach a gateway node to the sandbox's provider resource again, e.g.
+   * after a restart. Signed with the server's pepper, so it cannot be forged or moved between organizations.
+   */
+  private Future<Reply> sessionState(RoutingContext ctx, Principal p) {
+    return find(ctx, p).map(sbx -> {
+      if (sbx.providerResourceId() == null) {
+        throw ApiException.conflict("sandbox is " + sbx.status());
+      }
+      String issued = Wire.ts(s.now());
+      return Reply.ok(new JsonObject().put("version", STATE_VERSION).put("sandbox_id", sbx.id())
+          .put("organization_id", sbx.organizationId()).put("backend", sbx.backend())
+          .put("provider_resource_id", sbx.providerResourceId()).put("issued_at", issued)
+          .put("signature", stateSignature(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.providerResourceId(),
+              issued)));
+    });
+  }
+
+  /**
+   * Attaches this node to the still-running provider resource of a handle from {@code session-state}: the
+   * backend checks the resource is there and is this sandbox's, and the sandbox is served from this node
+   * from then on. The sandbox must be running and the caller's organization's.
+   */
+  private Future<Reply> adopt(RoutingContext ctx, Principal p) {
+    Body body = Body.parse(ctx.body().buffer());
+    String version = body.string("version", true, 1, 8);
+    String id = body.string("sandbox_id", true, 1, 64);
+    String org = body.string("organization_id", true, 1, 64);
+    String backend = body.string("backend", true, 1, 64);
+    String resource = body.string("provider_resource_id", true, 1, 4096);
+    String issued = body.string("issued_at", true, 1, 64);
+    String signature = body.string("signature", true, 1, 128);
+    body.check();
+    if (!STATE_VERSION.equals(version) || !ai.bespokelabs.sandbox.core.Hmac.constantTimeEquals(signature,
+        stateSignature(id, org, backend, resource, issued))) {
+      throw ApiException.invalid("invalid session state");
+    }
+    if (!org.equals(p.organizationId())) {
+      throw ApiException.notFound("sandbox not found");
+    }
+    if (!s.backends().isEnabled(backend)) {
+      throw ApiException.invalid("backend is not enabled: " + backend);
+    }
+    return s.sandboxes().find(org, id).compose(found -> {
+      SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
+      if (!"running".equals(sbx.status()) || !resource.equals(sbx.providerResourceId())) {
+        throw ApiException.conflict("sandbox is " + sbx.status());
+      }
+      String address = s.backends().isNodeBound(backend)
+          ? s.backends().sandboxAddress(backend, s.backends().nodeId()) : s.backends().createAddress(backend);
+      CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(),
+          SandboxConfig.fromWireJson(sbx.config()));
+      return vertx.eventBus().<SandboxCreated>request(address, msg, action(Addresses.ADOPT, CREATE_TIMEOUT_MS)
+              .addHeader("resource", resource))
+          .transform(ar -> ar.succeeded()
+              ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now()).map(updated -> Reply.ok(
+                  Wire.sandbox(updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))))
+              : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
+    });
   }
 
   // ---- snapshot --------------------------------------------------------------------------------------
