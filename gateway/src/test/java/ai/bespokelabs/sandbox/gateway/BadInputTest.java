@@ -52,9 +52,9 @@ class BadInputTest {
     Resp missing = gw.post("/v1/sandboxes", key, new JsonObject());
     assertThat(missing.json().getJsonArray("detail").getJsonObject(0).getString("type")).isEqualTo("missing");
     Resp unknown = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
-        .put("workspace", new JsonObject()).put("backend_options", new JsonObject()).put("files", (Object) null));
+        .put("volumes", new JsonObject()).put("backend_options", new JsonObject()).put("files", (Object) null));
     assertThat(unknown.status()).isEqualTo(422);
-    assertThat(unknown.detail()).isEqualTo("unsupported sandbox configuration: backend_options, workspace");
+    assertThat(unknown.detail()).isEqualTo("unsupported sandbox configuration: backend_options, volumes");
     Resp backend = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", " NoSuch "));
     assertThat(backend.detail()).isEqualTo("backend is not enabled: nosuch");
     Resp env = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
