@@ -672,32 +672,7 @@ public final class DaytonaProvider implements SandboxProvider {
         size = -1;
       }
     }
-    long length = size;
-    BodyInputStream in = s.body();
-    return new ReadableFile() {
-      @Override
-      public long size() {
-        return length;
-      }
-
-      @Override
-      public int read(byte[] buf) throws IOException {
-        int total = 0;
-        while (total < buf.length) {
-          int n = in.read(buf, total, buf.length - total);
-          if (n < 0) {
-            return total == 0 ? -1 : total;
-          }
-          total += n;
-        }
-        return total;
-      }
-
-      @Override
-      public void close() {
-        in.close();
-      }
-    };
+    return ReadableFile.of(s.body(), size);
   }
 
   /**

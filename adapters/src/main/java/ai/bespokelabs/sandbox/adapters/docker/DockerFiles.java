@@ -168,31 +168,8 @@ final class DockerFiles {
         s.body().close();
         throw SandboxPaths.isDirectory();
       }
-      long size = entry.getSize();
-      return new ReadableFile() {
-        @Override
-        public long size() {
-          return size;
-        }
-
-        @Override
-        public int read(byte[] buf) throws IOException {
-          int total = 0;
-          while (total < buf.length) {
-            int n = tar.read(buf, total, buf.length - total);
-            if (n < 0) {
-              return total == 0 ? -1 : total;
-            }
-            total += n;
-          }
-          return total;
-        }
-
-        @Override
-        public void close() {
-          s.body().close();
-        }
-      };
+      // closing the tar stream closes the engine's body, which resets the rest of the transfer
+      return ReadableFile.of(tar, entry.getSize());
     }
     throw ApiException.invalid("too many levels of symbolic links");
   }

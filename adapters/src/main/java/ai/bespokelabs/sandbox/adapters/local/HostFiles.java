@@ -143,31 +143,7 @@ final class HostFiles {
         throw SandboxPaths.isDirectory();
       }
       FileChannel ch = FileChannel.open(real, StandardOpenOption.READ);
-      long size = ch.size();
-      return new ReadableFile() {
-        @Override
-        public long size() {
-          return size;
-        }
-
-        @Override
-        public int read(byte[] buf) throws IOException {
-          int total = 0;
-          while (total < buf.length) {
-            int n = ch.read(ByteBuffer.wrap(buf, total, buf.length - total));
-            if (n < 0) {
-              return total == 0 ? -1 : total;
-            }
-            total += n;
-          }
-          return total;
-        }
-
-        @Override
-        public void close() throws IOException {
-          ch.close();
-        }
-      };
+      return ReadableFile.of(java.nio.channels.Channels.newInputStream(ch), ch.size());
     } catch (NoSuchFileException e) {
       throw SandboxPaths.notFound();
     } catch (IOException e) {
@@ -257,13 +233,6 @@ final class HostFiles {
     return TarGz.ofDirectory(dir);
   }
 
-  private static int mode(Path p) throws IOException {
-    int mode = 0;
-    for (PosixFilePermission perm : Files.getPosixFilePermissions(p, NOFOLLOW)) {
-      mode |= 1 << (8 - perm.ordinal());
-    }
-    return mode;
-  }
 
   /**
    * Receives a tar.gz and, once it arrived whole and checked, extracts it into the directory at
