@@ -121,7 +121,8 @@ class BwrapTest {
         "/v1/sandboxes/" + bomb.getString("id") + "/execute", key,
         new JsonObject().put("command", "b() { b | b & }; b; sleep 30").put("timeout_secs", 4)));
     Thread.sleep(1500);
-    assertThat(run(other, "echo fine").getString("stdout")).isEqualTo("fine\n");
+    JsonObject fine = run(other, "echo fine");
+    assertThat(fine.getString("stdout")).as(fine.encode()).isEqualTo("fine\n");
     assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
     Resp r = detonated.get(30, TimeUnit.SECONDS);
     assertThat(r.status()).as(r.body()).isEqualTo(200);
