@@ -20,9 +20,18 @@ final class GatewayProcess {
   }
 
   static GatewayProcess start(Path dataDir, int port, Map<String, String> env) throws IOException, InterruptedException {
-    String java = ProcessHandle.current().info().command().orElse("java");
-    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-        Main.class.getName(), "--port", String.valueOf(port))
+    return start(dataDir, port, env, java.util.List.of());
+  }
+
+  /** As {@link #start(Path, int, Map)}, with extra JVM options (e.g. a small heap). */
+  static GatewayProcess start(Path dataDir, int port, Map<String, String> env, java.util.List<String> jvmOptions)
+      throws IOException, InterruptedException {
+    String javaBin = ProcessHandle.current().info().command().orElse("java");
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin));
+    cmd.addAll(jvmOptions);
+    cmd.addAll(java.util.List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "--port",
+        String.valueOf(port)));
+    ProcessBuilder pb = new ProcessBuilder(cmd)
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(dataDir.resolve("gateway.log").toFile()));
     pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
