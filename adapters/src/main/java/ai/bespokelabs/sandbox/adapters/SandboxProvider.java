@@ -90,19 +90,23 @@ public interface SandboxProvider extends AutoCloseable {
     throw unsupported("files");
   }
 
-  /** The directory at {@code op.path()} as a gzip-compressed tar of its tree (size unknown: -1). */
+  /**
+   * The directory at {@code op.path()} as a gzip-compressed tar of its tree (size unknown: -1). By default
+   * built from {@link #listFiles} and {@link #openRead} (files and directories only).
+   */
   default ai.bespokelabs.sandbox.adapters.files.ReadableFile openArchiveRead(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
-    throw unsupported("files");
+    return ai.bespokelabs.sandbox.adapters.files.TreeTransfer.read(this, op);
   }
 
   /**
    * Receives a gzip-compressed tar to extract into the directory at {@code op.path()} at commit, once it
-   * arrived whole and was checked: a broken archive (422) extracts nothing.
+   * arrived whole and was checked: a broken archive (422) extracts nothing. By default each file is written
+   * with {@link #openWrite} (links and empty directories are skipped).
    */
   default ai.bespokelabs.sandbox.adapters.files.WritableFile openArchiveWrite(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
-    throw unsupported("files");
+    return ai.bespokelabs.sandbox.adapters.files.TreeTransfer.write(this, op);
   }
 
   /** Deletes a file, or a directory when empty or {@code op.recursive()}; 404 when missing. */

@@ -267,6 +267,15 @@ class E2bGatewayTest {
         .add("ok")));
     assertThat(ran.json().getString("stdout")).isEqualTo("hello from e2b ok\n");
 
+    // a directory travels as tar.gz through the file operations: structure, contents and the executable bit
+    byte[] tree = FilesTest.getArchive(gw, key, id, "bin");
+    java.net.http.HttpResponse<String> copied = FilesTest.putArchive(gw, key, id, "copy/bin", tree);
+    assertThat(copied.statusCode()).as(copied.body()).isEqualTo(201);
+    assertThat(exec(id, new JsonObject().put("command", "copy/bin/hello.sh")).json().getString("stdout"))
+        .isEqualTo("hello from e2b\n");
+    assertThat(FilesTest.putArchive(gw, key, id, "broken", "junk".getBytes()).statusCode()).isEqualTo(422);
+    assertThat(gw.get("/v1/sandboxes/" + id + "/files/archive?path=bin/hello.sh", key).status()).isEqualTo(422);
+
     byte[] data = new byte[3 << 20];
     new java.util.Random(11).nextBytes(data);
     java.net.http.HttpResponse<String> blob = put(id, "data/blob.bin",
@@ -283,7 +292,7 @@ class E2bGatewayTest {
     assertThat(listedBlob.getLong("size")).isEqualTo((long) data.length);
     JsonObject home = keep(gw.get("/v1/sandboxes/" + id + "/files?path=.", key)).json();
     assertThat(home.getJsonArray("entries").stream().map(o -> ((JsonObject) o).getString("name") + ":"
-        + ((JsonObject) o).getBoolean("is_dir"))).containsExactly("bin:true", "data:true");
+        + ((JsonObject) o).getBoolean("is_dir"))).containsExactly("bin:true", "copy:true", "data:true");
 
     java.net.http.HttpResponse<byte[]> down = download(id, "data/blob.bin");
     assertThat(down.statusCode()).isEqualTo(200);
