@@ -267,6 +267,12 @@ class E2bGatewayTest {
         .add("ok")));
     assertThat(ran.json().getString("stdout")).isEqualTo("hello from e2b ok\n");
 
+    // the sandbox can be adopted from its session state (E2B confirms it is this sandbox's)
+    JsonObject state = keep(gw.get("/v1/sandboxes/" + id + "/session-state", key)).json();
+    Resp adopted = gw.post("/v1/sandboxes/adopt", key, state);
+    assertThat(adopted.status()).as(adopted.body()).isEqualTo(200);
+    assertThat(adopted.json().getString("status")).isEqualTo("running");
+
     // a directory travels as tar.gz through the file operations: structure, contents and the executable bit
     byte[] tree = FilesTest.getArchive(gw, key, id, "bin");
     java.net.http.HttpResponse<String> copied = FilesTest.putArchive(gw, key, id, "copy/bin", tree);

@@ -350,6 +350,29 @@ public final class E2bProvider implements SandboxProvider {
 
   // ---- envd --------------------------------------------------------------------------------------------
 
+  /**
+   * Checks with {@code GET /sandboxes/{id}} that the sandbox still runs and carries this sandbox's and
+   * organization's metadata, and refreshes its envd address; else {@code not_found}.
+   */
+  @Override
+  public String adopt(CreateSandbox request, String resourceId) {
+    if (resourceId == null || resourceId.isBlank()) {
+      throw E2bErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED);
+    }
+    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send(), "adopt");
+    if (r.statusCode() != 200) {
+      throw E2bErrors.status(r.statusCode(), "adopt", r.getHeader("Retry-After"), false);
+    }
+    JsonObject detail = json(r, "adopt");
+    JsonObject meta = detail.getJsonObject("metadata", new JsonObject());
+    if (!request.sandboxId().equals(meta.getString(META_SANDBOX))
+        || !request.organizationId().equals(meta.getString(META_ORG))) {
+      throw E2bErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED);
+    }
+    envds.put(resourceId, envd(resourceId, detail.getString("domain"), detail.getString("envdAccessToken")));
+    return resourceId;
+  }
+
   /** The sandbox's envd, from the create answer or (after a restart) from {@code GET /sandboxes/{id}}. */
   Envd envd(String resourceId, String op) {
     if (resourceId == null || resourceId.isBlank()) {
