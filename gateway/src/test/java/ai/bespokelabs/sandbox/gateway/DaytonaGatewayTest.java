@@ -231,4 +231,58 @@ class DaytonaGatewayTest {
     Resp health = seen(gw.post("/v1/providers/daytona/health-check", key, null));
     assertThat(health.status()).as(health.body()).isEqualTo(200);
   }
+
+  static java.time.Instant expiresAt(JsonObject sandbox) {
+    return java.time.OffsetDateTime.parse(sandbox.getString("expires_at")).toInstant();
+  }
+
+  @Test
+  void set_timeout_moves_the_auto_stop_interval_and_a_provider_failure_keeps_the_stored_deadline() {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")
+        .put("timeout_secs", 300)));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    String resource = created.json().getString("provider_resource_id");
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).isEqualTo(5);
+    assertThat(sim.sandbox(resource).getInteger("autoDeleteInterval")).isZero();
+
+    Resp longer = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 1800)));
+    assertThat(longer.status()).as(longer.body()).isEqualTo(200);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).isEqualTo(30);
+    Resp shorter = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 61)));
+    assertThat(shorter.status()).as(shorter.body()).isEqualTo(200);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).as("whole minutes, rounded up").isEqualTo(2);
+    assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + resource + "/autodelete/.*"))
+        .as("already deleted on stop: auto-delete is left alone").isZero();
+
+    sim.inject(HttpMethod.POST, "/api/sandbox/" + resource + "/autostop/.*", DaytonaSimulator.Fault.status(500));
+    java.time.Instant before = java.time.Instant.now();
+    Resp failed = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 900)));
+    java.time.Instant after = java.time.Instant.now();
+    assertThat(failed.status()).as(failed.body()).isEqualTo(502);
+    JsonObject detail = failed.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).isEqualTo("command_failed");
+    assertThat(detail.getString("backend")).isEqualTo("daytona");
+    assertThat(detail.getString("op")).isEqualTo("timeout");
+    assertThat(detail.getJsonObject("context").getInteger("provider_status")).isEqualTo(500);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).as("Daytona's interval did not move")
+        .isEqualTo(2);
+    JsonObject stored = seen(gw.get("/v1/sandboxes/" + sbx, key)).json();
+    assertThat(expiresAt(stored)).as("the gateway's deadline was stored all the same")
+        .isBetween(before.plusSeconds(899), after.plusSeconds(901));
+
+    // created without a timeout (Daytona's defaults): a deadline now stops it when idle and deletes it
+    Resp plain = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")));
+    String plainResource = plain.json().getString("provider_resource_id");
+    assertThat(sim.sandbox(plainResource).getInteger("autoDeleteInterval")).isEqualTo(-1);
+    Resp set = seen(gw.post("/v1/sandboxes/" + plain.json().getString("id") + "/timeout", key,
+        new JsonObject().put("timeout_secs", 30)));
+    assertThat(set.status()).as(set.body()).isEqualTo(200);
+    assertThat(sim.sandbox(plainResource).getInteger("autoStopInterval")).as("a minute at least")
+        .isEqualTo(1);
+    assertThat(sim.sandbox(plainResource).getInteger("autoDeleteInterval")).isZero();
+
+    seen(gw.delete("/v1/sandboxes/" + sbx, key));
+    seen(gw.delete("/v1/sandboxes/" + plain.json().getString("id"), key));
+  }
 }
