@@ -199,7 +199,7 @@ public final class DaytonaSimulator implements AutoCloseable {
     return this;
   }
 
-  /** How long sandboxes take from create to {@code started}. */
+  /** How long sandboxes take from create to {@code started}; 0 for started already in the create answer. */
   public DaytonaSimulator startDelayMs(long ms) {
     this.startDelayMs = ms;
     return this;
@@ -505,6 +505,10 @@ public final class DaytonaSimulator implements AutoCloseable {
     sandboxes.put(s.id, s);
     boolean fail = failNextBuild;
     failNextBuild = false;
+    if (startDelayMs <= 0 && !fail && s.state.equals("creating")) {
+      s.state = "started";
+      return s;
+    }
     vertx.setTimer(Math.max(1, startDelayMs), t -> {
       if (s.state.equals("creating") || s.state.equals("pending_build")) {
         s.state = fail ? "build_failed" : "started";
