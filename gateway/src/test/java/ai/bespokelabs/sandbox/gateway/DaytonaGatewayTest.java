@@ -5,6 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.gateway.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
+import ch.qos.logback.classic.spi.StackTraceElementProxy;
+import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
@@ -22,8 +28,13 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
-/** The Daytona backend through the gateway's REST, SSE and reconciliation, against the Daytona simulator. */
+/**
+ * The Daytona backend through the gateway's REST, SSE and reconciliation, against the Daytona simulator; at
+ * the end, the Daytona key appears in no response body, no log event (the gateway's own at debug level
+ * included) and no database row.
+ */
 class DaytonaGatewayTest {
   static final String DAYTONA_KEY = "dtn_gateway_test_key_secret_42";
   static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
@@ -32,9 +43,17 @@ class DaytonaGatewayTest {
   static String key;
   static final List<String> bodies = new ArrayList<>();
   static final long UPLOAD_LIMIT = 1 << 20;
+  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
+  static final Logger ROOT = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+  static final Logger OURS = (Logger) LoggerFactory.getLogger("ai.bespokelabs");
+  static Level oursBefore;
 
   @BeforeAll
   static void start() {
+    LOGS.start();
+    ROOT.addAppender(LOGS);
+    oursBefore = OURS.getLevel();
+    OURS.setLevel(Level.DEBUG);
     sim = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(50);
     gw = new TestGateway(Map.of("DAYTONA_API_KEY", DAYTONA_KEY, "DAYTONA_API_URL", sim.url(),
         "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT)));
@@ -43,9 +62,41 @@ class DaytonaGatewayTest {
 
   @AfterAll
   static void stop() {
-    gw.close();
-    sim.close();
-    assertThat(bodies).as("the provider key never reaches a client").noneMatch(b -> b.contains(DAYTONA_KEY));
+    try {
+      String db = DatabaseDump.of(gw);
+      assertThat(db).as("the dump holds the sandboxes").contains("daytona");
+      assertThat(db).as("the provider key is in no database row").doesNotContain(DAYTONA_KEY);
+      assertThat(bodies).as("the provider key never reaches a client").isNotEmpty()
+          .noneMatch(b -> b.contains(DAYTONA_KEY));
+      assertThat(LOGS.list).as("log events were captured").isNotEmpty();
+      assertThat(LOGS.list.stream().map(DaytonaGatewayTest::logText))
+          .as("the provider key is in no log event").noneMatch(t -> t.contains(DAYTONA_KEY));
+    } finally {
+      ROOT.detachAppender(LOGS);
+      OURS.setLevel(oursBefore);
+      gw.close();
+      sim.close();
+    }
+  }
+
+  /** A log event's message, arguments, MDC and every throwable in its chain with their stack frames. */
+  static String logText(ILoggingEvent e) {
+    StringBuilder b = new StringBuilder(e.getFormattedMessage()).append('\n').append(e.getMDCPropertyMap());
+    if (e.getArgumentArray() != null) {
+      for (Object a : e.getArgumentArray()) {
+        b.append('\n').append(a);
+      }
+    }
+    for (IThrowableProxy t = e.getThrowableProxy(); t != null; t = t.getCause()) {
+      b.append('\n').append(t.getClassName()).append(": ").append(t.getMessage());
+      for (StackTraceElementProxy f : t.getStackTraceElementProxyArray()) {
+        b.append('\n').append(f.getSTEAsString());
+      }
+      for (IThrowableProxy s : t.getSuppressed()) {
+        b.append('\n').append(s.getClassName()).append(": ").append(s.getMessage());
+      }
+    }
+    return b.toString();
   }
 
   @AfterEach
@@ -230,5 +281,59 @@ class DaytonaGatewayTest {
 
     Resp health = seen(gw.post("/v1/providers/daytona/health-check", key, null));
     assertThat(health.status()).as(health.body()).isEqualTo(200);
+  }
+
+  static java.time.Instant expiresAt(JsonObject sandbox) {
+    return java.time.OffsetDateTime.parse(sandbox.getString("expires_at")).toInstant();
+  }
+
+  @Test
+  void set_timeout_moves_the_auto_stop_interval_and_a_provider_failure_keeps_the_stored_deadline() {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")
+        .put("timeout_secs", 300)));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    String resource = created.json().getString("provider_resource_id");
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).isEqualTo(5);
+    assertThat(sim.sandbox(resource).getInteger("autoDeleteInterval")).isZero();
+
+    Resp longer = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 1800)));
+    assertThat(longer.status()).as(longer.body()).isEqualTo(200);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).isEqualTo(30);
+    Resp shorter = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 61)));
+    assertThat(shorter.status()).as(shorter.body()).isEqualTo(200);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).as("whole minutes, rounded up").isEqualTo(2);
+    assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + resource + "/autodelete/.*"))
+        .as("already deleted on stop: auto-delete is left alone").isZero();
+
+    sim.inject(HttpMethod.POST, "/api/sandbox/" + resource + "/autostop/.*", DaytonaSimulator.Fault.status(500));
+    java.time.Instant before = java.time.Instant.now();
+    Resp failed = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 900)));
+    java.time.Instant after = java.time.Instant.now();
+    assertThat(failed.status()).as(failed.body()).isEqualTo(502);
+    JsonObject detail = failed.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).isEqualTo("command_failed");
+    assertThat(detail.getString("backend")).isEqualTo("daytona");
+    assertThat(detail.getString("op")).isEqualTo("timeout");
+    assertThat(detail.getJsonObject("context").getInteger("provider_status")).isEqualTo(500);
+    assertThat(sim.sandbox(resource).getInteger("autoStopInterval")).as("Daytona's interval did not move")
+        .isEqualTo(2);
+    JsonObject stored = seen(gw.get("/v1/sandboxes/" + sbx, key)).json();
+    assertThat(expiresAt(stored)).as("the gateway's deadline was stored all the same")
+        .isBetween(before.plusSeconds(899), after.plusSeconds(901));
+
+    // created without a timeout (Daytona's defaults): a deadline now stops it when idle and deletes it
+    Resp plain = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")));
+    String plainResource = plain.json().getString("provider_resource_id");
+    assertThat(sim.sandbox(plainResource).getInteger("autoDeleteInterval")).isEqualTo(-1);
+    Resp set = seen(gw.post("/v1/sandboxes/" + plain.json().getString("id") + "/timeout", key,
+        new JsonObject().put("timeout_secs", 30)));
+    assertThat(set.status()).as(set.body()).isEqualTo(200);
+    assertThat(sim.sandbox(plainResource).getInteger("autoStopInterval")).as("a minute at least")
+        .isEqualTo(1);
+    assertThat(sim.sandbox(plainResource).getInteger("autoDeleteInterval")).isZero();
+
+    seen(gw.delete("/v1/sandboxes/" + sbx, key));
+    seen(gw.delete("/v1/sandboxes/" + plain.json().getString("id"), key));
   }
 }

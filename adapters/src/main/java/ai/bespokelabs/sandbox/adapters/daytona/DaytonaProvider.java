@@ -15,6 +15,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -206,10 +207,15 @@ public final class DaytonaProvider implements SandboxProvider {
     if (c.timeoutSecs() != null && c.timeoutSecs() > 0) {
       // Daytona counts whole idle minutes; the gateway's own supervisor enforces the exact lifetime and this
       // is the backstop should the gateway be gone: stop when idle that long, then delete at once
-      body.put("autoStopInterval", (int) Math.max(1, (c.timeoutSecs() + 59) / 60));
+      body.put("autoStopInterval", autoStopMinutes(c.timeoutSecs()));
       body.put("autoDeleteInterval", 0);
     }
     return body;
+  }
+
+  /** A lifetime as Daytona's auto-stop interval: whole minutes rounded up, never 0 (which would disable it). */
+  static int autoStopMinutes(long timeoutSecs) {
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(1, (timeoutSecs + 59) / 60));
   }
 
   /** Polls the new sandbox until it started; on failure or deadline it is deleted and the error reported. */
@@ -341,6 +347,33 @@ public final class DaytonaProvider implements SandboxProvider {
       throw client.httpError(op, r.status(), r.headers());
     }
     return false;
+  }
+
+  /**
+   * Moves Daytona's backstop along with the gateway's new deadline, as create sets it: the auto-stop interval
+   * becomes the new lifetime in whole minutes ({@code POST /sandbox/{id}/autostop/{minutes}}), and a sandbox
+   * created without a timeout, whose answer shows it is not deleted on stop, gets
+   * {@code POST /sandbox/{id}/autodelete/0} as well. Any failure is the provider error of op {@code timeout};
+   * the gateway keeps its stored deadline, which its supervisor enforces regardless.
+   */
+  @Override
+  public void setTimeout(SetTimeout request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "timeout", false,
+          ProviderError.Outcome.FAILED));
+    }
+    DaytonaClient.Resp r = client.expect("timeout", true, HttpMethod.POST,
+        sandboxUrl(id) + "/autostop/" + autoStopMinutes(request.timeoutSecs()), null);
+    Integer autoDelete;
+    try {
+      autoDelete = client.json("timeout", r, true).getInteger("autoDeleteInterval");
+    } catch (ProviderException | ClassCastException e) {
+      autoDelete = null;
+    }
+    if (autoDelete == null || autoDelete != 0) {
+      client.expect("timeout", true, HttpMethod.POST, sandboxUrl(id) + "/autodelete/0", null);
+    }
   }
 
   /** One authenticated list call of at most one item. */

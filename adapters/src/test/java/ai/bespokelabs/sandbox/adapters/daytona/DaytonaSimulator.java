@@ -50,7 +50,8 @@ import java.util.regex.Pattern;
  * violation is recorded in {@link #violations()}, which tests assert empty). It is realistic where the
  * adapter depends on it: sandboxes go {@code creating} (or {@code pending_build}) to {@code started} after
  * a delay, stop when idle past their {@code autoStopInterval} (one "minute" is {@link #minuteMs} long) and
- * vanish on {@code autoDeleteInterval=0}; session commands are real {@code /bin/sh} processes in a per-sandbox
+ * vanish on {@code autoDeleteInterval=0}, both set at create or later through {@code POST
+ * /sandbox/{id}/autostop/{minutes}} and {@code .../autodelete/{minutes}}; session commands are real {@code /bin/sh} processes in a per-sandbox
  * directory whose output is logged with Daytona's 3-byte stdout/stderr markers and followed over a
  * WebSocket that honours backpressure; {@code process/execute} splits its command like the daemon does;
  * files live on disk under the sandbox directory (paths are resolved against it, the sandbox user's home).
@@ -198,7 +199,7 @@ public final class DaytonaSimulator implements AutoCloseable {
     return this;
   }
 
-  /** How long sandboxes take from create to {@code started}. */
+  /** How long sandboxes take from create to {@code started}; 0 for started already in the create answer. */
   public DaytonaSimulator startDelayMs(long ms) {
     this.startDelayMs = ms;
     return this;
@@ -437,6 +438,7 @@ public final class DaytonaSimulator implements AutoCloseable {
   // ------------------------------------------------------------------------------------------- control
 
   private static final Pattern SANDBOX = Pattern.compile("^/api/sandbox/([^/]+)(/start)?$");
+  private static final Pattern INTERVAL = Pattern.compile("^/api/sandbox/([^/]+)/(autostop|autodelete)/([^/]+)$");
 
   private Future<Answer> controlCall(HttpServerRequest req, String path, ValidatedRequest valid) {
     if (path.equals(API + "/sandbox") && req.method() == HttpMethod.POST) {
@@ -445,6 +447,28 @@ public final class DaytonaSimulator implements AutoCloseable {
     }
     if (path.equals(API + "/sandbox") && req.method() == HttpMethod.GET) {
       return Future.succeededFuture(list(req));
+    }
+    Matcher iv = INTERVAL.matcher(path);
+    if (iv.matches() && req.method() == HttpMethod.POST) {
+      Sandbox s = sandboxes.get(iv.group(1));
+      if (s == null) {
+        return Future.succeededFuture(Answer.error(404, "Sandbox not found"));
+      }
+      double minutes;
+      try {
+        minutes = Double.parseDouble(iv.group(3));
+      } catch (NumberFormatException e) {
+        return Future.succeededFuture(Answer.error(400, "interval must be a number"));
+      }
+      if (minutes < (iv.group(2).equals("autodelete") ? -1 : 0) || minutes != Math.rint(minutes)) {
+        return Future.succeededFuture(Answer.error(400, "invalid interval"));
+      }
+      if (iv.group(2).equals("autostop")) {
+        s.autoStop = (int) minutes;
+      } else {
+        s.autoDelete = (int) minutes;
+      }
+      return Future.succeededFuture(Answer.json(200, s.dto()));
     }
     Matcher m = SANDBOX.matcher(path);
     if (m.matches()) {
@@ -481,6 +505,10 @@ public final class DaytonaSimulator implements AutoCloseable {
     sandboxes.put(s.id, s);
     boolean fail = failNextBuild;
     failNextBuild = false;
+    if (startDelayMs <= 0 && !fail && s.state.equals("creating")) {
+      s.state = "started";
+      return s;
+    }
     vertx.setTimer(Math.max(1, startDelayMs), t -> {
       if (s.state.equals("creating") || s.state.equals("pending_build")) {
         s.state = fail ? "build_failed" : "started";
@@ -507,12 +535,12 @@ public final class DaytonaSimulator implements AutoCloseable {
   private void tick() {
     long now = System.nanoTime();
     for (Sandbox s : sandboxes.values()) {
-      int stopAfter = s.body.getInteger("autoStopInterval", 15);
+      int stopAfter = s.autoStop;
       if (s.state.equals("started") && stopAfter > 0 && s.idleCommands()
           && now - s.lastActivity > TimeUnit.MILLISECONDS.toNanos(stopAfter * minuteMs)) {
         s.state = "stopped";
         s.kill();
-        if (s.body.getInteger("autoDeleteInterval", -1) == 0) {
+        if (s.autoDelete == 0) {
           sandboxes.remove(s.id);
         }
       }
@@ -746,10 +774,15 @@ public final class DaytonaSimulator implements AutoCloseable {
     final Map<String, Session> sessions = new ConcurrentHashMap<>();
     volatile String state;
     volatile long lastActivity = System.nanoTime();
+    /** Minutes idle before stopping (0: never), and after stopping before deletion (-1: never). */
+    volatile int autoStop;
+    volatile int autoDelete;
 
     Sandbox(String id, JsonObject body) {
       this.id = id;
       this.body = body;
+      this.autoStop = body.getInteger("autoStopInterval", 15);
+      this.autoDelete = body.getInteger("autoDeleteInterval", -1);
       this.labels = body.getJsonObject("labels", new JsonObject());
       this.state = body.containsKey("buildInfo") ? "pending_build" : "creating";
       try {
@@ -768,8 +801,8 @@ public final class DaytonaSimulator implements AutoCloseable {
           .put("gpu", body.getInteger("gpu", 0)).put("memory", body.getInteger("memory", 1))
           .put("disk", body.getInteger("disk", 3)).put("state", state)
           .put("desiredState", state.startsWith("destroy") ? "destroyed" : "started")
-          .put("autoStopInterval", body.getInteger("autoStopInterval", 15))
-          .put("autoDeleteInterval", body.getInteger("autoDeleteInterval", -1))
+          .put("autoStopInterval", autoStop)
+          .put("autoDeleteInterval", autoDelete)
           .put("toolboxProxyUrl", "http://127.0.0.1:" + server.actualPort() + TOOLBOX)
           .put("createdAt", createdAt.toString()).put("updatedAt", Instant.now().toString());
       if (body.getString("snapshot") != null) {

@@ -32,12 +32,13 @@ final class BenchGateway implements AutoCloseable {
   private final Path dataDir;
   private final Gateway gateway;
 
-  private BenchGateway(Path dataDir, int port) throws IOException {
+  private BenchGateway(Path dataDir, int port, Map<String, String> providers) throws IOException {
     this.dataDir = dataDir;
     this.port = port;
     this.base = "http://127.0.0.1:" + port;
     Map<String, String> settings = new java.util.HashMap<>(System.getenv());
     settings.keySet().removeIf(k -> !ai.bespokelabs.sandbox.core.config.ProviderSettings.isProviderKey(k));
+    settings.putAll(providers);
     settings.put("PORT", String.valueOf(port));
     settings.put("BESPOKE_DATA_DIR", dataDir.toString());
     GatewayConfig config = ConfigLoader.fromMap(settings, System.getProperty("user.home"));
@@ -54,12 +55,17 @@ final class BenchGateway implements AutoCloseable {
   }
 
   static BenchGateway start() throws IOException {
+    return start(Map.of());
+  }
+
+  /** As {@link #start()}, with provider settings (e.g. {@code DAYTONA_API_URL}) over the environment's. */
+  static BenchGateway start(Map<String, String> providers) throws IOException {
     Path dataDir = Files.createTempDirectory("gateway-bench-");
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
-    return new BenchGateway(dataDir, port);
+    return new BenchGateway(dataDir, port, providers);
   }
 
   /** The path of this sandbox's resource {@code suffix}, e.g. {@code /execute}. */
