@@ -155,8 +155,9 @@ public final class AdapterVerticle extends VerticleBase {
         .recover(t -> {
           Throwable cause = unwrap(t);
           if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
-            // only the type: provider exception texts may echo credentials
-            LOG.warn("{} {} failed unexpectedly: {}", provider.backend(), op, cause.getClass().getName());
+            // only the type and where it was thrown: provider exception texts may echo credentials
+            LOG.warn("{} {} failed unexpectedly: {} at {}", provider.backend(), op, cause.getClass().getName(),
+                origin(cause));
           }
           BusFailures.fail(msg, cause, provider.backend(), op);
           return Future.failedFuture(cause);
@@ -305,6 +306,17 @@ public final class AdapterVerticle extends VerticleBase {
           handle.signal(s.signal());
           return (Void) null;
         }).onSuccess(v -> msg.reply(null)));
+  }
+
+  /** The innermost frame of this project's code in {@code t}'s stack, else its first frame. */
+  static String origin(Throwable t) {
+    StackTraceElement[] frames = t.getStackTrace();
+    for (StackTraceElement f : frames) {
+      if (f.getClassName().startsWith("ai.bespokelabs.")) {
+        return f.toString();
+      }
+    }
+    return frames.length == 0 ? "?" : frames[0].toString();
   }
 
   private static Throwable unwrap(Throwable t) {
