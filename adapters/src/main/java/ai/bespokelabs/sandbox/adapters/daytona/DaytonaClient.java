@@ -61,7 +61,8 @@ final class DaytonaClient implements AutoCloseable {
     this.settings = settings;
     int connectMs = (int) Math.min(10_000, settings.requestTimeout().toMillis());
     this.http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(connectMs).setKeepAlive(true)
-        .setKeepAliveTimeout(30).setDecompressionSupported(true), new PoolOptions().setHttp1MaxSize(32));
+        .setKeepAliveTimeout(30).setDecompressionSupported(true), new PoolOptions()
+            .setHttp1MaxSize(settings.maxConnections()));
     this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs)
         .setMaxFrameSize(1 << 20).setMaxMessageSize(16 << 20));
   }

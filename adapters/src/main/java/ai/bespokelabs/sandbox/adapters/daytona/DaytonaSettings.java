@@ -15,7 +15,7 @@ import java.util.Objects;
  * 300) and {@code DAYTONA_REQUEST_TIMEOUT_SECS} (one API call, default 30). The key prints as redacted.
  */
 public record DaytonaSettings(String apiUrl, Secret apiKey, String target, String snapshot, Duration createTimeout,
-    Duration requestTimeout) {
+    Duration requestTimeout, int maxConnections) {
   public static final String DEFAULT_API_URL = "https://app.daytona.io/api";
 
   public DaytonaSettings {
@@ -32,7 +32,8 @@ public record DaytonaSettings(String apiUrl, Secret apiKey, String target, Strin
     return s.secret("DAYTONA_API_KEY").map(key -> new DaytonaSettings(s.get("DAYTONA_API_URL", DEFAULT_API_URL), key,
         s.get("DAYTONA_TARGET").orElse(null), s.get("DAYTONA_SNAPSHOT").orElse(null),
         Duration.ofSeconds(seconds(s, "DAYTONA_CREATE_TIMEOUT_SECS", 300)),
-        Duration.ofSeconds(seconds(s, "DAYTONA_REQUEST_TIMEOUT_SECS", 30)))).orElse(null);
+        Duration.ofSeconds(seconds(s, "DAYTONA_REQUEST_TIMEOUT_SECS", 30)),
+        (int) Math.min(1024, seconds(s, "DAYTONA_MAX_CONNECTIONS", 32)))).orElse(null);
   }
 
   private static long seconds(ProviderSettings s, String key, long fallback) {
@@ -45,11 +46,11 @@ public record DaytonaSettings(String apiUrl, Secret apiKey, String target, Strin
     } catch (NumberFormatException ignored) {
       // reported below
     }
-    throw new ConfigException(key + " must be a positive number of seconds");
+    throw new ConfigException(key + " must be a positive number");
   }
 
   public DaytonaSettings withTimeouts(Duration create, Duration request) {
-    return new DaytonaSettings(apiUrl, apiKey, target, snapshot, create, request);
+    return new DaytonaSettings(apiUrl, apiKey, target, snapshot, create, request, maxConnections);
   }
 
   @Override

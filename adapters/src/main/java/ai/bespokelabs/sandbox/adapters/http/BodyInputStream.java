@@ -24,13 +24,18 @@ public final class BodyInputStream extends InputStream {
   private Buffer current;
   private int pos;
   private boolean ended;
+  /** The response ended on its context (read and written there only). */
+  private boolean complete;
 
   public BodyInputStream(HttpClientResponse response, Context context) {
     this.response = response;
     this.context = context;
     response.pause();
     response.handler(queue::add);
-    response.endHandler(v -> queue.add(END));
+    response.endHandler(v -> {
+      complete = true;
+      queue.add(END);
+    });
     response.exceptionHandler(queue::add);
     response.fetch(1);
   }
@@ -84,6 +89,10 @@ public final class BodyInputStream extends InputStream {
     if (!ended) {
       ended = true;
       context.runOnContext(v -> {
+        if (complete) {
+          // the whole answer arrived: its connection may already serve another request, leave it alone
+          return;
+        }
         // the unread rest must not reach a pooled connection's next request: close the connection itself
         io.vertx.core.http.HttpConnection connection = response.request().connection();
         response.request().reset();

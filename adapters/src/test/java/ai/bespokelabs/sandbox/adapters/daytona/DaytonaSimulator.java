@@ -375,25 +375,31 @@ public final class DaytonaSimulator implements AutoCloseable {
           var res = req.response().setStatusCode(200).putHeader("Content-Type", "application/octet-stream")
               .putHeader("Content-Length", String.valueOf(size)).setWriteQueueMaxSize(CHUNK);
           io.vertx.core.Promise<Answer> done = io.vertx.core.Promise.promise();
-          res.closeHandler(v -> f.close());
+          java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+          Runnable closeFile = () -> {
+            if (open.compareAndSet(true, false)) {
+              f.close();
+            }
+          };
+          res.closeHandler(v -> closeFile.run());
           new Object() {
             long pos;
 
             void next() {
               if (res.closed()) {
-                f.close();
+                closeFile.run();
                 done.tryComplete(Answer.STREAMED);
                 return;
               }
               if (pos >= size) {
-                f.close();
+                closeFile.run();
                 res.end();
                 done.tryComplete(Answer.STREAMED);
                 return;
               }
               f.read(Buffer.buffer(CHUNK), 0, pos, (int) Math.min(CHUNK, size - pos)).onComplete(ar -> {
                 if (ar.failed()) {
-                  f.close();
+                  closeFile.run();
                   req.connection().close();
                   done.tryComplete(Answer.STREAMED);
                   return;
