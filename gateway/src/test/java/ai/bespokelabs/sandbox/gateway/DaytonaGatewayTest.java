@@ -56,9 +56,7 @@ class DaytonaGatewayTest {
     OURS.setLevel(Level.DEBUG);
     sim = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(50);
     gw = new TestGateway(Map.of("DAYTONA_API_KEY", DAYTONA_KEY, "DAYTONA_API_URL", sim.url(),
-        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT),
-        // as in DaytonaProviderTest: more pooled connections to the simulator made a request stall now and then
-        "DAYTONA_MAX_CONNECTIONS", "4"));
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT)));
     key = gw.bootstrap("Daytona users");
   }
 

@@ -54,6 +54,8 @@ final class DaytonaClient implements AutoCloseable {
   private final DaytonaSettings settings;
   private final HttpClientAgent http;
   private final WebSocketClient ws;
+  /** Where every request is issued, so the connection pool is only ever used from one event loop. */
+  private final io.vertx.core.Context context;
 
   DaytonaClient(Vertx vertx, String backend, DaytonaSettings settings) {
     this.vertx = vertx;
@@ -65,6 +67,20 @@ final class DaytonaClient implements AutoCloseable {
             .setHttp1MaxSize(settings.maxConnections()));
     this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs)
         .setMaxFrameSize(1 << 20).setMaxMessageSize(16 << 20));
+    this.context = vertx.getOrCreateContext();
+  }
+
+  /** Starts {@code work} on the client's context and hands back its outcome. */
+  private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
+    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> {
+      try {
+        work.get().onComplete(done);
+      } catch (RuntimeException e) {
+        done.fail(e);
+      }
+    });
+    return done.future();
   }
 
   String apiUrl() {
@@ -77,13 +93,13 @@ final class DaytonaClient implements AutoCloseable {
 
   /** Sends one request; the future fails only when no HTTP answer arrived. */
   Future<Resp> send(HttpMethod method, String url, Buffer body, String contentType, long timeoutMs) {
-    return http.request(options(method, url, timeoutMs)).compose(req -> {
+    return onContext(() -> http.request(options(method, url, timeoutMs)).compose(req -> {
       if (body == null) {
         return req.send();
       }
       req.putHeader(HttpHeaders.CONTENT_TYPE, contentType);
       return req.send(body);
-    }).compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)));
+    }).compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b))));
   }
 
   /**
@@ -132,11 +148,12 @@ final class DaytonaClient implements AutoCloseable {
    * the wait gave up is closed at once.
    */
   Streamed stream(String op, String url, long idleTimeoutMs) {
-    Future<Streamed> f = http.request(options(HttpMethod.GET, url, idleTimeoutMs)).compose(req -> req.send())
+    Future<Streamed> f = onContext(() -> http.request(options(HttpMethod.GET, url, idleTimeoutMs))
+        .compose(req -> req.send())
         .compose(resp -> resp.statusCode() / 100 == 2
             ? Future.succeededFuture(new Streamed(resp.statusCode(), resp.headers(),
                 new BodyInputStream(resp, Vertx.currentContext())))
-            : resp.body().map(b -> new Streamed(resp.statusCode(), resp.headers(), null)));
+            : resp.body().map(b -> new Streamed(resp.statusCode(), resp.headers(), null))));
     try {
       return await(f, op, false, requestTimeoutMs());
     } catch (ProviderException e) {
@@ -156,7 +173,8 @@ final class DaytonaClient implements AutoCloseable {
    */
   Resp postFile(String op, String url, String contentType, Buffer head, Path file, long size, Buffer tail,
       long timeoutMs) {
-    Future<Resp> f = vertx.fileSystem().open(file.toString(), new OpenOptions().setRead(true).setWrite(false))
+    Future<Resp> f = onContext(() -> vertx.fileSystem().open(file.toString(), new OpenOptions().setRead(true)
+            .setWrite(false))
         .compose(in -> http.request(options(HttpMethod.POST, url, requestTimeoutMs())
                 .putHeader(HttpHeaders.CONTENT_TYPE, contentType)
                 .putHeader(HttpHeaders.CONTENT_LENGTH, String.valueOf(head.length() + size + tail.length())))
@@ -169,7 +187,7 @@ final class DaytonaClient implements AutoCloseable {
               return answer;
             })
             .compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
-            .eventually(() -> in.close()));
+            .eventually(() -> in.close())));
     return await(f, op, true, timeoutMs);
   }
 

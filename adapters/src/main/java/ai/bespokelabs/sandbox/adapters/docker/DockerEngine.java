@@ -31,15 +31,20 @@ final class DockerEngine implements AutoCloseable {
   static final String API = "/v1.41";
 
   private final Vertx vertx;
+  private final io.vertx.core.Context context;
   private final DockerHost host;
   private final HttpClient client;
   private final String backend;
 
   DockerEngine(Vertx vertx, DockerHost host, String backend) {
     this.vertx = vertx;
+    this.context = vertx.getOrCreateContext();
     this.host = host;
     this.backend = backend;
-    this.client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setConnectTimeout(5_000), new io.vertx.core.http.PoolOptions().setHttp1MaxSize(16));
+    // A connection per call: reusing pooled connections that the engine closes when idle lost a request now
+    // and then (it waited until its timeout), and a local socket costs next to nothing to open.
+    this.client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(false).setConnectTimeout(5_000),
+        new io.vertx.core.http.PoolOptions().setHttp1MaxSize(16));
   }
 
   DockerHost host() {
@@ -84,8 +89,8 @@ final class DockerEngine implements AutoCloseable {
   /** One request with its whole body read; the engine's status is returned as is. */
   Response call(String op, HttpMethod method, String uri, Buffer body, Duration timeout) {
     requirePresent(op);
-    Future<Response> f = client.request(new RequestOptions().setServer(host.vertxAddress()).setHost(host.authority())
-            .setMethod(method).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
+    Future<Response> f = onContext(() -> client.request(new RequestOptions().setServer(host.vertxAddress())
+            .setHost(host.authority()).setMethod(method).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
         .compose(req -> {
           if (body != null) {
             req.putHeader("Content-Type", "application/json");
@@ -93,7 +98,7 @@ final class DockerEngine implements AutoCloseable {
           }
           return req.send();
         })
-        .compose(resp -> resp.body().map(b -> new Response(resp.statusCode(), b)));
+        .compose(resp -> resp.body().map(b -> new Response(resp.statusCode(), b))));
     return await(f, op, timeout.plusSeconds(5));
   }
 
@@ -106,28 +111,44 @@ final class DockerEngine implements AutoCloseable {
    */
   Streamed stream(String op, String uri, Duration timeout) {
     requirePresent(op);
-    Future<Streamed> f = client.request(new RequestOptions().setServer(host.vertxAddress()).setHost(host.authority())
-            .setMethod(HttpMethod.GET).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
+    Future<Streamed> f = onContext(() -> client.request(new RequestOptions().setServer(host.vertxAddress())
+            .setHost(host.authority()).setMethod(HttpMethod.GET).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
         .compose(req -> req.send())
         .compose(resp -> resp.statusCode() / 100 == 2
             ? Future.succeededFuture(new Streamed(resp.statusCode(), new BodyInputStream(resp,
                 io.vertx.core.Vertx.currentContext()), null))
-            : resp.body().map(b -> new Streamed(resp.statusCode(), null, b)));
+            : resp.body().map(b -> new Streamed(resp.statusCode(), null, b))));
     return await(f, op, timeout.plusSeconds(5));
   }
 
   /** A PUT whose body is the file {@code file} ({@code length} bytes), streamed from disk. */
   Response putFile(String op, String uri, String contentType, java.nio.file.Path file, long length, Duration timeout) {
     requirePresent(op);
-    Future<Response> f = vertx.fileSystem().open(file.toString(), new io.vertx.core.file.OpenOptions().setRead(true)
-            .setWrite(false))
+    Future<Response> f = onContext(() -> vertx.fileSystem().open(file.toString(),
+            new io.vertx.core.file.OpenOptions().setRead(true).setWrite(false))
         .compose(in -> client.request(new RequestOptions().setServer(host.vertxAddress()).setHost(host.authority())
                 .setMethod(HttpMethod.PUT).setURI(API + uri).setIdleTimeout(timeout.toMillis())
                 .putHeader("Content-Type", contentType).putHeader("Content-Length", String.valueOf(length)))
             .compose(req -> req.send(in))
             .compose(resp -> resp.body().map(b -> new Response(resp.statusCode(), b)))
-            .eventually(() -> in.close()));
+            .eventually(() -> in.close())));
     return await(f, op, timeout.plusSeconds(5));
+  }
+
+  /**
+   * Starts {@code work} on the client's context, so its connection pool is only used from one event loop
+   * (requests issued straight from many virtual threads stalled now and then).
+   */
+  private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
+    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
+    context.runOnContext(v -> {
+      try {
+        work.get().onComplete(done);
+      } catch (RuntimeException e) {
+        done.fail(e);
+      }
+    });
+    return done.future();
   }
 
   /** Fails with {@code backend_not_installed} when the engine's unix socket does not exist. */

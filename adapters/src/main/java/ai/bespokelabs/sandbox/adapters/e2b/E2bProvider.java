@@ -91,6 +91,8 @@ public final class E2bProvider implements SandboxProvider {
     }
   }
 
+  private final io.vertx.core.Context requestContext;
+
   public E2bProvider(Vertx vertx, E2bSettings settings, Clock clock) {
     this.vertx = vertx;
     this.settings = settings;
@@ -100,6 +102,7 @@ public final class E2bProvider implements SandboxProvider {
             .setKeepAlive(true),
         new PoolOptions().setHttp1MaxSize(64));
     this.web = WebClient.wrap(http);
+    this.requestContext = vertx.getOrCreateContext();
   }
 
   @Override
@@ -160,8 +163,8 @@ public final class E2bProvider implements SandboxProvider {
     }
     HttpResponse<Buffer> r;
     try {
-      r = call(api(HttpMethod.POST, "/sandboxes").putHeader("Content-Type", "application/json")
-          .sendBuffer(body.toBuffer()), "create");
+      r = call(onContext(() -> api(HttpMethod.POST, "/sandboxes").putHeader("Content-Type", "application/json")
+          .sendBuffer(body.toBuffer())), "create");
     } catch (ProviderException e) {
       if (e.error().outcome() == Outcome.UNKNOWN) {
         throw cleanUpAfterLostCreate(request, e.error());
@@ -241,7 +244,7 @@ public final class E2bProvider implements SandboxProvider {
 
   /** {@code DELETE /sandboxes/{id}}; false when it was already gone. */
   private boolean kill(String id, String op) {
-    HttpResponse<Buffer> r = call(api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send(), op);
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send()), op);
     envds.remove(id);
     if (r.statusCode() == 204 || r.statusCode() == 200) {
       return true;
@@ -262,9 +265,9 @@ public final class E2bProvider implements SandboxProvider {
     if (id == null || id.isBlank()) {
       throw E2bErrors.of(ErrorCode.NOT_FOUND, "timeout", false, Outcome.FAILED);
     }
-    HttpResponse<Buffer> r = call(api(HttpMethod.POST, "/sandboxes/" + segment(id) + "/timeout")
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.POST, "/sandboxes/" + segment(id) + "/timeout")
         .putHeader("Content-Type", "application/json")
-        .sendBuffer(new JsonObject().put("timeout", request.timeoutSecs() + DEADLINE_GRACE_SECS).toBuffer()), "timeout");
+        .sendBuffer(new JsonObject().put("timeout", request.timeoutSecs() + DEADLINE_GRACE_SECS).toBuffer())), "timeout");
     if (r.statusCode() != 204 && r.statusCode() != 200) {
       throw E2bErrors.status(r.statusCode(), "timeout", r.getHeader("Retry-After"), false);
     }
@@ -273,9 +276,9 @@ public final class E2bProvider implements SandboxProvider {
   /** A cheap authenticated call: one page of one sandbox of ours. */
   @Override
   public void checkHealth() {
-    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/v2/sandboxes")
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.GET, "/v2/sandboxes")
         .addQueryParam("metadata", metadataQuery(Map.of(META_SCOPE, settings.scope())))
-        .addQueryParam("limit", "1").send(), "health");
+        .addQueryParam("limit", "1").send()), "health");
     if (r.statusCode() != 200) {
       throw E2bErrors.status(r.statusCode(), "health", r.getHeader("Retry-After"), false);
     }
@@ -311,7 +314,7 @@ public final class E2bProvider implements SandboxProvider {
       if (next != null) {
         req.addQueryParam("nextToken", next);
       }
-      HttpResponse<Buffer> r = call(req.send(), "list");
+      HttpResponse<Buffer> r = call(onContext(() -> req.send()), "list");
       if (r.statusCode() != 200) {
         throw E2bErrors.status(r.statusCode(), "list", r.getHeader("Retry-After"), false);
       }
@@ -359,7 +362,7 @@ public final class E2bProvider implements SandboxProvider {
     if (resourceId == null || resourceId.isBlank()) {
       throw E2bErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED);
     }
-    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send(), "adopt");
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send()), "adopt");
     if (r.statusCode() != 200) {
       throw E2bErrors.status(r.statusCode(), "adopt", r.getHeader("Retry-After"), false);
     }
@@ -382,7 +385,7 @@ public final class E2bProvider implements SandboxProvider {
     if (known != null) {
       return known;
     }
-    HttpResponse<Buffer> r = call(api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send(), op);
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.GET, "/sandboxes/" + segment(resourceId)).send()), op);
     if (r.statusCode() != 200) {
       throw E2bErrors.status(r.statusCode(), op, r.getHeader("Retry-After"), false);
     }
@@ -424,10 +427,10 @@ public final class E2bProvider implements SandboxProvider {
 
   /** A unary Connect call ({@code /<package>.<Service>/<Method>}, JSON codec); returns the response message. */
   JsonObject unary(Envd envd, String path, JsonObject message, String op) {
-    HttpResponse<Buffer> r = call(envdRequest(envd, HttpMethod.POST, path)
+    HttpResponse<Buffer> r = call(onContext(() -> envdRequest(envd, HttpMethod.POST, path)
         .putHeader("Content-Type", "application/json")
         .putHeader("Connect-Protocol-Version", "1")
-        .sendBuffer(message.toBuffer()), op);
+        .sendBuffer(message.toBuffer())), op);
     if (r.statusCode() == 200) {
       return json(r, op);
     }
@@ -477,10 +480,10 @@ public final class E2bProvider implements SandboxProvider {
 
   /** The same, without waiting or failing: for cleanup paths. */
   Future<?> sendSignalAsync(Envd envd, long pid, String signal) {
-    return envdRequest(envd, HttpMethod.POST, "/process.Process/SendSignal")
+    return onContext(() -> envdRequest(envd, HttpMethod.POST, "/process.Process/SendSignal")
         .putHeader("Content-Type", "application/json")
         .putHeader("Connect-Protocol-Version", "1")
-        .sendBuffer(new JsonObject().put("process", new JsonObject().put("pid", pid)).put("signal", signal).toBuffer());
+        .sendBuffer(new JsonObject().put("process", new JsonObject().put("pid", pid)).put("signal", signal).toBuffer()));
   }
 
   void sendInput(Envd envd, long pid, byte[] data) {
@@ -526,6 +529,22 @@ public final class E2bProvider implements SandboxProvider {
   }
 
   /** Waits for a call (off the event loop); transport failures become contract errors. */
+  /**
+   * Starts {@code work} on this provider's context: the HTTP clients' connection pools are then only used
+   * from one event loop (requests issued straight from many virtual threads stalled now and then).
+   */
+  <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
+    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
+    requestContext.runOnContext(v -> {
+      try {
+        work.get().onComplete(done);
+      } catch (RuntimeException e) {
+        done.fail(e);
+      }
+    });
+    return done.future();
+  }
+
   <T> T call(Future<T> f, String op) {
     long waitMs = settings.requestTimeout().toMillis() + 5_000;
     try {

@@ -32,6 +32,7 @@ public final class FilesApi {
   static final String ARCHIVE = "/v1/sandboxes/{sandbox_id}/files/archive";
   static final long OP_TIMEOUT_MS = 120_000;
   private static final int UPLOAD_CHUNK = 256 * 1024;
+  private static final long LINGER_MS = 2_000;
 
   private final Vertx vertx;
   private final Services s;
@@ -182,9 +183,26 @@ public final class FilesApi {
       HttpServerResponse res = ctx.response();
       if (!res.headWritten()) {
         res.putHeader("Connection", "close");
-        res.endHandler(v -> ctx.request().connection().close());
+        res.endHandler(v -> lingeringClose(ctx.request()));
       }
     });
+  }
+
+  /**
+   * Closes the connection of a refused upload once the client had a moment to read the answer: the rest of
+   * the body is read and dropped for up to {@link #LINGER_MS} (a client still sending would otherwise see the
+   * connection reset before the answer).
+   */
+  private void lingeringClose(HttpServerRequest req) {
+    io.vertx.core.http.HttpConnection conn = req.connection();
+    long timer = vertx.setTimer(LINGER_MS, t -> conn.close());
+    req.handler(b -> { });
+    req.exceptionHandler(t -> { });
+    req.endHandler(v -> {
+      vertx.cancelTimer(timer);
+      conn.close();
+    });
+    req.resume();
   }
 
   private Future<Reply> receive(RoutingContext ctx, Principal p, boolean archive) {
