@@ -239,7 +239,7 @@ final class DockerFiles {
    */
   WritableFile openArchiveWrite(String sandboxId, String container, String path) {
     String p = resolve(path);
-    return ai.bespokelabs.sandbox.adapters.files.TarGz.spool(p, (spool, entries) -> {
+    return ai.bespokelabs.sandbox.adapters.files.TarGz.spool((spool, entries) -> {
       ExecResult made = script(sandboxId, container, "[ -e \"$1\" ] && [ ! -d \"$1\" ] && exit 45; mkdir -p -- \"$1\"", p);
       if (made.exitCode() == 45) {
         throw ApiException.invalid("path is not a directory");

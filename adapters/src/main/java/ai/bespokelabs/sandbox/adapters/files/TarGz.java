@@ -211,7 +211,7 @@ public final class TarGz {
   }
 
   /** An upload spooled to a temporary file, handed to {@code onCommit} (which may extract it) at commit. */
-  public static WritableFile spool(String target, ExtractFn onCommit) {
+  public static WritableFile spool(ExtractFn onCommit) {
     try {
       Path spool = Files.createTempFile("upload-", ".tar.gz");
       FileChannel ch = FileChannel.open(spool, StandardOpenOption.WRITE);

@@ -78,7 +78,7 @@ public final class TreeTransfer {
   }
 
   public static WritableFile write(SandboxProvider provider, FileOp op) {
-    return TarGz.spool(op.path(), (spool, entries) -> {
+    return TarGz.spool((spool, entries) -> {
       try (TarArchiveInputStream tar = TarGz.open(spool)) {
         TarArchiveEntry e;
         while ((e = tar.getNextEntry()) != null) {

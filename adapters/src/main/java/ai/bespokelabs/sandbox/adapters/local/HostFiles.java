@@ -243,7 +243,7 @@ final class HostFiles {
     if (Files.exists(dir, NOFOLLOW) && !Files.isDirectory(dir, NOFOLLOW)) {
       throw ApiException.invalid("path is not a directory");
     }
-    return TarGz.spool(path, (spool, entries) -> {
+    return TarGz.spool((spool, entries) -> {
       UserPrincipal owner = Files.getOwner(root);
       java.util.Deque<Path> missing = new java.util.ArrayDeque<>();
       for (Path d = dir; !Files.exists(d, NOFOLLOW); d = d.getParent()) {
@@ -302,6 +302,26 @@ final class HostFiles {
     return b.toString();
   }
 
+  /** Deletes {@code dir} and everything in it; symlinks are removed, never followed. */
+  static void deleteTree(Path dir) throws IOException {
+    Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+      @Override
+      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+        Files.deleteIfExists(file);
+        return FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+        if (e != null) {
+          throw e;
+        }
+        Files.deleteIfExists(d);
+        return FileVisitResult.CONTINUE;
+      }
+    });
+  }
+
   void delete(String path, boolean recursive) {
     Path p = resolve(path);
     if (p.equals(root)) {
@@ -315,22 +335,7 @@ final class HostFiles {
         Files.delete(p);
         return;
       }
-      Files.walkFileTree(p, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-          Files.deleteIfExists(file);
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-          if (e != null) {
-            throw e;
-          }
-          Files.deleteIfExists(d);
-          return FileVisitResult.CONTINUE;
-        }
-      });
+      deleteTree(p);
     } catch (DirectoryNotEmptyException e) {
       throw SandboxPaths.notEmpty();
     } catch (NoSuchFileException e) {

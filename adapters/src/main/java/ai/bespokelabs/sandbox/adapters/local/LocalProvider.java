@@ -14,14 +14,11 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -391,22 +388,7 @@ public final class LocalProvider implements SandboxProvider {
   private void deleteTree(Path dir) {
     for (int attempt = 1; ; attempt++) {
       try {
-        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-            Files.deleteIfExists(file);
-            return FileVisitResult.CONTINUE;
-          }
-
-          @Override
-          public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-            if (e != null) {
-              throw e;
-            }
-            Files.deleteIfExists(d);
-            return FileVisitResult.CONTINUE;
-          }
-        });
+        HostFiles.deleteTree(dir);
         return;
       } catch (NoSuchFileException e) {
         return;
