@@ -17,6 +17,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
 import ai.bespokelabs.sandbox.ledger.LedgerHandler;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
@@ -107,7 +108,9 @@ public final class Gateway implements AutoCloseable {
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
           PricingCatalog.load(config.pricingFile()));
 
-      Future<?> deployed = Database.ping(pool);
+      Future<?> deployed = Database.ping(pool).compose(v -> vertx.eventBus()
+          .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
+          .completion());
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),

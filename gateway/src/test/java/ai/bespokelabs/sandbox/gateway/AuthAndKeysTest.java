@@ -98,6 +98,39 @@ class AuthAndKeysTest {
     assertThat(gw.delete("/v1/api-keys/not-an-id", admin).status()).isEqualTo(404);
   }
 
+  /**
+   * Keys are cached per node: a key revoked by another node (its row updated, the revocation announced on
+   * the bus) is refused here at once, and last use is still recorded.
+   */
+  @Test
+  void a_key_revoked_by_another_node_is_refused_once_announced() throws Exception {
+    String k = gw.key(admin, "sandboxes:read");
+    Resp session = gw.get("/v1/session", k);
+    assertThat(session.status()).isEqualTo(200);
+    String id = session.json().getString("api_key_id");
+    java.time.OffsetDateTime lastUsed = null;
+    for (int i = 0; i < 50 && lastUsed == null; i++) { // recorded after the response
+      lastUsed = gw.gateway.pool().preparedQuery("SELECT last_used_at FROM api_keys WHERE id = $1")
+          .execute(io.vertx.sqlclient.Tuple.of(id)).await().iterator().next().getOffsetDateTime(0);
+      Thread.sleep(lastUsed == null ? 20 : 0);
+    }
+    assertThat(lastUsed).isNotNull();
+    gw.gateway.pool().preparedQuery("UPDATE api_keys SET revoked_at = now() WHERE id = $1")
+        .execute(io.vertx.sqlclient.Tuple.of(id)).await();
+    assertThat(gw.get("/v1/session", k).status()).as("still cached until announced").isEqualTo(200);
+    gw.gateway.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.auth.Authenticator.REVOKED_ADDRESS, id);
+    Resp after = null;
+    for (int i = 0; i < 50; i++) {
+      after = gw.get("/v1/session", k);
+      if (after.status() != 200) {
+        break;
+      }
+      Thread.sleep(20);
+    }
+    assertThat(after.status()).isEqualTo(401);
+    assertThat(after.detail()).isEqualTo("invalid API key");
+  }
+
   @Test
   void an_expired_key_says_so() {
     String expires = OffsetDateTime.now(gw.clock).plusMinutes(5).withOffsetSameInstant(ZoneOffset.UTC).toString();

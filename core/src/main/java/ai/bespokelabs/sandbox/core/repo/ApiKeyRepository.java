@@ -41,10 +41,10 @@ public final class ApiKeyRepository {
         .map(rows -> first(rows).map(ApiKeyRecord::from));
   }
 
-  /** Records use; writes at most once a second per key so hot keys do not turn every request into a write. */
+  /** Records use at {@code now}; never moves it back. Callers throttle, so hot keys are not a write per request. */
   public Future<Void> touch(String keyId, OffsetDateTime now) {
     return pool.preparedQuery("UPDATE api_keys SET last_used_at = $2 WHERE id = $1"
-            + " AND (last_used_at IS NULL OR last_used_at < $2 - interval '1 second')")
+            + " AND (last_used_at IS NULL OR last_used_at < $2)")
         .execute(Tuple.of(keyId, now))
         .mapEmpty();
   }

@@ -8,14 +8,36 @@ import io.vertx.core.Future;
 import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
-/** Resolves {@code Authorization: Bearer bsk_live_...} to a {@link Principal} with the seed's 401 messages. */
+/**
+ * Resolves {@code Authorization: Bearer bsk_live_...} to a {@link Principal} with the seed's 401 messages.
+ *
+ * <p>Keys that authenticated are kept in memory for {@link #CACHE_TTL_NANOS}, so a busy client costs no
+ * database read per request. A revocation is applied at once on this node ({@link #forget}) and announced on
+ * the bus so every other node forgets the key too; the time limit is the backstop should an announcement be
+ * lost. Unknown keys are never cached, expiry is checked on every request, and last use is written at most
+ * once a second per key.
+ */
 public final class Authenticator {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Authenticator.class);
   public static final String KEY_PREFIX = "bsk_live_";
+  /** Published with a key id when a key is revoked; every node drops it from its cache. */
+  public static final String REVOKED_ADDRESS = "sandbox.auth.key-revoked";
+  static final long CACHE_TTL_NANOS = TimeUnit.SECONDS.toNanos(5);
+  static final long TOUCH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** More live keys than this on one node: the cache starts over rather than grow without bound. */
+  static final int CACHE_CAPACITY = 10_000;
+
+  private record Cached(ApiKeyRecord key, long loadedAt) {}
 
   private final ApiKeyRepository keys;
   private final Hmac hmac;
   private final Clock clock;
+  private final Map<String, Cached> byDigest = new ConcurrentHashMap<>();
+  private final Map<String, Long> touchedAt = new ConcurrentHashMap<>();
 
   public Authenticator(ApiKeyRepository keys, Hmac hmac, Clock clock) {
     this.keys = keys;
@@ -34,17 +56,58 @@ public final class Authenticator {
     if (!secret.startsWith(KEY_PREFIX) || secret.length() > 512) {
       return Future.failedFuture(ApiException.unauthorized("invalid API key"));
     }
-    return keys.findByDigest(hmac.hex(secret)).map(found -> {
+    String digest = hmac.hex(secret);
+    long now = System.nanoTime();
+    Cached cached = byDigest.get(digest);
+    if (cached != null && now - cached.loadedAt() < CACHE_TTL_NANOS) {
+      try {
+        return Future.succeededFuture(admit(cached.key()));
+      } catch (ApiException e) {
+        return Future.failedFuture(e);
+      }
+    }
+    return keys.findByDigest(digest).map(found -> {
       ApiKeyRecord k = found.orElseThrow(() -> ApiException.unauthorized("invalid API key"));
-      if (k.revokedAt() != null) {
-        throw ApiException.unauthorized("invalid API key");
+      if (k.revokedAt() == null) {
+        if (byDigest.size() >= CACHE_CAPACITY) {
+          byDigest.clear();
+        }
+        byDigest.put(digest, new Cached(k, now));
+      } else {
+        byDigest.remove(digest);
       }
-      OffsetDateTime now = OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
-      if (k.expiresAt() != null && !k.expiresAt().isAfter(now)) {
-        throw ApiException.unauthorized("API key has expired");
-      }
-      keys.touch(k.id(), now);
-      return new Principal(k.id(), k.name(), k.organizationId(), k.scopes(), "api_key");
+      return admit(k);
     });
+  }
+
+  /** Forgets a key (revoked): its next use reads the database again. */
+  public void forget(String keyId) {
+    byDigest.values().removeIf(c -> c.key().id().equals(keyId));
+    touchedAt.remove(keyId);
+  }
+
+  private Principal admit(ApiKeyRecord k) {
+    if (k.revokedAt() != null) {
+      throw ApiException.unauthorized("invalid API key");
+    }
+    OffsetDateTime now = OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
+    if (k.expiresAt() != null && !k.expiresAt().isAfter(now)) {
+      throw ApiException.unauthorized("API key has expired");
+    }
+    touch(k.id(), now);
+    return new Principal(k.id(), k.name(), k.organizationId(), k.scopes(), "api_key");
+  }
+
+  private void touch(String keyId, OffsetDateTime now) {
+    long t = System.nanoTime();
+    Long last = touchedAt.get(keyId);
+    if (last != null && t - last < TOUCH_INTERVAL_NANOS) {
+      return;
+    }
+    if (touchedAt.size() >= CACHE_CAPACITY) {
+      touchedAt.clear();
+    }
+    touchedAt.put(keyId, t);
+    keys.touch(keyId, now).onFailure(e -> LOG.warn("Recording the use of key {} failed: {}", keyId, e.toString()));
   }
 }

@@ -94,6 +94,8 @@ public final class AccountApi {
       if (!done) {
         throw ApiException.notFound("API key not found");
       }
+      s.authenticator().forget(id);
+      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.auth.Authenticator.REVOKED_ADDRESS, id);
       return Reply.noContent();
     });
   }
