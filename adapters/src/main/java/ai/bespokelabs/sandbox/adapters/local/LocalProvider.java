@@ -337,9 +337,14 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public SandboxDestroyed destroy(DestroySandbox request) {
     SandboxRuntime runtime = runtimes.remove(request.sandboxId());
-    int killed = SANDBOX_ID.matcher(request.sandboxId()).matches() ? records.killAll(request.sandboxId()) : 0;
+    List<Long> groups = runtime == null ? List.of() : runtime.close();
+    int killed = 0;
+    if (SANDBOX_ID.matcher(request.sandboxId()).matches()) {
+      killed = records.killAll(request.sandboxId(), groups);
+    } else {
+      ProcessGroups.kill(groups);
+    }
     if (runtime != null) {
-      ProcessGroups.kill(runtime.close());
       if (runtime.owned) {
         deleteTree(runtime.dir);
       }

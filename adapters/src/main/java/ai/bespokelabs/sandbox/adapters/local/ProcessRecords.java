@@ -39,11 +39,16 @@ final class ProcessRecords {
 
   /**
    * Kills every live process that belongs to a recorded group and started no earlier than that group's
-   * leader, then forgets the record. Returns how many processes were signalled.
+   * leader, then forgets the record. When there were any, {@code groups} (the live runtime's, a subset of
+   * the recorded ones) are also killed as groups, which catches a child forked after the scan. One scan of
+   * {@code /proc} when nothing is left running, the common case. Returns how many processes were signalled.
    */
-  int killAll(String sandboxId) {
+  int killAll(String sandboxId, java.util.Collection<Long> groups) {
     List<Long> pids = members(sandboxId);
-    ProcessGroups.killProcesses(pids);
+    if (!pids.isEmpty()) {
+      ProcessGroups.killProcesses(pids);
+      ProcessGroups.kill(groups);
+    }
     forget(sandboxId);
     return pids.size();
   }

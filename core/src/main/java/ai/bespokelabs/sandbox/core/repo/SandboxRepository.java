@@ -27,6 +27,22 @@ public final class SandboxRepository {
   private static final String SELECT = "SELECT " + SandboxRecord.COLUMNS + " FROM sandboxes s";
   private static final String BY_ID = SELECT + " WHERE s.id = $1";
 
+  /**
+   * A state change in one statement: the given CTEs change the sandbox into {@code u} (or change nothing),
+   * the change's lifecycle event is appended for it, and the sandbox is returned as it is now, with
+   * {@code changed} telling whether this statement changed it. $1 is the sandbox id; the event's id, time
+   * and data are the parameters at the positions given.
+   */
+  private static String changed(String ctes, String type, String status, int eventId, int at, int data) {
+    return "WITH " + ctes + """
+        , ev AS (
+          INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
+          SELECT $%d, u.organization_id, u.id, '%s', '%s', $%d, $%d::jsonb FROM u)
+        SELECT %s, (SELECT count(*) FROM u) AS changed
+        FROM (SELECT * FROM u UNION ALL SELECT * FROM sandboxes WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM u)) s"""
+        .formatted(eventId, type, status, at, data, SandboxRecord.COLUMNS);
+  }
+
   private final Pool pool;
 
   public SandboxRepository(Pool pool) {
@@ -97,71 +113,74 @@ public final class SandboxRepository {
     return new Claim(existing, true, null);
   }
 
+  private static final String INSERT = changed("""
+      u AS (
+        INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
+          request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
+          requested_at, provisioning_at, expires_at, version)
+        VALUES ($1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1)
+        ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING *),
+      a AS (
+        INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
+        SELECT $14, u.id, 1, 'creating', $5 FROM u)""", "sandbox.requested", "creating", 15, 5, 16);
+
+  /** Inserts the sandbox with attempt #1 and its event in one statement. */
   private static Future<Claim> insert(SqlClient conn, NewSandbox n) {
-    return conn.preparedQuery("""
-            INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
-              request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
-              requested_at, provisioning_at, expires_at, version)
-            VALUES ($1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1)
-            ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id""")
+    return conn.preparedQuery(INSERT)
         .execute(Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
             n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
-            n.expiresAt()))
-        .compose(inserted -> {
-          if (inserted.rowCount() == 1) {
-            return conn.preparedQuery("INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number,"
-                    + " status, started_at) VALUES ($1, $2, 1, 'creating', $3)")
-                .execute(Tuple.of(Ids.newId("att"), n.id(), n.now()))
-                .compose(r -> LifecycleEvents.append(conn, n.organizationId(), n.id(), null, "sandbox.requested",
-                    "creating", n.now(), new JsonObject().put("backend", n.backend())))
-                .compose(v -> find(conn, n.id()))
-                .map(s -> new Claim(s.orElseThrow(), false, null));
+            n.expiresAt()).addString(Ids.newId("att")).addString(Ids.newId("evt"))
+            .addValue(new JsonObject().put("backend", n.backend())))
+        .compose(rows -> {
+          Row r = ApiKeyRepository.first(rows).orElse(null);
+          if (r != null && r.getLong("changed") == 1) {
+            return Future.succeededFuture(new Claim(SandboxRecord.from(r), false, null));
           }
           // a concurrent create with the same key committed first
           return existing(conn, n);
         });
   }
 
+  private static final String COMPLETE_CREATION = changed("""
+      u AS (
+        UPDATE sandboxes SET status = 'running', running_at = $2, provider_resource_id = $3, node_id = $4,
+          version = version + 1
+        WHERE id = $1 AND status = 'creating' RETURNING *),
+      a AS (
+        UPDATE sandbox_creation_attempts SET status = 'succeeded', completed_at = $2, provider_resource_id = $3
+        WHERE sandbox_id = $1 AND status = 'creating')""", "sandbox.running", "running", 5, 2, 6);
+
   /** Marks a creation successful: {@code running}, attempt succeeded. */
   public Future<SandboxRecord> completeCreation(String id, String providerResourceId, String nodeId,
       OffsetDateTime now) {
-    return pool.withTransaction(conn -> conn.preparedQuery("""
-            UPDATE sandboxes SET status = 'running', running_at = $2, provider_resource_id = $3, node_id = $4,
-              version = version + 1
-            WHERE id = $1 AND status = 'creating' RETURNING organization_id""")
-        .execute(Tuple.of(id, now, providerResourceId, nodeId))
-        .compose(rows -> conn.preparedQuery("UPDATE sandbox_creation_attempts SET status = 'succeeded',"
-                + " completed_at = $2, provider_resource_id = $3 WHERE sandbox_id = $1 AND status = 'creating'")
-            .execute(Tuple.of(id, now, providerResourceId))
-            .compose(r -> rows.rowCount() == 0 ? Future.succeededFuture()
-                : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
-                    "sandbox.running", "running", now, new JsonObject().put("provider_resource_id",
-                        providerResourceId))))
-        .compose(v -> find(conn, id))
-        .map(Optional::orElseThrow));
+    return current(pool.preparedQuery(COMPLETE_CREATION).execute(Tuple.of(id, now, providerResourceId, nodeId,
+        Ids.newId("evt"), new JsonObject().put("provider_resource_id", providerResourceId))));
   }
+
+  private static final String FAIL_CREATION = changed("""
+      u AS (
+        UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3, retry_status = $4,
+          cleanup_status = $5, error = 'Sandbox operation failed.', version = version + 1
+        WHERE id = $1 AND status = 'creating' RETURNING *),
+      a AS (
+        UPDATE sandbox_creation_attempts SET status = 'failed', completed_at = $2, error = $3, retry_status = $4,
+          cleanup_status = $5
+        WHERE sandbox_id = $1 AND status = 'creating')""", "sandbox.failed", "failed", 6, 2, 7);
 
   /** Marks a creation failed with the provider payload; the attempt records the same error. */
   public Future<SandboxRecord> failCreation(String id, ProviderError error, OffsetDateTime now) {
     String cleanup = (String) error.context().get("cleanup_status");
     String retry = retryStatus(error, cleanup);
     JsonObject payload = error.toJson();
-    return pool.withTransaction(conn -> conn.preparedQuery("""
-            UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3, retry_status = $4,
-              cleanup_status = $5, error = 'Sandbox operation failed.', version = version + 1
-            WHERE id = $1 AND status = 'creating' RETURNING organization_id""")
-        .execute(Tuple.of(id, now, payload, retry, cleanup))
-        .compose(rows -> conn.preparedQuery("UPDATE sandbox_creation_attempts SET status = 'failed',"
-                + " completed_at = $2, error = $3, retry_status = $4, cleanup_status = $5"
-                + " WHERE sandbox_id = $1 AND status = 'creating'")
-            .execute(Tuple.of(id, now, payload, retry, cleanup))
-            .compose(r -> rows.rowCount() == 0 ? Future.succeededFuture()
-                : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
-                    "sandbox.failed", "failed", now, new JsonObject().put("code", error.code().wire())
-                        .put("op", error.op()))))
-        .compose(v -> find(conn, id))
-        .map(Optional::orElseThrow));
+    return current(pool.preparedQuery(FAIL_CREATION).execute(Tuple.of(id, now, payload, retry, cleanup,
+        Ids.newId("evt"), new JsonObject().put("code", error.code().wire()).put("op", error.op()))));
+  }
+
+  /** The sandbox row a {@link #changed} statement returned. */
+  private static Future<SandboxRecord> current(Future<RowSet<Row>> rows) {
+    return rows.map(r -> SandboxRecord.from(ApiKeyRepository.first(r).orElseThrow(
+        () -> ApiException.notFound("sandbox not found"))));
   }
 
   static String retryStatus(ProviderError e, String cleanup) {
@@ -328,57 +347,57 @@ public final class SandboxRepository {
    */
   public Future<SandboxRecord> beginTermination(String orgId, String id, Integer expectedVersion,
       OffsetDateTime now) {
-    return pool.withTransaction(conn -> conn.preparedQuery(SELECT + " WHERE s.id = $1 AND s.organization_id = $2"
-            + " FOR UPDATE OF s")
-        .execute(Tuple.of(id, orgId))
-        .compose(rows -> {
-          SandboxRecord s = ApiKeyRepository.first(rows).map(SandboxRecord::from)
-              .orElseThrow(() -> ApiException.notFound("sandbox not found"));
-          if ("destroyed".equals(s.status())) {
-            return Future.succeededFuture(s);
+    return pool.preparedQuery(BEGIN_TERMINATION)
+        .execute(Tuple.of(id, orgId, expectedVersion, now, Ids.newId("evt"), new JsonObject()))
+        .map(rows -> {
+          Row r = ApiKeyRepository.first(rows).orElseThrow(() -> ApiException.notFound("sandbox not found"));
+          SandboxRecord s = SandboxRecord.from(r);
+          if (r.getLong("changed") == 1 || "destroyed".equals(s.status())) {
+            return s;
           }
           if (expectedVersion != null && expectedVersion != s.version()) {
             throw ApiException.conflict("sandbox changed; refresh before terminating");
           }
-          if ("stopping".equals(s.status())) {
-            throw ApiException.conflict("sandbox termination is already in progress");
-          }
-          return conn.preparedQuery("UPDATE sandboxes SET status = 'stopping', stopping_at = COALESCE(stopping_at, $2),"
-                  + " version = version + 1 WHERE id = $1")
-              .execute(Tuple.of(id, now))
-              .compose(r -> LifecycleEvents.append(conn, orgId, id, null, "sandbox.stopping", "stopping", now, null))
-              .compose(v -> find(conn, id))
-              .map(Optional::orElseThrow);
-        }));
+          throw ApiException.conflict("sandbox termination is already in progress");
+        });
   }
+
+  /*
+   * cur locks the organization's row; u moves it to stopping unless it is destroyed or stopping already or
+   * the expected version ($3, if any) is not the current one.
+   */
+  private static final String BEGIN_TERMINATION = changed("""
+      cur AS (SELECT * FROM sandboxes WHERE id = $1 AND organization_id = $2 FOR UPDATE),
+      u AS (
+        UPDATE sandboxes t SET status = 'stopping', stopping_at = COALESCE(t.stopping_at, $4), version = t.version + 1
+        FROM cur
+        WHERE t.id = cur.id AND cur.status NOT IN ('destroyed', 'stopping')
+          AND ($3::int IS NULL OR cur.version = $3::int)
+        RETURNING t.*)""", "sandbox.stopping", "stopping", 5, 4, 6)
+      .replace("SELECT * FROM sandboxes WHERE id = $1 AND NOT EXISTS", "SELECT * FROM cur WHERE NOT EXISTS");
+
+  private static final String FINISH_TERMINATION = changed("""
+      u AS (
+        UPDATE sandboxes SET status = 'destroyed', terminated_at = $2, terminated_by_api_key_id = $3,
+          termination_reason = $4, version = version + 1
+        WHERE id = $1 AND status = 'stopping' RETURNING *)""", "sandbox.destroyed", "destroyed", 5, 2, 6);
 
   /** The provider confirmed the sandbox is gone. */
   public Future<SandboxRecord> finishTermination(String id, String byKeyId, String reason, OffsetDateTime now) {
-    return pool.withTransaction(conn -> conn.preparedQuery("""
-            UPDATE sandboxes SET status = 'destroyed', terminated_at = $2, terminated_by_api_key_id = $3,
-              termination_reason = $4, version = version + 1
-            WHERE id = $1 AND status = 'stopping' RETURNING organization_id""")
-        .execute(Tuple.of(id, now, byKeyId, reason))
-        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture()
-            : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
-                "sandbox.destroyed", "destroyed", now, new JsonObject().put("reason", reason)))
-        .compose(v -> find(conn, id))
-        .map(Optional::orElseThrow));
+    return current(pool.preparedQuery(FINISH_TERMINATION).execute(Tuple.of(id, now, byKeyId, reason,
+        Ids.newId("evt"), new JsonObject().put("reason", reason))));
   }
+
+  private static final String FAIL_TERMINATION = changed("""
+      u AS (
+        UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3,
+          retry_status = 'not_retryable', error = 'Sandbox operation failed.', version = version + 1
+        WHERE id = $1 AND status = 'stopping' RETURNING *)""", "sandbox.failed", "failed", 4, 2, 5);
 
   /** The provider destroy failed: the sandbox is {@code failed} and not retried automatically. */
   public Future<SandboxRecord> failTermination(String id, ProviderError error, OffsetDateTime now) {
-    return pool.withTransaction(conn -> conn.preparedQuery("""
-            UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3,
-              retry_status = 'not_retryable', error = 'Sandbox operation failed.', version = version + 1
-            WHERE id = $1 AND status = 'stopping' RETURNING organization_id""")
-        .execute(Tuple.of(id, now, error.toJson()))
-        .compose(rows -> rows.rowCount() == 0 ? Future.succeededFuture()
-            : LifecycleEvents.append(conn, rows.iterator().next().getString("organization_id"), id, null,
-                "sandbox.failed", "failed", now, new JsonObject().put("code", error.code().wire())
-                    .put("op", error.op())))
-        .compose(v -> find(conn, id))
-        .map(Optional::orElseThrow));
+    return current(pool.preparedQuery(FAIL_TERMINATION).execute(Tuple.of(id, now, error.toJson(),
+        Ids.newId("evt"), new JsonObject().put("code", error.code().wire()).put("op", error.op()))));
   }
 
   static List<SandboxRecord> all(RowSet<Row> rows) {

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway.bench;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,28 +21,32 @@ import java.util.stream.Stream;
  * --rm} of the same image with the command given by {@code BESPOKE_BENCH_PODMAN}, which {@code bin/benchmark}
  * sets up together with a private engine).
  *
- * <p>Usage: {@code bin/benchmark backends [--iterations N]}
+ * <p>The gateway is called over one keep-alive connection by a minimal HTTP client, so the figures are the
+ * gateway's and not a general-purpose client's.
+ *
+ * <p>Usage: {@code bin/benchmark backends [--iterations N] [--backends local,bwrap,docker]}
  */
 public final class BackendBenchmark {
   private BackendBenchmark() {}
 
   public static void main(String[] args) throws Exception {
     int n = 200;
+    List<String> backends = List.of("local", "bwrap", "docker");
     for (int i = 0; i + 1 < args.length; i += 2) {
-      if (args[i].equals("--iterations")) {
-        n = Integer.parseInt(args[i + 1]);
-      } else {
-        throw new IllegalArgumentException("unknown argument " + args[i]);
+      switch (args[i]) {
+        case "--iterations" -> n = Integer.parseInt(args[i + 1]);
+        case "--backends" -> backends = List.of(args[i + 1].split(","));
+        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
     Path scratch = Files.createTempDirectory("backend-bench-");
-    try (BenchGateway gw = BenchGateway.start()) {
+    try (BenchGateway gw = BenchGateway.start(); KeepAliveClient http = new KeepAliveClient(gw.port)) {
       long[] commits = commits(gw, n);
       System.out.printf("%nCreate -> first exec -> destroy, %d rounds each, microseconds:%n", n);
       System.out.printf("  %-28s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
       String podman = System.getenv("BESPOKE_BENCH_PODMAN");
       String image = System.getenv("BESPOKE_DOCKER_IMAGE");
-      for (String backend : List.of("local", "bwrap", "docker")) {
+      for (String backend : backends) {
         boolean docker = backend.equals("docker");
         HostWrapper wrapper = backend.equals("bwrap") ? new BwrapWrapper() : HostWrapper.NONE;
         if (docker && (podman == null || image == null)) {
@@ -58,7 +63,7 @@ public final class BackendBenchmark {
         int rounds = docker ? Math.max(10, n / 10) : n;
         for (int i = 0; i < Math.max(5, rounds / 10); i++) { // warm-up
           baseline.run(i);
-          viaApi(gw, backend, new long[3]);
+          viaApi(gw, http, backend, new long[3]);
         }
         long[] direct = new long[rounds];
         long[] api = new long[rounds];
@@ -66,7 +71,7 @@ public final class BackendBenchmark {
         long[] one = new long[3];
         for (int i = 0; i < rounds; i++) { // interleaved so both see the same machine
           direct[i] = baseline.run(i);
-          api[i] = viaApi(gw, backend, one);
+          api[i] = viaApi(gw, http, backend, one);
           for (int p = 0; p < 3; p++) {
             phases[p][i] = one[p];
           }
@@ -161,22 +166,33 @@ public final class BackendBenchmark {
   }
 
   /** Create, exec and destroy through the API; {@code phases} receives each call's microseconds. */
-  private static long viaApi(BenchGateway gw, String backend, long[] phases) {
+  private static long viaApi(BenchGateway gw, KeepAliveClient http, String backend, long[] phases) {
+    byte[] create = KeepAliveClient.request("POST", "/v1/sandboxes", gw.key, new JsonObject().put("backend", backend)
+        .put("allow_internet", !backend.equals("docker")).encode());
     long t0 = System.nanoTime();
-    String id = gw.call("POST", "/v1/sandboxes", new JsonObject().put("backend", backend).put("allow_internet",
-        !backend.equals("docker")), 201).getString("id");
+    String id = new JsonObject(Buffer.buffer(call(http, create, 201))).getString("id");
     long t1 = System.nanoTime();
-    JsonObject r = gw.call("POST", "/v1/sandboxes/" + id + "/execute", new JsonObject().put("command", "true"), 200);
+    JsonObject r = new JsonObject(Buffer.buffer(call(http, KeepAliveClient.request("POST",
+        "/v1/sandboxes/" + id + "/execute", gw.key, "{\"command\":\"true\"}"), 200)));
     if (r.getInteger("exit_code") != 0) {
       throw new IllegalStateException(backend + ": true exited " + r.getInteger("exit_code"));
     }
     long t2 = System.nanoTime();
-    gw.call("DELETE", "/v1/sandboxes/" + id, null, 200);
+    call(http, KeepAliveClient.request("DELETE", "/v1/sandboxes/" + id, gw.key, null), 200);
     long t3 = System.nanoTime();
     phases[0] = (t1 - t0) / 1000;
     phases[1] = (t2 - t1) / 1000;
     phases[2] = (t3 - t2) / 1000;
     return (t3 - t0) / 1000;
+  }
+
+  private static byte[] call(KeepAliveClient http, byte[] request, int expected) {
+    int status = http.send(request);
+    if (status != expected) {
+      throw new IllegalStateException("the gateway answered " + status + ": " + new String(http.body(),
+          java.nio.charset.StandardCharsets.UTF_8));
+    }
+    return http.body();
   }
 
   private static long direct(Path scratch, HostWrapper wrapper, int i) throws IOException, InterruptedException {

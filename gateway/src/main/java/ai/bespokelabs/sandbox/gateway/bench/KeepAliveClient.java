@@ -17,6 +17,7 @@ final class KeepAliveClient implements AutoCloseable {
   private final Socket socket;
   private final OutputStream out;
   private final BufferedInputStream in;
+  private byte[] body = new byte[0];
 
   KeepAliveClient(int port) {
     try {
@@ -75,11 +76,16 @@ final class KeepAliveClient implements AutoCloseable {
           length = Integer.parseInt(l.substring("content-length:".length()).trim());
         }
       }
-      in.readNBytes(length);
+      body = in.readNBytes(length);
       return status;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** The body of the last response. */
+  byte[] body() {
+    return body;
   }
 
   @Override
