@@ -7,20 +7,13 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
-import java.net.URI;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.WebSocket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
-import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -39,7 +32,9 @@ import java.util.concurrent.TimeoutException;
  *   <li>latency from a program writing a line to the client reading it: {@code python3} prints its
  *       {@code time.time_ns()} every 20 ms, the client subtracts it from its own clock (same machine).
  * </ol>
- * Starts its own gateway on an embedded PostgreSQL, so every client shares the machine with it.
+ * Starts its own gateway on an embedded PostgreSQL, so every client shares the machine with it. The stream
+ * clients ({@link SocketClients}) parse only framing, as a pipe's reader does, so the figures are the
+ * gateway's rather than an HTTP library's.
  *
  * <p>Usage: {@code bin/benchmark stream [--mib N] [--streams K] [--hold S]}
  */
@@ -339,131 +334,17 @@ public final class StreamBenchmark {
 
   /** {@code POST .../execute} with {@code Accept: text/event-stream}: stdout to {@code out} until the exit event. */
   private void sse(String command, Output out) throws Exception {
-    JsonObject body = new JsonObject().put("command", command);
-    HttpRequest request = HttpRequest.newBuilder(URI.create(gw.base + gw.sandboxPath("/execute")))
-        .header("Authorization", "Bearer " + gw.key).header("Accept", "text/event-stream")
-        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.encode())).build();
-    HttpResponse<InputStream> response = gw.http.send(request, HttpResponse.BodyHandlers.ofInputStream());
-    try (InputStream in = response.body()) {
-      if (response.statusCode() != 200) {
-        throw new IllegalStateException("SSE execute answered " + response.statusCode() + ": "
-            + new String(in.readAllBytes(), StandardCharsets.UTF_8));
-      }
-      SseReader events = new SseReader(in);
-      for (SseReader.Event e; (e = events.next()) != null; ) {
-        long at = epochNanos();
-        switch (e.name()) {
-          case "stdout" -> out.accept(ByteBuffer.wrap(bytes(e.data())), at);
-          case "exit" -> {
-            completed(e.data());
-            return;
-          }
-          case "error" -> throw new IllegalStateException("SSE error event: " + e.data().getString("message"));
-          default -> {
-            // started, notice: nothing to count
-          }
-        }
-      }
-    }
-    throw new IllegalStateException("the SSE stream ended without an exit event");
+    completed(SocketClients.sse(gw.port, gw.key, gw.sandboxPath("/execute"),
+        new JsonObject().put("command", command).encode(),
+        (buf, off, len, at) -> out.accept(ByteBuffer.wrap(buf, off, len), at)));
   }
 
   /** {@code .../executions/ws?mode=<mode>}: starts the command, stdout to {@code out} until the socket closes. */
   private Transport webSocket(String mode) {
-    return (command, out) -> {
-      WsListener listener = new WsListener(out);
-      WebSocket ws = gw.http.newWebSocketBuilder().header("Authorization", "Bearer " + gw.key)
-          .connectTimeout(Duration.ofSeconds(10))
-          .buildAsync(URI.create(gw.base.replace("http://", "ws://") + gw.sandboxPath("/executions/ws?mode=" + mode)),
-              listener)
-          .get(30, TimeUnit.SECONDS);
-      ws.sendText(new JsonObject().put("type", "start").put("command", command).encode(), true)
-          .get(30, TimeUnit.SECONDS);
-      completed(listener.exit.get());
-    };
-  }
-
-  /**
-   * Receives one execution over a JDK WebSocket, a message at a time ({@code request(1)}): binary frames
-   * {@code [stream][seq][payload]} and JSON text frames; completes {@link #exit} with the exit frame once the
-   * gateway closes with 1000.
-   */
-  private static final class WsListener implements WebSocket.Listener {
-    /** A binary frame's {@code [1 byte stream][8 bytes seq]} before its payload. */
-    private static final int HEADER = 9;
-    final CompletableFuture<JsonObject> exit = new CompletableFuture<>();
-    private final Output out;
-    private final StringBuilder text = new StringBuilder();
-    /** How much of the current binary message arrived before this part, and its stream byte. */
-    private long binaryPosition;
-    private byte binaryStream;
-    private JsonObject exitFrame;
-
-    WsListener(Output out) {
-      this.out = out;
-    }
-
-    @Override
-    public CompletionStage<?> onBinary(WebSocket ws, ByteBuffer data, boolean last) {
-      long at = epochNanos();
-      if (binaryPosition == 0 && data.hasRemaining()) {
-        binaryStream = data.get(data.position());
-      }
-      int header = (int) Math.min(data.remaining(), Math.max(0, HEADER - binaryPosition));
-      binaryPosition += data.remaining();
-      if (binaryStream == 1 && data.remaining() > header) {
-        out.accept(data.position(data.position() + header), at);
-      }
-      if (last) {
-        binaryPosition = 0;
-      }
-      ws.request(1);
-      return null;
-    }
-
-    @Override
-    public CompletionStage<?> onText(WebSocket ws, CharSequence data, boolean last) {
-      text.append(data);
-      if (last) {
-        long at = epochNanos();
-        JsonObject frame = new JsonObject(text.toString());
-        text.setLength(0);
-        switch (frame.getString("type", "")) {
-          case "stdout" -> out.accept(ByteBuffer.wrap(bytes(frame)), at);
-          case "exit" -> exitFrame = frame;
-          case "error" -> exit.completeExceptionally(
-              new IllegalStateException("WebSocket error frame: " + frame.getString("message")));
-          default -> {
-            // started, notice: nothing to count
-          }
-        }
-      }
-      ws.request(1);
-      return null;
-    }
-
-    @Override
-    public CompletionStage<?> onClose(WebSocket ws, int status, String reason) {
-      if (status == 1000 && exitFrame != null) {
-        exit.complete(exitFrame);
-      } else {
-        exit.completeExceptionally(new IllegalStateException("the WebSocket closed with " + status + " (" + reason
-            + ")" + (exitFrame == null ? " before an exit frame" : "")));
-      }
-      return null;
-    }
-
-    @Override
-    public void onError(WebSocket ws, Throwable error) {
-      exit.completeExceptionally(error);
-    }
-  }
-
-  /** The bytes of an output event: {@code data} (UTF-8 text) or {@code data_b64}. */
-  private static byte[] bytes(JsonObject event) {
-    String text = event.getString("data");
-    return text != null ? text.getBytes(StandardCharsets.UTF_8)
-        : Base64.getDecoder().decode(event.getString("data_b64"));
+    return (command, out) -> completed(SocketClients.webSocket(gw.port, gw.key,
+        gw.sandboxPath("/executions/ws?mode=" + mode),
+        new JsonObject().put("type", "start").put("command", command).encode(),
+        (buf, off, len, at) -> out.accept(ByteBuffer.wrap(buf, off, len), at)));
   }
 
   private static void completed(JsonObject exit) {
@@ -489,7 +370,7 @@ public final class StreamBenchmark {
   }
 
   /** Wall-clock time in nanoseconds since the epoch: the clock python's {@code time.time_ns()} reads. */
-  private static long epochNanos() {
+  static long epochNanos() {
     Instant now = Instant.now();
     return now.getEpochSecond() * 1_000_000_000L + now.getNano();
   }

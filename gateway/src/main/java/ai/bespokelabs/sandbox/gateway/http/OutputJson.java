@@ -1,117 +1,169 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.Base64;
 
 /**
- * The JSON of an output event, {@code {"type":"stdout","seq":n,"data":"…"}} (or {@code "data_b64"} when the
- * bytes are not valid UTF-8), written straight from the bytes: validating and escaping in one pass with no
- * intermediate strings is what keeps text streams fast.
+ * The JSON of an output event, {@code {"type":"stdout","seq":n,"data":"…"}}, written straight from the bytes.
+ * The bytes travel as {@code "data_b64"} instead when they are not valid UTF-8, or when JSON escaping would
+ * more than double them (output made mostly of control characters, such as NUL bytes, which escape to six
+ * characters each; base64 costs a third more). One pass validates and measures, a second writes into an
+ * array of the exact size; runs of plain ASCII are checked eight bytes at a time and copied whole.
  */
 final class OutputJson {
   private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGHS = 0x8080808080808080L;
 
   private OutputJson() {}
 
   /** {@code prefix} + the event's JSON + {@code suffix}, as bytes. */
   static byte[] encode(byte[] prefix, StreamEvent e, byte[] suffix) {
     byte[] data = e.data();
-    boolean text = validUtf8(data);
+    long escaped = escapedLength(data);
+    boolean text = escaped >= 0 && escaped <= 2L * data.length;
     byte[] head = ("{\"type\":\"" + e.stream() + "\",\"seq\":" + e.seq() + (text ? ",\"data\":\"" : ",\"data_b64\":\""))
         .getBytes(StandardCharsets.US_ASCII);
-    byte[] body = text ? null : Base64.getEncoder().encode(data);
-    int max = prefix.length + head.length + (text ? data.length * 6 : body.length) + 2 + suffix.length;
-    byte[] out = new byte[max];
-    int n = 0;
-    System.arraycopy(prefix, 0, out, n, prefix.length);
-    n += prefix.length;
+    int bodyLength = text ? (int) escaped : 4 * ((data.length + 2) / 3);
+    byte[] out = new byte[prefix.length + head.length + bodyLength + 2 + suffix.length];
+    System.arraycopy(prefix, 0, out, 0, prefix.length);
+    int n = prefix.length;
     System.arraycopy(head, 0, out, n, head.length);
     n += head.length;
     if (text) {
       n = escape(data, out, n);
     } else {
-      System.arraycopy(body, 0, out, n, body.length);
-      n += body.length;
+      byte[] b64 = Base64.getEncoder().encode(data);
+      System.arraycopy(b64, 0, out, n, b64.length);
+      n += b64.length;
     }
     out[n++] = '"';
     out[n++] = '}';
     System.arraycopy(suffix, 0, out, n, suffix.length);
-    n += suffix.length;
-    return n == out.length ? out : Arrays.copyOf(out, n);
+    return out;
   }
 
-  /** JSON string escaping of UTF-8 bytes: quote, backslash and control characters; other bytes as they are. */
-  private static int escape(byte[] in, byte[] out, int n) {
-    for (byte b : in) {
-      int c = b & 0xff;
-      if (c >= 0x20 && c != '"' && c != '\\') {
-        out[n++] = b;
-      } else if (c == '"' || c == '\\') {
-        out[n++] = '\\';
-        out[n++] = b;
-      } else if (c == '\n') {
-        out[n++] = '\\';
-        out[n++] = 'n';
-      } else if (c == '\r') {
-        out[n++] = '\\';
-        out[n++] = 'r';
-      } else if (c == '\t') {
-        out[n++] = '\\';
-        out[n++] = 't';
-      } else {
-        out[n++] = '\\';
-        out[n++] = 'u';
-        out[n++] = '0';
-        out[n++] = '0';
-        out[n++] = HEX[c >> 4];
-        out[n++] = HEX[c & 0xf];
+  /** Whether none of the eight bytes of {@code w} needs escaping or is outside ASCII. */
+  private static boolean plain(long w) {
+    long quote = w ^ (ONES * '"');
+    long backslash = w ^ (ONES * '\\');
+    long controlOrHigh = ((w - ONES * 0x20) | w) & HIGHS;
+    long quoteOrBackslash = ((quote - ONES) & ~quote | (backslash - ONES) & ~backslash) & HIGHS;
+    return (controlOrHigh | quoteOrBackslash) == 0;
+  }
+
+  /** The length of the escaped JSON string body of {@code b}, or -1 when {@code b} is not well-formed UTF-8. */
+  static long escapedLength(byte[] b) {
+    int i = 0;
+    int len = b.length;
+    long out = 0;
+    while (i < len) {
+      if (i + 8 <= len && plain((long) LONGS.get(b, i))) {
+        i += 8;
+        out += 8;
+        continue;
       }
+      int c = b[i] & 0xff;
+      if (c < 0x80) {
+        out += c >= 0x20 ? (c == '"' || c == '\\' ? 2 : 1) : (c == '\n' || c == '\r' || c == '\t' ? 2 : 6);
+        i++;
+        continue;
+      }
+      int seq = sequenceLength(b, i);
+      if (seq < 0) {
+        return -1;
+      }
+      i += seq;
+      out += seq;
     }
-    return n;
+    return out;
   }
 
   /** Well-formed UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF, no cut sequence. */
   static boolean validUtf8(byte[] b) {
+    return escapedLength(b) >= 0;
+  }
+
+  /** The length of the multi-byte UTF-8 sequence at {@code i}, or -1 when it is not well-formed. */
+  private static int sequenceLength(byte[] b, int i) {
+    int c = b[i] & 0xff;
+    int need;
+    int min;
+    if (c >= 0xc2 && c <= 0xdf) {
+      need = 1;
+      min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      min = 0x10000;
+    } else {
+      return -1;
+    }
+    int cp = c & (0x3f >> need);
+    for (int k = 1; k <= need; k++) {
+      if (i + k >= b.length) {
+        return -1;
+      }
+      int cc = b[i + k] & 0xff;
+      if ((cc & 0xc0) != 0x80) {
+        return -1;
+      }
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return -1;
+    }
+    return need + 1;
+  }
+
+  /** JSON string escaping of (valid) UTF-8 bytes: quote, backslash and control characters; the rest as is. */
+  private static int escape(byte[] in, byte[] out, int n) {
     int i = 0;
-    int len = b.length;
+    int len = in.length;
     while (i < len) {
-      int c = b[i] & 0xff;
-      if (c < 0x80) {
-        i++;
+      int run = i;
+      while (run + 8 <= len && plain((long) LONGS.get(in, run))) {
+        run += 8;
+      }
+      while (run < len) {
+        int c = in[run] & 0xff;
+        if (c < 0x20 || c == '"' || c == '\\') {
+          break;
+        }
+        run++;
+        if (run + 8 <= len && (run & 7) == 0) {
+          break; // back to eight at a time
+        }
+      }
+      if (run > i) {
+        System.arraycopy(in, i, out, n, run - i);
+        n += run - i;
+        i = run;
         continue;
       }
-      int need;
-      int min;
-      if (c >= 0xc2 && c <= 0xdf) {
-        need = 1;
-        min = 0x80;
-      } else if (c >= 0xe0 && c <= 0xef) {
-        need = 2;
-        min = 0x800;
-      } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3;
-        min = 0x10000;
-      } else {
-        return false;
-      }
-      int cp = c & (0x3f >> need);
-      for (int k = 1; k <= need; k++) {
-        if (i + k >= len) {
-          return false;
+      int c = in[i++] & 0xff;
+      out[n++] = '\\';
+      switch (c) {
+        case '"', '\\' -> out[n++] = (byte) c;
+        case '\n' -> out[n++] = 'n';
+        case '\r' -> out[n++] = 'r';
+        case '\t' -> out[n++] = 't';
+        default -> {
+          out[n++] = 'u';
+          out[n++] = '0';
+          out[n++] = '0';
+          out[n++] = HEX[c >> 4];
+          out[n++] = HEX[c & 0xf];
         }
-        int cc = b[i + k] & 0xff;
-        if ((cc & 0xc0) != 0x80) {
-          return false;
-        }
-        cp = (cp << 6) | (cc & 0x3f);
       }
-      if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return false;
-      }
-      i += need + 1;
     }
-    return true;
+    return n;
   }
 }

@@ -40,4 +40,29 @@ class OutputJsonTest {
     assertThat(back).isEqualTo(random);
     assertThat(OutputJson.validUtf8("plain ascii".getBytes(StandardCharsets.UTF_8))).isTrue();
   }
+
+  /** Every byte value at every offset of a word, alone and among plain text, round-trips. */
+  @Test
+  void every_byte_at_every_position_round_trips() {
+    for (int value = 0; value < 0x80; value++) {
+      for (int at = 0; at < 20; at++) {
+        byte[] b = "abcdefghijklmnopqrstuvwxyz0123456789".getBytes(StandardCharsets.US_ASCII);
+        b[at] = (byte) value;
+        assertThat(json(b).getString("data").getBytes(StandardCharsets.UTF_8)).isEqualTo(b);
+      }
+    }
+    String mixed = "ascii then ✓ and 𝄞 \"q\" \\ and more plain text ".repeat(50);
+    assertThat(json(mixed.getBytes(StandardCharsets.UTF_8)).getString("data")).isEqualTo(mixed);
+  }
+
+  /** Output that escaping would more than double (NUL bytes: six characters each) travels as base64. */
+  @Test
+  void control_heavy_output_travels_as_base64() {
+    byte[] zeros = new byte[4096];
+    JsonObject j = json(zeros);
+    assertThat(j.containsKey("data")).isFalse();
+    assertThat(Base64.getDecoder().decode(j.getString("data_b64"))).isEqualTo(zeros);
+    byte[] lines = "a\tb\n".repeat(1000).getBytes(StandardCharsets.US_ASCII);
+    assertThat(json(lines).getString("data")).isEqualTo(new String(lines, StandardCharsets.US_ASCII));
+  }
 }
