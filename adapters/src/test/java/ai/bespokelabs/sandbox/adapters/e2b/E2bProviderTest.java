@@ -495,7 +495,7 @@ class E2bProviderTest {
     }
   }
 
-  // ---- metrics -------------------------------------------------------------------------------------------
+  // ---- metrics and adopt -------------------------------------------------------------------------------------
 
   static MetricsRequest metricsOf(String rid) {
     return new MetricsRequest("sbx", rid, 4096, 4096);
@@ -594,6 +594,36 @@ class E2bProviderTest {
     }
     assertThat(sim.violations()).hasSize(3);
     sim.clearViolations();
+  }
+
+  @Test
+  void adopt_checks_with_e2b_that_the_sandbox_is_this_ones() {
+    CreateSandbox req = createRequest(config(Map.of(), 300));
+    String rid = provider.create(req);
+    E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+    try {
+      assertThat(restarted.adopt(req, rid)).isEqualTo(rid);
+      assertThat(restarted.exec(exec(rid, null, null, "echo adopted", null, 10, false)).stdout())
+          .isEqualTo("adopted\n");
+
+      CreateSandbox otherSandbox = new CreateSandbox("sbx_other", req.organizationId(), "e2b", "ctk_x", req.config());
+      CreateSandbox otherOrg = new CreateSandbox(req.sandboxId(), "org_2", "e2b", "ctk_x", req.config());
+      for (CreateSandbox wrong : List.of(otherSandbox, otherOrg)) {
+        ProviderError refused = error(() -> restarted.adopt(wrong, rid));
+        assertThat(refused.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(refused.op()).isEqualTo("adopt");
+      }
+      String unmarked = sim.createBehindTheBack(Map.of(E2bProvider.META_SANDBOX, req.sandboxId()), 60).id;
+      assertThat(error(() -> restarted.adopt(req, unmarked)).code()).as("no organization in its metadata")
+          .isEqualTo(ErrorCode.NOT_FOUND);
+
+      provider.destroy(new DestroySandbox(req.sandboxId(), rid));
+      ProviderError missing = error(() -> restarted.adopt(req, rid));
+      assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(missing.context()).containsEntry("provider_status", 404L);
+    } finally {
+      restarted.close();
+    }
   }
 
   // ---- the error contract ------------------------------------------------------------------------------------
