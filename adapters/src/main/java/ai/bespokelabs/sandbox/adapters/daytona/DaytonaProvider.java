@@ -67,6 +67,7 @@ import org.slf4j.LoggerFactory;
  *   authenticated list) work from the provider resource id alone, so they survive a gateway restart.
  *   <li>files: the files API over the toolbox's ({@link #listFiles}, {@link #openRead}, {@link #openWrite},
  *   {@link #deleteFile}); downloads stream, uploads are spooled on this node and sent whole at commit.
+ *   <li>adopt: checks the sandbox's labels and starts it again when Daytona stopped it ({@link #adopt}).
  *   <li>metrics: the sandbox's resources and the newest points of its telemetry ({@link #metrics}).
  * </ul>
  */
@@ -458,6 +459,35 @@ public final class DaytonaProvider implements SandboxProvider {
       }
     }
     return out;
+  }
+
+  // ------------------------------------------------------------------------------------------ adopt
+
+  /**
+   * Checks with {@code GET /sandbox/{id}} that the sandbox exists and carries this sandbox's id and
+   * organization labels ({@code not_found} otherwise, and nothing is started for a sandbox that is not
+   * ours), then makes sure it runs: one Daytona stopped or archived (its idle auto-stop) is started again
+   * with {@code POST /sandbox/{id}/start}, as an execution would, and awaited until {@code started} within
+   * the create timeout. A sandbox being destroyed is {@code not_found}, one in error {@code command_failed}.
+   */
+  @Override
+  public String adopt(CreateSandbox request, String resourceId) {
+    if (resourceId == null || resourceId.isBlank()) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "adopt", false,
+          ProviderError.Outcome.FAILED));
+    }
+    JsonObject sbx = client.json("adopt", client.expect("adopt", false, HttpMethod.GET, sandboxUrl(resourceId), null),
+        false);
+    JsonObject labels = sbx.getValue("labels") instanceof JsonObject l ? l : new JsonObject();
+    if (!request.sandboxId().equals(labels.getValue(LABEL_SANDBOX))
+        || !request.organizationId().equals(labels.getValue(LABEL_ORGANIZATION))) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "adopt", false,
+          ProviderError.Outcome.FAILED));
+    }
+    if (!"started".equals(sbx.getValue("state"))) {
+      toolbox(resourceId, "adopt");
+    }
+    return resourceId;
   }
 
   // ---------------------------------------------------------------------------------------------- metrics

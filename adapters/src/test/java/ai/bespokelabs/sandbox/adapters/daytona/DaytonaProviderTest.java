@@ -445,7 +445,7 @@ class DaytonaProviderTest {
     sim.vanish(foreign);
   }
 
-  // ---------------------------------------------------------------------------------------------- metrics
+  // ------------------------------------------------------------------------------------ metrics and adopt
 
   static MetricsRequest metricsOf(String rid) {
     return new MetricsRequest("sbx", rid, 4096, 8192);
@@ -550,6 +550,41 @@ class DaytonaProviderTest {
     }
     assertThat(sim.violations()).hasSize(3);
     sim.clearViolations();
+  }
+
+  @Test
+  void adopt_checks_the_labels_and_starts_a_stopped_sandbox_of_ours_again() {
+    CreateSandbox req = create("sbx_adopt", config(null, null));
+    String id = provider.create(req);
+    try (DaytonaProvider restarted = provider(KEY, sim.url(), Duration.ofSeconds(10))) {
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + id + "/start")).isZero();
+
+      sim.stopDirectly(id);
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.sandbox(id).getString("state")).isEqualTo("started");
+      assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + id + "/start")).isOne();
+      assertThat(restarted.exec(new ExecSandbox("sbx_adopt", "exe_adopt", id, null, null, "echo adopted", null,
+          Map.of(), null, 10, 1024)).stdout()).isEqualTo("adopted\n");
+
+      sim.stopDirectly(id);
+      for (CreateSandbox wrong : List.of(create("sbx_other", config(null, null)),
+          new CreateSandbox("sbx_adopt", "org_other", "daytona", "tok", config(null, null)))) {
+        ProviderError refused = error(() -> restarted.adopt(wrong, id));
+        assertThat(refused.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(refused.op()).isEqualTo("adopt");
+      }
+      assertThat(sim.sandbox(id).getString("state")).as("nothing is started for a sandbox that is not ours")
+          .isEqualTo("stopped");
+      String unlabelled = sim.createDirectly(new JsonObject().put(DaytonaProvider.LABEL_SANDBOX, "sbx_adopt"));
+      assertThat(error(() -> restarted.adopt(req, unlabelled)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+
+      sim.vanish(id);
+      ProviderError missing = error(() -> restarted.adopt(req, id));
+      assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(missing.context()).containsEntry("provider_status", 404L);
+      sim.vanish(unlabelled);
+    }
   }
 
   @Test
