@@ -283,6 +283,62 @@ class DaytonaGatewayTest {
     assertThat(health.status()).as(health.body()).isEqualTo(200);
   }
 
+  @Test
+  void metrics_come_from_daytonas_telemetry_and_adopt_restarts_a_stopped_sandbox() throws Exception {
+    sim.telemetryIntervalMs(200);
+    try {
+      Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "daytona")
+          .put("memory_mb", 1024).put("disk_mb", 3072)));
+      assertThat(created.status()).as(created.body()).isEqualTo(201);
+      String sbx = created.json().getString("id");
+      String resource = created.json().getString("provider_resource_id");
+      assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
+          "head -c 2097152 /dev/zero > blob.bin"))).json().getInteger("exit_code")).isZero();
+      Resp m = null;
+      long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+      while (System.nanoTime() < deadline) {
+        m = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
+        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
+            && m.json().getDouble("disk_used_mb") >= 2.0) {
+          break;
+        }
+        Thread.sleep(200);
+      }
+      assertThat(m.status()).as(m.body()).isEqualTo(200);
+      assertThat(m.json().getDouble("disk_used_mb")).isGreaterThanOrEqualTo(2.0);
+      assertThat(m.json().getDouble("memory_limit_mb")).isEqualTo(1024.0);
+      assertThat(m.json().getDouble("disk_limit_mb")).isEqualTo(3072.0);
+      assertThat(m.json().getDouble("cpu_percent")).isNotNull().isGreaterThanOrEqualTo(0.0);
+      assertThat(m.json().getDouble("memory_used_mb")).isNotNull();
+      assertThat(m.json().getValue("processes")).isNull();
+
+      JsonObject state = seen(gw.get("/v1/sandboxes/" + sbx + "/session-state", key)).json();
+      assertThat(state.getString("provider_resource_id")).isEqualTo(resource);
+      sim.stopDirectly(resource);
+      Resp stopped = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
+      assertThat(stopped.status()).isEqualTo(409);
+      assertThat(stopped.json().getString("detail")).isEqualTo("sandbox is not running at Daytona");
+
+      Resp adopted = seen(gw.post("/v1/sandboxes/adopt", key, state));
+      assertThat(adopted.status()).as(adopted.body()).isEqualTo(200);
+      assertThat(adopted.json().getString("status")).isEqualTo("running");
+      assertThat(sim.sandbox(resource).getString("state")).as("started again at Daytona").isEqualTo("started");
+      assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
+          "cat blob.bin | wc -c"))).json().getString("stdout").trim()).isEqualTo("2097152");
+
+      sim.vanish(resource);
+      Resp gone = seen(gw.post("/v1/sandboxes/adopt", key, state));
+      assertThat(gone.status()).isEqualTo(502);
+      assertThat(gone.json().getJsonObject("detail")).isEqualTo(new JsonObject()
+          .put("message", "Provider resource was not found.").put("code", "not_found").put("backend", "daytona")
+          .put("op", "adopt").put("retryable", false).put("outcome", "failed")
+          .put("context", new JsonObject().put("provider_status", 404)));
+      assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+    } finally {
+      sim.telemetryIntervalMs(1_000);
+    }
+  }
+
   static java.time.Instant expiresAt(JsonObject sandbox) {
     return java.time.OffsetDateTime.parse(sandbox.getString("expires_at")).toInstant();
   }

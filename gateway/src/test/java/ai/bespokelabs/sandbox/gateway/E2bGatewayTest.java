@@ -335,6 +335,59 @@ class E2bGatewayTest {
     assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
   }
 
+  // ---- metrics --------------------------------------------------------------------------------------------
+
+  @Test
+  void metrics_of_an_e2b_sandbox_are_e2bs_and_its_failures_keep_the_error_contract() throws Exception {
+    sim.metricsIntervalMs(200);
+    try {
+      JsonObject sbx = createE2b(new JsonObject().put("timeout_secs", 300).put("memory_mb", 4096));
+      String id = sbx.getString("id");
+      String rid = sbx.getString("provider_resource_id");
+      assertThat(exec(id, new JsonObject().put("command", "head -c 2097152 /dev/zero > blob.bin")).json()
+          .getInteger("exit_code")).isZero();
+      Resp m = null;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+      while (System.nanoTime() < deadline) {
+        m = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
+        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
+            && m.json().getDouble("disk_used_mb") >= 2.0) {
+          break;
+        }
+        Thread.sleep(200);
+      }
+      assertThat(m.status()).as(m.body()).isEqualTo(200);
+      JsonObject sample = m.json();
+      assertThat(sample.getString("sandbox_id")).isEqualTo(id);
+      assertThat(sample.getString("status")).isEqualTo("running");
+      assertThat(sample.getDouble("disk_used_mb")).isGreaterThanOrEqualTo(2.0);
+      assertThat(sample.getDouble("memory_limit_mb")).as("the template's memory, not the config's")
+          .isEqualTo((double) E2bSimulator.MEMORY_MB);
+      assertThat(sample.getDouble("disk_limit_mb")).isEqualTo((double) E2bSimulator.DISK_SIZE_MB);
+      assertThat(sample.getDouble("cpu_percent")).isNotNull().isGreaterThanOrEqualTo(0.0);
+      assertThat(sample.getDouble("memory_used_mb")).isNotNull();
+      assertThat(sample.containsKey("processes")).isTrue();
+      assertThat(sample.getValue("processes")).as("E2B does not count processes").isNull();
+      assertThat(sample.getString("sampled_at")).isNotBlank();
+      assertThat(sim.requests()).contains("GET /sandboxes/" + rid + "/metrics");
+
+      sim.faults().status(HttpMethod.GET, "/sandboxes/" + rid + "/metrics", 404, Map.of(), null, 1);
+      Resp missing = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
+      assertThat(missing.status()).isEqualTo(502);
+      assertThat(missing.json().getJsonObject("detail")).isEqualTo(new JsonObject()
+          .put("message", "Provider resource was not found.").put("code", "not_found").put("backend", "e2b")
+          .put("op", "metrics").put("retryable", false).put("outcome", "failed")
+          .put("context", new JsonObject().put("provider_status", 404)));
+
+      assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+      Resp destroyed = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
+      assertThat(destroyed.status()).isEqualTo(409);
+      assertThat(destroyed.json().getString("detail")).isEqualTo("sandbox is destroyed");
+    } finally {
+      sim.metricsIntervalMs(1_000);
+    }
+  }
+
   // ---- set-timeout ----------------------------------------------------------------------------------------
 
   static java.time.Instant expiresAt(JsonObject sandbox) {

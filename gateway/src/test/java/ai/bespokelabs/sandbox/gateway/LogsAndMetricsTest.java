@@ -20,7 +20,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** Sandbox logs (every backend, from the database) and live metrics (local, docker; others refuse). */
+/** Sandbox logs (every backend, from the database) and live metrics (local, bwrap, docker, e2b). */
 class LogsAndMetricsTest {
   static E2bSimulator sim;
   static TestGateway gw;
@@ -190,14 +190,16 @@ class LogsAndMetricsTest {
   }
 
   @Test
-  void a_backend_without_metrics_says_so_and_still_has_logs() {
+  void a_cloud_backends_metrics_come_from_its_provider_and_its_logs_from_the_gateway() {
     Resp created = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "e2b"));
     assertThat(created.status()).as(created.body()).isEqualTo(201);
     String id = created.json().getString("id");
     try {
       Resp m = gw.get("/v1/sandboxes/" + id + "/metrics", key);
-      assertThat(m.status()).as(m.body()).isEqualTo(502);
-      assertThat(m.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+      assertThat(m.status()).as(m.body()).isEqualTo(200);
+      assertThat(m.json().getDouble("memory_limit_mb")).as("E2B's template, whether or not it sampled yet")
+          .isEqualTo((double) E2bSimulator.MEMORY_MB);
+      assertThat(m.json().getDouble("disk_limit_mb")).isEqualTo((double) E2bSimulator.DISK_SIZE_MB);
       assertThat(objects(gw.get(logsPath(id, null), key).array())).extracting(e -> e.getString("message"))
           .containsExactly("sandbox requested on backend e2b", "sandbox created and running");
     } finally {

@@ -13,8 +13,10 @@ import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -65,6 +67,8 @@ import org.slf4j.LoggerFactory;
  *   authenticated list) work from the provider resource id alone, so they survive a gateway restart.
  *   <li>files: the files API over the toolbox's ({@link #listFiles}, {@link #openRead}, {@link #openWrite},
  *   {@link #deleteFile}); downloads stream, uploads are spooled on this node and sent whole at commit.
+ *   <li>adopt: checks the sandbox's labels and starts it again when Daytona stopped it ({@link #adopt}).
+ *   <li>metrics: the sandbox's resources and the newest points of its telemetry ({@link #metrics}).
  * </ul>
  */
 public final class DaytonaProvider implements SandboxProvider {
@@ -455,6 +459,155 @@ public final class DaytonaProvider implements SandboxProvider {
       }
     }
     return out;
+  }
+
+  // ------------------------------------------------------------------------------------------ adopt
+
+  /**
+   * Checks with {@code GET /sandbox/{id}} that the sandbox exists and carries this sandbox's id and
+   * organization labels ({@code not_found} otherwise, and nothing is started for a sandbox that is not
+   * ours), then makes sure it runs: one Daytona stopped or archived (its idle auto-stop) is started again
+   * with {@code POST /sandbox/{id}/start}, as an execution would, and awaited until {@code started} within
+   * the create timeout. A sandbox being destroyed is {@code not_found}, one in error {@code command_failed}.
+   */
+  @Override
+  public String adopt(CreateSandbox request, String resourceId) {
+    if (resourceId == null || resourceId.isBlank()) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "adopt", false,
+          ProviderError.Outcome.FAILED));
+    }
+    JsonObject sbx = client.json("adopt", client.expect("adopt", false, HttpMethod.GET, sandboxUrl(resourceId), null),
+        false);
+    JsonObject labels = sbx.getValue("labels") instanceof JsonObject l ? l : new JsonObject();
+    if (!request.sandboxId().equals(labels.getValue(LABEL_SANDBOX))
+        || !request.organizationId().equals(labels.getValue(LABEL_ORGANIZATION))) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "adopt", false,
+          ProviderError.Outcome.FAILED));
+    }
+    if (!"started".equals(sbx.getValue("state"))) {
+      toolbox(resourceId, "adopt");
+    }
+    return resourceId;
+  }
+
+  // ---------------------------------------------------------------------------------------------- metrics
+
+  /** How far back telemetry is read for the newest data points. */
+  static final Duration TELEMETRY_WINDOW = Duration.ofMinutes(5);
+  static final String CPU_UTILIZATION = "daytona.sandbox.cpu.utilization";
+  static final String CPU_LIMIT = "daytona.sandbox.cpu.limit";
+  static final String MEMORY_USAGE = "daytona.sandbox.memory.usage";
+  static final String MEMORY_LIMIT = "daytona.sandbox.memory.limit";
+  static final String DISK_USAGE = "daytona.sandbox.filesystem.usage";
+  static final String DISK_TOTAL = "daytona.sandbox.filesystem.total";
+  private static final List<String> METRIC_NAMES = List.of(CPU_UTILIZATION, CPU_LIMIT, MEMORY_USAGE, MEMORY_LIMIT,
+      DISK_USAGE, DISK_TOTAL);
+
+  /**
+   * The sandbox's resources from {@code GET /sandbox/{id}} (409 unless {@code started}: a stopped sandbox uses
+   * nothing and is not started just to be measured) and the newest data points of the last five minutes of
+   * its telemetry, {@code GET /sandbox/{id}/telemetry/metrics}. The spec leaves metric names open; these are
+   * the names Daytona's sandboxes export and its SDKs read: CPU utilization as a percentage of the sandbox's
+   * CPU limit (times the limit: percent of one CPU), memory and filesystem usage and limits in bytes.
+   * Telemetry is an organization feature Daytona may not have enabled: when it answers 403 or 404, or has no
+   * data points yet, usage is unknown (null) and the limits are the sandbox's cpu, memory and disk. Daytona
+   * does not count processes.
+   */
+  @Override
+  public SandboxMetrics metrics(MetricsRequest request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "metrics", false,
+          ProviderError.Outcome.FAILED));
+    }
+    JsonObject sbx = client.json("metrics", client.expect("metrics", false, HttpMethod.GET, sandboxUrl(id), null),
+        false);
+    Object state = sbx.getValue("state");
+    if (GONE.contains(state)) {
+      throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, BACKEND, "metrics", false,
+          ProviderError.Outcome.FAILED));
+    }
+    if (!"started".equals(state)) {
+      throw ApiException.conflict("sandbox is not running at Daytona");
+    }
+    Double cores = number(sbx.getValue("cpu"));
+    Double memoryGb = number(sbx.getValue("memory"));
+    Double diskGb = number(sbx.getValue("disk"));
+    Map<String, Double> latest = telemetry(id);
+    Double cpuLimit = latest.getOrDefault(CPU_LIMIT, cores);
+    Double utilization = latest.get(CPU_UTILIZATION);
+    Double cpu = utilization == null || cpuLimit == null ? null : Math.round(utilization * cpuLimit * 10) / 10.0;
+    Double memoryLimit = latest.containsKey(MEMORY_LIMIT) ? mb(latest.get(MEMORY_LIMIT))
+        : memoryGb == null ? null : memoryGb * 1024;
+    Double diskLimit = latest.containsKey(DISK_TOTAL) ? mb(latest.get(DISK_TOTAL))
+        : diskGb == null ? null : diskGb * 1024;
+    return new SandboxMetrics(cpu, mb(latest.get(MEMORY_USAGE)), memoryLimit, mb(latest.get(DISK_USAGE)), diskLimit,
+        null);
+  }
+
+  /** The newest value of each metric in the telemetry window; empty when Daytona keeps no telemetry for it. */
+  private Map<String, Double> telemetry(String id) {
+    Instant to = clock.instant();
+    StringBuilder url = new StringBuilder(sandboxUrl(id)).append("/telemetry/metrics?from=")
+        .append(encode(to.minus(TELEMETRY_WINDOW).toString())).append("&to=").append(encode(to.toString()));
+    METRIC_NAMES.forEach(n -> url.append("&metricNames=").append(encode(n)));
+    DaytonaClient.Resp r = client.call("metrics", false, HttpMethod.GET, url.toString(), null, null,
+        client.requestTimeoutMs());
+    if (r.status() == 403 || r.status() == 404) {
+      return Map.of();
+    }
+    if (!r.ok()) {
+      throw client.httpError("metrics", r.status(), r.headers());
+    }
+    if (!(client.json("metrics", r, false).getValue("series") instanceof JsonArray series)) {
+      throw client.badResponse("metrics", false);
+    }
+    Map<String, Double> values = new java.util.HashMap<>();
+    for (Object o : series) {
+      if (!(o instanceof JsonObject s) || !(s.getValue("metricName") instanceof String name)
+          || !METRIC_NAMES.contains(name) || !(s.getValue("dataPoints") instanceof JsonArray points)) {
+        continue;
+      }
+      Instant newest = null;
+      for (Object p : points) {
+        if (p instanceof JsonObject point && point.getValue("timestamp") instanceof String ts
+            && number(point.getValue("value")) instanceof Double value) {
+          Instant at = instant(ts);
+          if (at != null && (newest == null || !at.isBefore(newest))) {
+            newest = at;
+            values.put(name, value);
+          }
+        }
+      }
+    }
+    return values;
+  }
+
+  /** An ISO 8601 time, with {@code T} or a space between date and time and UTC when it names no offset; else null. */
+  static Instant instant(String ts) {
+    String t = ts.trim();
+    if (t.length() > 10 && t.charAt(10) == ' ') {
+      t = t.substring(0, 10) + 'T' + t.substring(11);
+    }
+    try {
+      return java.time.OffsetDateTime.parse(t).toInstant();
+    } catch (DateTimeParseException withoutOffset) {
+      try {
+        return java.time.LocalDateTime.parse(t).toInstant(java.time.ZoneOffset.UTC);
+      } catch (DateTimeParseException unreadable) {
+        return null;
+      }
+    }
+  }
+
+  /** A finite, non-negative number, or null. */
+  private static Double number(Object v) {
+    return v instanceof Number n && Double.isFinite(n.doubleValue()) && n.doubleValue() >= 0 ? n.doubleValue() : null;
+  }
+
+  /** Bytes as mebibytes, to two decimals. */
+  private static Double mb(Double bytes) {
+    return bytes == null ? null : Math.round(bytes / (1 << 20) * 100) / 100.0;
   }
 
   // ------------------------------------------------------------------------------------------------- exec

@@ -26,7 +26,7 @@ final class E2bErrors {
   /** Operations whose failure after sending may have changed something at the provider. */
   static boolean mutating(String op) {
     return switch (op) {
-      case "list", "health", "get", "download", "list_files" -> false;
+      case "list", "health", "get", "download", "list_files", "metrics" -> false;
       default -> true;
     };
   }

@@ -10,8 +10,10 @@ import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -349,6 +351,75 @@ public final class E2bProvider implements SandboxProvider {
           .append(URLEncoder.encode(v, StandardCharsets.UTF_8));
     });
     return b.toString();
+  }
+
+  // ---- metrics -----------------------------------------------------------------------------------------
+
+  /** How far back a metrics sample may lie: E2B collects one every few seconds. */
+  static final long METRICS_WINDOW_SECS = 120;
+
+  /**
+   * The newest sample of the last two minutes from {@code GET /sandboxes/{id}/metrics}: CPU is E2B's
+   * percentage of the sandbox's CPUs times their count (so percent of one CPU), memory and disk are used
+   * and total bytes as E2B measures them inside the sandbox. E2B does not count processes. A sandbox with
+   * no sample yet (just created) reports its template's memory and disk from {@code GET /sandboxes/{id}},
+   * with usage unknown.
+   */
+  @Override
+  public SandboxMetrics metrics(MetricsRequest request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      throw E2bErrors.of(ErrorCode.NOT_FOUND, "metrics", false, Outcome.FAILED);
+    }
+    long start = Math.max(0, clock.instant().getEpochSecond() - METRICS_WINDOW_SECS);
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.GET, "/sandboxes/" + segment(id) + "/metrics")
+        .addQueryParam("start", String.valueOf(start)).send()), "metrics");
+    if (r.statusCode() != 200) {
+      throw E2bErrors.status(r.statusCode(), "metrics", r.getHeader("Retry-After"), false);
+    }
+    JsonArray samples;
+    try {
+      samples = r.bodyAsJsonArray();
+    } catch (DecodeException | ClassCastException e) {
+      samples = null;
+    }
+    if (samples == null) {
+      throw E2bErrors.of(ErrorCode.COMMAND_FAILED, "metrics", false, Outcome.FAILED);
+    }
+    JsonObject latest = null;
+    for (Object o : samples) {
+      if (o instanceof JsonObject j && (latest == null || timestamp(j) >= timestamp(latest))) {
+        latest = j;
+      }
+    }
+    if (latest == null) {
+      HttpResponse<Buffer> d = call(onContext(() -> api(HttpMethod.GET, "/sandboxes/" + segment(id)).send()),
+          "metrics");
+      if (d.statusCode() != 200) {
+        throw E2bErrors.status(d.statusCode(), "metrics", d.getHeader("Retry-After"), false);
+      }
+      JsonObject detail = json(d, "metrics");
+      return new SandboxMetrics(null, null, number(detail, "memoryMB"), null, number(detail, "diskSizeMB"), null);
+    }
+    Double pct = number(latest, "cpuUsedPct");
+    Double cpus = number(latest, "cpuCount");
+    Double cpu = pct == null || cpus == null ? null : Math.round(pct * cpus * 10) / 10.0;
+    return new SandboxMetrics(cpu, mb(number(latest, "memUsed")), mb(number(latest, "memTotal")),
+        mb(number(latest, "diskUsed")), mb(number(latest, "diskTotal")), null);
+  }
+
+  private static long timestamp(JsonObject sample) {
+    return sample.getValue("timestampUnix") instanceof Number n ? n.longValue() : Long.MIN_VALUE;
+  }
+
+  /** A non-negative number field, or null. */
+  private static Double number(JsonObject j, String key) {
+    return j.getValue(key) instanceof Number n && n.doubleValue() >= 0 ? n.doubleValue() : null;
+  }
+
+  /** Bytes as mebibytes, to two decimals. */
+  private static Double mb(Double bytes) {
+    return bytes == null ? null : Math.round(bytes / (1 << 20) * 100) / 100.0;
   }
 
   // ---- envd --------------------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -441,6 +443,148 @@ class DaytonaProviderTest {
     assertThat(DaytonaProvider.status("stopped")).isEqualTo("stopping");
     provider.destroy(new DestroySandbox("sbx_orphan", orphan));
     sim.vanish(foreign);
+  }
+
+  // ------------------------------------------------------------------------------------ metrics and adopt
+
+  static MetricsRequest metricsOf(String rid) {
+    return new MetricsRequest("sbx", rid, 4096, 8192);
+  }
+
+  static Map<String, Double> point(double cpuPct, double memUsed, double diskUsed) {
+    return Map.of(DaytonaProvider.CPU_UTILIZATION, cpuPct, DaytonaProvider.CPU_LIMIT, 2.0,
+        DaytonaProvider.MEMORY_USAGE, memUsed, DaytonaProvider.MEMORY_LIMIT, (double) (2L << 30),
+        DaytonaProvider.DISK_USAGE, diskUsed, DaytonaProvider.DISK_TOTAL, (double) (2L << 30),
+        "daytona.sandbox.memory.utilization", 50.0);
+  }
+
+  @Test
+  void metrics_are_the_newest_telemetry_points_with_cpu_as_percent_of_one_cpu() {
+    sim.telemetryIntervalMs(0);
+    try {
+      String id = provider.create(create("sbx_metrics", config(null, null)));
+      java.time.Instant now = java.time.Instant.now();
+      sim.addTelemetry(id, now.minusSeconds(900), point(99.0, 1L << 30, 1L << 30));
+      sim.addTelemetry(id, now.minusSeconds(30), point(10.0, 100L << 20, 1L << 30));
+      sim.addTelemetry(id, now.minusSeconds(5), point(25.0, 200L << 20, 3L << 29));
+      assertThat(provider.metrics(metricsOf(id))).as("25 % of two CPUs; bytes as MiB; Daytona's limits")
+          .isEqualTo(new SandboxMetrics(50.0, 200.0, 2048.0, 1536.0, 2048.0, null));
+      assertThat(sim.count(HttpMethod.GET, "/api/sandbox/" + id + "/telemetry/metrics")).isOne();
+    } finally {
+      sim.telemetryIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void metrics_follow_the_sandboxs_real_processes_and_files() throws Exception {
+    sim.telemetryIntervalMs(200);
+    ExecHandle busy = null;
+    try {
+      Files.write(sim.dir(sandbox).resolve("metrics.bin"), new byte[3 << 20]);
+      busy = provider.start(command("while :; do :; done", null, 30, false), new CapturingSink(1024));
+      SandboxMetrics m = null;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (System.nanoTime() < deadline) {
+        m = provider.metrics(metricsOf(sandbox));
+        if (m.cpuPercent() != null && m.cpuPercent() >= 20) {
+          break;
+        }
+        Thread.sleep(200);
+      }
+      assertThat(m.cpuPercent()).as("a busy loop keeps about one CPU busy").isBetween(20.0, 250.0);
+      assertThat(m.memoryUsedMb()).isPositive();
+      assertThat(m.diskUsedMb()).isGreaterThanOrEqualTo(3.0);
+      assertThat(m.memoryLimitMb()).as("1536 MB rounded up to 2 GB at create").isEqualTo(2048.0);
+      assertThat(m.diskLimitMb()).isEqualTo(2048.0);
+      assertThat(m.processes()).isNull();
+    } finally {
+      if (busy != null) {
+        busy.signal("KILL");
+      }
+      Files.deleteIfExists(sim.dir(sandbox).resolve("metrics.bin"));
+      sim.telemetryIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void without_telemetry_metrics_are_the_sandboxs_limits_and_a_stopped_or_gone_sandbox_has_none() {
+    sim.telemetryIntervalMs(0);
+    try {
+      String id = provider.create(create("sbx_limits", config(null, null)));
+      SandboxMetrics limitsOnly = new SandboxMetrics(null, null, 2048.0, null, 2048.0, null);
+      assertThat(provider.metrics(metricsOf(id))).as("no data points yet").isEqualTo(limitsOnly);
+      sim.telemetryEnabled(false);
+      sim.addTelemetry(id, java.time.Instant.now(), point(25.0, 1L << 20, 1L << 20));
+      assertThat(provider.metrics(metricsOf(id))).as("telemetry not enabled for the organization (403)")
+          .isEqualTo(limitsOnly);
+      sim.telemetryEnabled(true);
+
+      sim.inject(HttpMethod.GET, "/api/sandbox/" + id + "/telemetry/metrics", DaytonaSimulator.Fault.status(503));
+      ProviderError failing = error(() -> provider.metrics(metricsOf(id)));
+      assertThat(failing.code()).isEqualTo(ErrorCode.COMMAND_FAILED);
+      assertThat(failing.op()).isEqualTo("metrics");
+      assertThat(failing.retryable()).isTrue();
+
+      sim.stopDirectly(id);
+      assertThatThrownBy(() -> provider.metrics(metricsOf(id))).isInstanceOf(ApiException.class)
+          .satisfies(e -> assertThat(((ApiException) e).status()).isEqualTo(409));
+      assertThat(sim.sandbox(id).getString("state")).as("not started just to be measured").isEqualTo("stopped");
+      sim.vanish(id);
+      assertThat(error(() -> provider.metrics(metricsOf(id))).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    } finally {
+      sim.telemetryEnabled(true);
+      sim.telemetryIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void the_simulator_refuses_a_telemetry_query_daytona_would() throws Exception {
+    java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+    String base = sim.url() + "/sandbox/" + sandbox + "/telemetry/metrics";
+    String now = java.time.Instant.now().toString();
+    for (String query : List.of("to=" + now, "from=yesterday&to=" + now, "from=" + now)) {
+      java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+          base + "?" + query)).header("Authorization", "Bearer " + KEY).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).as(query).isEqualTo(400);
+    }
+    assertThat(sim.violations()).hasSize(3);
+    sim.clearViolations();
+  }
+
+  @Test
+  void adopt_checks_the_labels_and_starts_a_stopped_sandbox_of_ours_again() {
+    CreateSandbox req = create("sbx_adopt", config(null, null));
+    String id = provider.create(req);
+    try (DaytonaProvider restarted = provider(KEY, sim.url(), Duration.ofSeconds(10))) {
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + id + "/start")).isZero();
+
+      sim.stopDirectly(id);
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.sandbox(id).getString("state")).isEqualTo("started");
+      assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + id + "/start")).isOne();
+      assertThat(restarted.exec(new ExecSandbox("sbx_adopt", "exe_adopt", id, null, null, "echo adopted", null,
+          Map.of(), null, 10, 1024)).stdout()).isEqualTo("adopted\n");
+
+      sim.stopDirectly(id);
+      for (CreateSandbox wrong : List.of(create("sbx_other", config(null, null)),
+          new CreateSandbox("sbx_adopt", "org_other", "daytona", "tok", config(null, null)))) {
+        ProviderError refused = error(() -> restarted.adopt(wrong, id));
+        assertThat(refused.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(refused.op()).isEqualTo("adopt");
+      }
+      assertThat(sim.sandbox(id).getString("state")).as("nothing is started for a sandbox that is not ours")
+          .isEqualTo("stopped");
+      String unlabelled = sim.createDirectly(new JsonObject().put(DaytonaProvider.LABEL_SANDBOX, "sbx_adopt"));
+      assertThat(error(() -> restarted.adopt(req, unlabelled)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+
+      sim.vanish(id);
+      ProviderError missing = error(() -> restarted.adopt(req, id));
+      assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(missing.context()).containsEntry("provider_status", 404L);
+      sim.vanish(unlabelled);
+    }
   }
 
   @Test

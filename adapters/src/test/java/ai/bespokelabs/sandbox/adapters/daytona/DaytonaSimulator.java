@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.sim.SpecValidator;
+import ai.bespokelabs.sandbox.adapters.sim.UsageSampler;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -54,7 +55,9 @@ import java.util.regex.Pattern;
  * /sandbox/{id}/autostop/{minutes}} and {@code .../autodelete/{minutes}}; session commands are real {@code /bin/sh} processes in a per-sandbox
  * directory whose output is logged with Daytona's 3-byte stdout/stderr markers and followed over a
  * WebSocket that honours backpressure; {@code process/execute} splits its command like the daemon does;
- * files live on disk under the sandbox directory (paths are resolved against it, the sandbox user's home).
+ * files live on disk under the sandbox directory (paths are resolved against it, the sandbox user's home);
+ * telemetry is recorded every {@link #telemetryIntervalMs} from each started sandbox's real processes and
+ * files, under the metric names Daytona's sandboxes export.
  *
  * <p>Faults are injected per request ({@link #inject}): any status with a retry hint, slow answers,
  * dropped connections, answers lost after the work was done, log streams cut after some bytes; and
@@ -137,6 +140,8 @@ public final class DaytonaSimulator implements AutoCloseable {
   private volatile long startDelayMs = 150;
   private volatile long minuteMs = 60_000;
   private volatile boolean failNextBuild;
+  private volatile boolean telemetryEnabled = true;
+  private long telemetryTimer = -1;
 
   private DaytonaSimulator(Vertx vertx, String apiKey, Path root, SpecValidator control, SpecValidator toolbox,
       HttpServer server) {
@@ -147,6 +152,7 @@ public final class DaytonaSimulator implements AutoCloseable {
     this.toolbox = toolbox;
     this.server = server;
     this.timer = vertx.setPeriodic(25, t -> tick());
+    telemetryIntervalMs(1_000);
   }
 
   /** Starts a simulator on a free port of 127.0.0.1 accepting {@code apiKey}. */
@@ -179,6 +185,11 @@ public final class DaytonaSimulator implements AutoCloseable {
   /** Requests that Daytona's specs do not allow, or that the simulator does not implement. */
   public List<String> violations() {
     return List.copyOf(violations);
+  }
+
+  /** Forgets the violations seen so far (for a test that provoked one on purpose). */
+  public void clearViolations() {
+    violations.clear();
   }
 
   /** Every authorised, valid request so far as {@code METHOD path}. */
@@ -246,6 +257,39 @@ public final class DaytonaSimulator implements AutoCloseable {
     return s.id;
   }
 
+  /** The sandbox is stopped at once (from Daytona's dashboard, say): its processes end. */
+  public void stopDirectly(String id) {
+    Sandbox s = sandboxes.get(id);
+    s.state = "stopped";
+    s.kill();
+  }
+
+  /**
+   * How often every started sandbox's usage is recorded as telemetry ({@code GET
+   * /sandbox/{id}/telemetry/metrics}); 0 records nothing more, so a sandbox created meanwhile has no data.
+   */
+  public synchronized DaytonaSimulator telemetryIntervalMs(long ms) {
+    if (telemetryTimer >= 0) {
+      vertx.cancelTimer(telemetryTimer);
+      telemetryTimer = -1;
+    }
+    if (ms > 0) {
+      telemetryTimer = vertx.setPeriodic(ms, t -> collectTelemetry());
+    }
+    return this;
+  }
+
+  /** Whether the organization has telemetry; without it the endpoint answers 403, as Daytona's feature gate. */
+  public DaytonaSimulator telemetryEnabled(boolean enabled) {
+    this.telemetryEnabled = enabled;
+    return this;
+  }
+
+  /** Records data points for a sandbox as its telemetry collector would have. */
+  public void addTelemetry(String id, Instant at, Map<String, Double> values) {
+    sandboxes.get(id).telemetry.addLast(new TelemetryPoint(at, Map.copyOf(values)));
+  }
+
   /** The sandbox disappears at once (deleted elsewhere). */
   public void vanish(String id) {
     Sandbox s = sandboxes.remove(id);
@@ -279,6 +323,7 @@ public final class DaytonaSimulator implements AutoCloseable {
   @Override
   public void close() {
     vertx.cancelTimer(timer);
+    telemetryIntervalMs(0);
     sandboxes.values().forEach(Sandbox::kill);
     sandboxes.clear();
     try {
@@ -444,6 +489,7 @@ public final class DaytonaSimulator implements AutoCloseable {
   // ------------------------------------------------------------------------------------------- control
 
   private static final Pattern SANDBOX = Pattern.compile("^/api/sandbox/([^/]+)(/start)?$");
+  private static final Pattern TELEMETRY = Pattern.compile("^/api/sandbox/([^/]+)/telemetry/metrics$");
   private static final Pattern INTERVAL = Pattern.compile("^/api/sandbox/([^/]+)/(autostop|autodelete)/([^/]+)$");
 
   private Future<Answer> controlCall(HttpServerRequest req, String path, ValidatedRequest valid) {
@@ -453,6 +499,10 @@ public final class DaytonaSimulator implements AutoCloseable {
     }
     if (path.equals(API + "/sandbox") && req.method() == HttpMethod.GET) {
       return Future.succeededFuture(list(req));
+    }
+    Matcher tm = TELEMETRY.matcher(path);
+    if (tm.matches() && req.method() == HttpMethod.GET) {
+      return Future.succeededFuture(telemetry(req, tm.group(1)));
     }
     Matcher iv = INTERVAL.matcher(path);
     if (iv.matches() && req.method() == HttpMethod.POST) {
@@ -535,6 +585,83 @@ public final class DaytonaSimulator implements AutoCloseable {
     all.stream().skip(from).limit(limit).forEach(s -> items.add(s.dto()));
     String next = from + limit < all.size() ? String.valueOf(from + limit) : null;
     return Answer.json(200, new JsonObject().put("items", items).put("nextCursor", next));
+  }
+
+  /** One recorded moment of a sandbox's telemetry: a value per metric name. */
+  private record TelemetryPoint(Instant at, Map<String, Double> values) {}
+
+  /** How many telemetry points a sandbox keeps. */
+  private static final int KEPT_POINTS = 600;
+
+  /**
+   * {@code GET /sandbox/{id}/telemetry/metrics}: one series per metric (only those asked for in
+   * {@code metricNames}, when given) with the points recorded between {@code from} and {@code to}; 403 when
+   * the organization has no telemetry.
+   */
+  private Answer telemetry(HttpServerRequest req, String id) {
+    if (!telemetryEnabled) {
+      return Answer.error(403, "Forbidden resource");
+    }
+    Sandbox s = sandboxes.get(id);
+    if (s == null) {
+      return Answer.error(404, "Sandbox not found");
+    }
+    Instant from = java.time.OffsetDateTime.parse(req.getParam("from")).toInstant();
+    Instant to = java.time.OffsetDateTime.parse(req.getParam("to")).toInstant();
+    if (from.isAfter(to)) {
+      return Answer.error(400, "from must not be after to");
+    }
+    List<String> names = req.params().getAll("metricNames");
+    Map<String, JsonArray> series = new LinkedHashMap<>();
+    for (TelemetryPoint p : s.telemetry) {
+      if (p.at().isBefore(from) || p.at().isAfter(to)) {
+        continue;
+      }
+      p.values().forEach((name, value) -> {
+        if (names.isEmpty() || names.contains(name)) {
+          series.computeIfAbsent(name, n -> new JsonArray()).add(new JsonObject()
+              .put("timestamp", p.at().toString()).put("value", value));
+        }
+      });
+    }
+    JsonArray out = new JsonArray();
+    series.forEach((name, points) -> out.add(new JsonObject().put("metricName", name).put("dataPoints", points)));
+    return Answer.json(200, new JsonObject().put("series", out));
+  }
+
+  /**
+   * Records a point for every started sandbox, as the OpenTelemetry collector in Daytona's sandboxes does:
+   * CPU over the time since its previous point as a percentage of its CPU limit, memory as the resident size
+   * of its running commands, the filesystem as the bytes of its files, and its limits.
+   */
+  private void collectTelemetry() {
+    List<Sandbox> started = sandboxes.values().stream().filter(s -> s.state.equals("started")).toList();
+    vertx.executeBlocking(() -> {
+      for (Sandbox s : started) {
+        List<Long> pids = s.sessions.values().stream().flatMap(x -> x.commands.values().stream())
+            .filter(c -> c.exitCode == null && c.process != null).map(c -> c.process.pid()).toList();
+        UsageSampler.Usage u = s.sampler.sample(pids, s.dir);
+        double cores = s.body.getInteger("cpu", 1);
+        double memory = (double) s.body.getInteger("memory", 1) * (1L << 30);
+        double disk = (double) s.body.getInteger("disk", 3) * (1L << 30);
+        Map<String, Double> v = new LinkedHashMap<>();
+        v.put("daytona.sandbox.cpu.utilization", Math.min(100.0, Math.round(u.cpus() / cores * 10_000) / 100.0));
+        v.put("daytona.sandbox.cpu.limit", cores);
+        v.put("daytona.sandbox.memory.utilization", Math.round(u.memoryBytes() / memory * 10_000) / 100.0);
+        v.put("daytona.sandbox.memory.usage", (double) u.memoryBytes());
+        v.put("daytona.sandbox.memory.limit", memory);
+        v.put("daytona.sandbox.memory.cache", 0.0);
+        v.put("daytona.sandbox.filesystem.utilization", Math.round(u.diskBytes() / disk * 10_000) / 100.0);
+        v.put("daytona.sandbox.filesystem.usage", (double) u.diskBytes());
+        v.put("daytona.sandbox.filesystem.available", Math.max(0, disk - u.diskBytes()));
+        v.put("daytona.sandbox.filesystem.total", disk);
+        s.telemetry.addLast(new TelemetryPoint(Instant.now(), v));
+        while (s.telemetry.size() > KEPT_POINTS) {
+          s.telemetry.pollFirst();
+        }
+      }
+      return null;
+    }, false);
   }
 
   /** Idle sandboxes stop, and those with {@code autoDeleteInterval=0} then vanish. */
@@ -778,6 +905,8 @@ public final class DaytonaSimulator implements AutoCloseable {
     final Instant createdAt = Instant.now();
     final Path dir;
     final Map<String, Session> sessions = new ConcurrentHashMap<>();
+    final UsageSampler sampler = new UsageSampler();
+    final java.util.Deque<TelemetryPoint> telemetry = new java.util.concurrent.ConcurrentLinkedDeque<>();
     volatile String state;
     volatile long lastActivity = System.nanoTime();
     /** Minutes idle before stopping (0: never), and after stopping before deletion (-1: never). */

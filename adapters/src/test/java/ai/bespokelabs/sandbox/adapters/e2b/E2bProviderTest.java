@@ -14,7 +14,9 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -488,6 +490,137 @@ class E2bProviderTest {
       assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
       assertThat(gone.context()).containsEntry("provider_status", 502L);
       assertThat(error(() -> restarted.setTimeout(new SetTimeout("sbx", id, 30))).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    } finally {
+      restarted.close();
+    }
+  }
+
+  // ---- metrics and adopt -------------------------------------------------------------------------------------
+
+  static MetricsRequest metricsOf(String rid) {
+    return new MetricsRequest("sbx", rid, 4096, 4096);
+  }
+
+  static JsonObject sample(long at, double cpuPct, long memUsed, long diskUsed) {
+    return new JsonObject().put("timestamp", java.time.Instant.ofEpochSecond(at).toString()).put("timestampUnix", at)
+        .put("cpuCount", 2).put("cpuUsedPct", cpuPct).put("memUsed", memUsed).put("memTotal", 512L << 20)
+        .put("memCache", 0L).put("diskUsed", diskUsed).put("diskTotal", 10240L << 20);
+  }
+
+  @Test
+  void metrics_are_the_newest_e2b_sample_with_cpu_as_percent_of_one_cpu() {
+    sim.metricsIntervalMs(0);
+    try {
+      String rid = create();
+      long now = java.time.Instant.now().getEpochSecond();
+      var collected = sim.sandboxes().get(rid).metrics;
+      collected.add(sample(now - 1, 75.0, 300L << 20, 2L << 30));
+      collected.add(sample(now, 37.5, 100L << 20, 3L << 29));
+      SandboxMetrics m = provider.metrics(metricsOf(rid));
+      assertThat(m).as("E2B's percentage of two CPUs; bytes as MiB; the provider's limits over the config's")
+          .isEqualTo(new SandboxMetrics(75.0, 100.0, 512.0, 1536.0, 10240.0, null));
+      assertThat(sim.requests()).contains("GET /sandboxes/" + rid + "/metrics");
+    } finally {
+      sim.metricsIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void metrics_follow_the_sandboxs_real_processes_and_files() throws Exception {
+    sim.metricsIntervalMs(200);
+    String rid = create();
+    ExecHandle busy = null;
+    try {
+      java.nio.file.Files.write(sim.sandboxes().get(rid).hostPath("data.bin"), new byte[3 << 20]);
+      Recording sink = new Recording(null);
+      busy = provider.start(exec(rid, null, null, "while :; do :; done", null, 25, false), sink);
+      SandboxMetrics m = null;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+      while (System.nanoTime() < deadline) {
+        m = provider.metrics(metricsOf(rid));
+        if (m.cpuPercent() != null && m.cpuPercent() >= 20) {
+          break;
+        }
+        Thread.sleep(200);
+      }
+      assertThat(m.cpuPercent()).as("a busy loop keeps about one CPU busy").isBetween(20.0, 250.0);
+      assertThat(m.memoryUsedMb()).isPositive();
+      assertThat(m.diskUsedMb()).isGreaterThanOrEqualTo(3.0);
+      assertThat(m.memoryLimitMb()).isEqualTo((double) E2bSimulator.MEMORY_MB);
+      assertThat(m.diskLimitMb()).isEqualTo((double) E2bSimulator.DISK_SIZE_MB);
+      assertThat(m.processes()).as("E2B does not count processes").isNull();
+    } finally {
+      if (busy != null) {
+        busy.signal("KILL");
+      }
+      sim.metricsIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void a_sandbox_without_a_sample_yet_reports_its_limits_and_a_gone_one_is_not_found() {
+    sim.metricsIntervalMs(0);
+    try {
+      String rid = create();
+      assertThat(provider.metrics(metricsOf(rid))).isEqualTo(new SandboxMetrics(null, null,
+          (double) E2bSimulator.MEMORY_MB, null, (double) E2bSimulator.DISK_SIZE_MB, null));
+      provider.destroy(new DestroySandbox("sbx", rid));
+      ProviderError gone = error(() -> provider.metrics(metricsOf(rid)));
+      assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(gone.op()).isEqualTo("metrics");
+      assertThat(gone.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+
+      sim.faults().status(HttpMethod.GET, "/sandboxes/", 503, Map.of("Retry-After", "3"), null, 1);
+      String other = create();
+      ProviderError busy = error(() -> provider.metrics(metricsOf(other)));
+      assertThat(busy.code()).isEqualTo(ErrorCode.COMMAND_FAILED);
+      assertThat(busy.retryable()).isTrue();
+      assertThat(busy.outcome()).as("reading metrics changes nothing").isEqualTo(ProviderError.Outcome.FAILED);
+      assertThat(busy.context()).containsEntry("retry_after_secs", 3L);
+    } finally {
+      sim.metricsIntervalMs(1_000);
+    }
+  }
+
+  @Test
+  void the_simulator_refuses_a_metrics_query_e2b_would() throws Exception {
+    String rid = create();
+    java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+    for (String query : List.of("start=-1", "start=yesterday", "end=1.5")) {
+      java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+              sim.apiUrl() + "/sandboxes/" + rid + "/metrics?" + query)).header("X-API-Key", E2bSimulator.API_KEY)
+          .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).as(query).isEqualTo(400);
+    }
+    assertThat(sim.violations()).hasSize(3);
+    sim.clearViolations();
+  }
+
+  @Test
+  void adopt_checks_with_e2b_that_the_sandbox_is_this_ones() {
+    CreateSandbox req = createRequest(config(Map.of(), 300));
+    String rid = provider.create(req);
+    E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+    try {
+      assertThat(restarted.adopt(req, rid)).isEqualTo(rid);
+      assertThat(restarted.exec(exec(rid, null, null, "echo adopted", null, 10, false)).stdout())
+          .isEqualTo("adopted\n");
+
+      CreateSandbox otherSandbox = new CreateSandbox("sbx_other", req.organizationId(), "e2b", "ctk_x", req.config());
+      CreateSandbox otherOrg = new CreateSandbox(req.sandboxId(), "org_2", "e2b", "ctk_x", req.config());
+      for (CreateSandbox wrong : List.of(otherSandbox, otherOrg)) {
+        ProviderError refused = error(() -> restarted.adopt(wrong, rid));
+        assertThat(refused.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(refused.op()).isEqualTo("adopt");
+      }
+      String unmarked = sim.createBehindTheBack(Map.of(E2bProvider.META_SANDBOX, req.sandboxId()), 60).id;
+      assertThat(error(() -> restarted.adopt(req, unmarked)).code()).as("no organization in its metadata")
+          .isEqualTo(ErrorCode.NOT_FOUND);
+
+      provider.destroy(new DestroySandbox(req.sandboxId(), rid));
+      ProviderError missing = error(() -> restarted.adopt(req, rid));
+      assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(missing.context()).containsEntry("provider_status", 404L);
     } finally {
       restarted.close();
     }

@@ -7,6 +7,7 @@ import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import ai.bespokelabs.sandbox.adapters.sim.Faults;
 import ai.bespokelabs.sandbox.adapters.sim.ProtoJson;
 import ai.bespokelabs.sandbox.adapters.sim.SpecValidator;
+import ai.bespokelabs.sandbox.adapters.sim.UsageSampler;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Timestamp;
 import filesystem.FilesystemOuterClass.EntryInfo;
@@ -78,7 +79,13 @@ import process.ProcessOuterClass.StartResponse;
  */
 public final class E2bSimulator implements AutoCloseable {
   public static final String API_KEY = "e2b_sim_0123456789abcdef0123456789abcdef";
-  private static final Pattern SANDBOX_PATH = Pattern.compile("^/sandboxes/([^/]+)(/timeout)?$");
+  private static final Pattern SANDBOX_PATH = Pattern.compile("^/sandboxes/([^/]+)(/timeout|/metrics)?$");
+  /** The resources of the simulated template, as {@code GET /sandboxes/{id}} and the metrics report them. */
+  public static final int CPU_COUNT = 2;
+  public static final int MEMORY_MB = 512;
+  public static final int DISK_SIZE_MB = 10240;
+  /** How many metric samples a sandbox keeps. */
+  private static final int KEPT_SAMPLES = 720;
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Vertx vertx;
@@ -95,6 +102,7 @@ public final class E2bSimulator implements AutoCloseable {
   private final AtomicInteger kills = new AtomicInteger();
   private final List<Long> uploadLengths = new CopyOnWriteArrayList<>();
   private final long expiryTimer;
+  private long metricsTimer = -1;
 
   /** One simulated sandbox: a directory with a home, and its running processes by pid. */
   public static final class Sandbox {
@@ -108,6 +116,9 @@ public final class E2bSimulator implements AutoCloseable {
     final Path root;
     final Path home;
     final Map<Long, Proc> processes = new ConcurrentHashMap<>();
+    final UsageSampler sampler = new UsageSampler();
+    /** {@code SandboxMetric}s collected so far, oldest first. */
+    final java.util.Deque<JsonObject> metrics = new java.util.concurrent.ConcurrentLinkedDeque<>();
 
     Sandbox(String id, String templateId, Map<String, String> metadata, Map<String, String> envVars,
         String accessToken, Instant startedAt, Instant endAt, Path root) {
@@ -157,6 +168,7 @@ public final class E2bSimulator implements AutoCloseable {
     this.apiServer = vertx.createHttpServer().requestHandler(this::onApi);
     this.envdServer = vertx.createHttpServer().requestHandler(this::onEnvd);
     this.expiryTimer = vertx.setPeriodic(100, id -> expire());
+    metricsIntervalMs(1_000);
   }
 
   /** Starts both servers on free ports of the loopback interface. */
@@ -220,6 +232,21 @@ public final class E2bSimulator implements AutoCloseable {
 
   public Map<String, Sandbox> sandboxes() {
     return Map.copyOf(sandboxes);
+  }
+
+  /**
+   * How often every sandbox's usage is collected for {@code GET /sandboxes/{id}/metrics} (E2B collects
+   * every few seconds); 0 stops collecting, so a sandbox created meanwhile has no metrics yet.
+   */
+  public synchronized E2bSimulator metricsIntervalMs(long ms) {
+    if (metricsTimer >= 0) {
+      vertx.cancelTimer(metricsTimer);
+      metricsTimer = -1;
+    }
+    if (ms > 0) {
+      metricsTimer = vertx.setPeriodic(ms, t -> collectMetrics());
+    }
+    return this;
   }
 
   /** Creates a sandbox directly, as another client of the same team would. */
@@ -299,14 +326,17 @@ public final class E2bSimulator implements AutoCloseable {
       if (s == null) {
         return Reply.json(404, new JsonObject().put("code", 404).put("message", "sandbox not found"));
       }
-      if (m.group(2) != null && req.method() == HttpMethod.POST) {
+      if ("/timeout".equals(m.group(2)) && req.method() == HttpMethod.POST) {
         s.endAt = Instant.now().plusSeconds(v.getBody().getJsonObject().getInteger("timeout"));
         return Reply.json(204, null);
       }
-      if (req.method() == HttpMethod.GET) {
+      if ("/metrics".equals(m.group(2)) && req.method() == HttpMethod.GET) {
+        return metrics(s, req);
+      }
+      if (m.group(2) == null && req.method() == HttpMethod.GET) {
         return Reply.json(200, detail(s, true));
       }
-      if (req.method() == HttpMethod.DELETE) {
+      if (m.group(2) == null && req.method() == HttpMethod.DELETE) {
         kill(s);
         kills.incrementAndGet();
         return Reply.json(204, null);
@@ -350,8 +380,8 @@ public final class E2bSimulator implements AutoCloseable {
 
   private static JsonObject detail(Sandbox s, boolean withToken) {
     JsonObject j = new JsonObject().put("templateID", s.templateId).put("sandboxID", s.id).put("clientID", "6532622b")
-        .put("startedAt", s.startedAt.toString()).put("endAt", s.endAt.toString()).put("cpuCount", 2)
-        .put("memoryMB", 512).put("diskSizeMB", 10240).put("state", "running").put("envdVersion", "0.2.4")
+        .put("startedAt", s.startedAt.toString()).put("endAt", s.endAt.toString()).put("cpuCount", CPU_COUNT)
+        .put("memoryMB", MEMORY_MB).put("diskSizeMB", DISK_SIZE_MB).put("state", "running").put("envdVersion", "0.2.4")
         .put("metadata", new JsonObject(new LinkedHashMap<>(s.metadata)));
     if (withToken && s.accessToken != null) {
       j.put("envdAccessToken", s.accessToken);
@@ -381,6 +411,51 @@ public final class E2bSimulator implements AutoCloseable {
     Map<String, String> headers = from + limit < matching.size()
         ? Map.of("X-Next-Token", String.valueOf(from + limit)) : Map.of();
     return new Reply(200, page, headers);
+  }
+
+  /**
+   * {@code GET /sandboxes/{id}/metrics}: the samples collected with {@code start <= timestampUnix <= end}
+   * (start defaults to the sandbox's start, end to now), oldest first; an empty array before the first one.
+   */
+  private Reply metrics(Sandbox s, HttpServerRequest req) {
+    long now = Instant.now().getEpochSecond();
+    long start = req.getParam("start") == null ? s.startedAt.getEpochSecond() : Long.parseLong(req.getParam("start"));
+    long end = req.getParam("end") == null ? now : Long.parseLong(req.getParam("end"));
+    if (start > end) {
+      return Reply.json(400, new JsonObject().put("code", 400).put("message", "start must not be after end"));
+    }
+    JsonArray out = new JsonArray();
+    for (JsonObject m : s.metrics) {
+      long ts = m.getLong("timestampUnix");
+      if (ts >= start && ts <= end) {
+        out.add(m.copy());
+      }
+    }
+    return Reply.json(200, out);
+  }
+
+  /**
+   * Samples every sandbox as E2B's collector does: CPU over the time since its previous sample, as a
+   * percentage of the template's CPUs; memory as the resident size of its processes; disk as the bytes of
+   * its files.
+   */
+  private void collectMetrics() {
+    List<Sandbox> live = List.copyOf(sandboxes.values());
+    vertx.executeBlocking(() -> {
+      for (Sandbox s : live) {
+        UsageSampler.Usage u = s.sampler.sample(s.pids(), s.root);
+        Instant at = Instant.now();
+        double pct = Math.min(100.0, Math.round(u.cpus() / CPU_COUNT * 10_000) / 100.0);
+        s.metrics.addLast(new JsonObject().put("timestamp", at.toString()).put("timestampUnix", at.getEpochSecond())
+            .put("cpuCount", CPU_COUNT).put("cpuUsedPct", pct).put("memUsed", u.memoryBytes())
+            .put("memTotal", (long) MEMORY_MB << 20).put("memCache", 0L).put("diskUsed", u.diskBytes())
+            .put("diskTotal", (long) DISK_SIZE_MB << 20));
+        while (s.metrics.size() > KEPT_SAMPLES) {
+          s.metrics.pollFirst();
+        }
+      }
+      return null;
+    }, false);
   }
 
   private static void apiError(HttpServerResponse res, int status, String message) {
@@ -1040,6 +1115,7 @@ public final class E2bSimulator implements AutoCloseable {
   @Override
   public void close() {
     vertx.cancelTimer(expiryTimer);
+    metricsIntervalMs(0);
     sandboxes.values().forEach(s -> s.processes.values().forEach(p -> {
       if (p.handle != null) {
         p.handle.signal("KILL");
