@@ -35,8 +35,24 @@ public final class CostLedger {
 
   /** Accrues the estimate of every active priced sandbox of the organization up to {@code now}. */
   public Future<Void> accrue(String orgId, OffsetDateTime now) {
-    return pool.preparedQuery("SELECT id FROM sandboxes WHERE organization_id = $1 AND hourly_rate_usd > 0"
-            + " AND status IN ('creating', 'running', 'stopping')")
+    return accrue(ACTIVE_PRICED, orgId, now);
+  }
+
+  /**
+   * As {@link #accrue}, only when the organization's policy limits spend: what a create needs before the
+   * policy is evaluated. Without a spend limit the estimates would change no decision, and every read of
+   * costs accrues anyway, so creates do not write one estimate per running sandbox.
+   */
+  public Future<Void> accrueForSpendLimits(String orgId, OffsetDateTime now) {
+    return accrue(ACTIVE_PRICED + " AND EXISTS (SELECT 1 FROM organization_policies p WHERE p.organization_id = $1"
+        + " AND (p.hourly_spend_limit_usd IS NOT NULL OR p.daily_spend_limit_usd IS NOT NULL))", orgId, now);
+  }
+
+  private static final String ACTIVE_PRICED = "SELECT id FROM sandboxes WHERE organization_id = $1"
+      + " AND hourly_rate_usd > 0 AND status IN ('creating', 'running', 'stopping')";
+
+  private Future<Void> accrue(String activeSql, String orgId, OffsetDateTime now) {
+    return pool.preparedQuery(activeSql)
         .execute(Tuple.of(orgId))
         .compose(rows -> {
           List<Future<?>> all = new ArrayList<>();
