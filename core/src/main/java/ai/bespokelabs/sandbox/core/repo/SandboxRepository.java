@@ -61,13 +61,67 @@ public final class SandboxRepository {
   public record Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial) {}
 
   /**
-   * In one transaction: returns the row already bound to the idempotency key (a different fingerprint is a
-   * 409); else locks the organization's policy row, evaluates it against the active sandboxes and either
+   * Returns the row already bound to the idempotency key (a different fingerprint is a 409); else, in one
+   * transaction, locks the organization's policy row, evaluates it against the active sandboxes and either
    * records a denial or inserts the sandbox ({@code creating}, which takes its concurrency slot) with
    * attempt #1 and its event. Concurrent creates of one organization are serialized by the policy lock, so
    * limits hold exactly.
    */
   public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request, PolicyDecision.SpendReader spend) {
+    return claimUnrestricted(n).compose(claim -> claim != null ? Future.succeededFuture(claim)
+        : claimUnderPolicy(n, request, spend));
+  }
+
+  /*
+   * The common case in one statement: when the organization's policy sets no guardrail at all there is nothing
+   * to evaluate or serialize, so the sandbox, attempt #1 and its event are inserted at once; the statement
+   * checks the policy itself, so a policy set meanwhile is either seen or ordered after this create.
+   */
+  private static final String INSERT_UNRESTRICTED = """
+      WITH free AS (
+        SELECT NOT EXISTS (SELECT 1 FROM organization_policies p WHERE p.organization_id = $2
+          AND (p.max_concurrent_sandboxes IS NOT NULL OR p.hourly_spend_limit_usd IS NOT NULL
+            OR p.daily_spend_limit_usd IS NOT NULL OR p.allowed_backends IS NOT NULL
+            OR p.allowed_gpu_types IS NOT NULL OR p.max_sandbox_lifetime_secs IS NOT NULL)) AS ok),
+      u AS (
+        INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
+          request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
+          requested_at, provisioning_at, expires_at, version)
+        SELECT $1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1 FROM free WHERE free.ok
+        ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING *),
+      a AS (
+        INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
+        SELECT $14, u.id, 1, 'creating', $5 FROM u),
+      ev AS (
+        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
+        SELECT $15, u.organization_id, u.id, 'sandbox.requested', 'creating', $5, $16::jsonb FROM u)
+      SELECT free.ok AS unrestricted, c.* FROM free LEFT JOIN (SELECT %s FROM u s) c ON true"""
+      .formatted(SandboxRecord.COLUMNS);
+
+  /** The claim made in one statement, or null when the organization has a policy to evaluate. */
+  private Future<Claim> claimUnrestricted(NewSandbox n) {
+    return pool.preparedQuery(INSERT_UNRESTRICTED)
+        .execute(Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
+            n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
+            n.expiresAt()).addString(Ids.newId("att")).addString(Ids.newId("evt"))
+            .addValue(new JsonObject().put("backend", n.backend())))
+        .compose(rows -> {
+          Row r = rows.iterator().next();
+          if (!r.getBoolean("unrestricted")) {
+            return Future.succeededFuture(null);
+          }
+          if (r.getString("id") != null) {
+            return Future.succeededFuture(new Claim(SandboxRecord.from(r), false, null));
+          }
+          // the idempotency key is taken: a replay, or the same key with a different request
+          return existing(pool, n).compose(found -> found != null ? Future.succeededFuture(found)
+              : Future.failedFuture(ApiException.conflict("idempotency key was already used with a different request")));
+        });
+  }
+
+  private Future<Claim> claimUnderPolicy(NewSandbox n, PolicyDecision.Request request,
+      PolicyDecision.SpendReader spend) {
     return pool.withTransaction(conn -> existing(conn, n).compose(found -> {
       if (found != null) {
         return Future.succeededFuture(found);
