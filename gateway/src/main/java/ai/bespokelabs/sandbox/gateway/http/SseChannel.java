@@ -32,7 +32,7 @@ final class SseChannel implements ClientChannel {
     if (StreamEvent.OUTPUT.equals(e.type())) {
       byte[] prefix = ("id: " + e.seq() + "\nevent: " + e.stream() + "\ndata: ")
           .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-      send(Buffer.buffer(OutputJson.encode(prefix, e, OUTPUT_END)));
+      send(wrap(OutputJson.encode(prefix, e, OUTPUT_END)));
       return;
     }
     JsonObject j = ClientChannel.json(e);
@@ -44,6 +44,14 @@ final class SseChannel implements ClientChannel {
     }
     sb.append("event: ").append(name).append('\n').append("data: ").append(j.encode()).append("\n\n");
     send(Buffer.buffer(sb.toString()));
+  }
+
+  /**
+   * The arrays as one buffer without copying them (Buffer.buffer(byte[]) copies): output travels through
+   * here at full speed. The arrays must not change afterwards; output chunks and encoded events never do.
+   */
+  static Buffer wrap(byte[]... parts) {
+    return io.vertx.core.internal.buffer.BufferInternal.buffer(io.netty.buffer.Unpooled.wrappedBuffer(parts));
   }
 
   /** Sends the response head now, so the client knows the stream is established (and heartbeats can flow). */

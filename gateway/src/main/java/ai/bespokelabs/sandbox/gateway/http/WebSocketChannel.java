@@ -25,11 +25,10 @@ final class WebSocketChannel implements ClientChannel {
       return;
     }
     if (binary && StreamEvent.OUTPUT.equals(e.type())) {
-      Buffer frame = Buffer.buffer(9 + e.data().length)
-          .appendByte((byte) ("stdout".equals(e.stream()) ? 1 : 2))
-          .appendLong(e.seq())
-          .appendBytes(e.data());
-      ws.writeBinaryMessage(frame);
+      byte[] header = new byte[9];
+      header[0] = (byte) ("stdout".equals(e.stream()) ? 1 : 2);
+      java.nio.ByteBuffer.wrap(header, 1, 8).putLong(e.seq());
+      ws.writeBinaryMessage(SseChannel.wrap(header, e.data()));
     } else if (StreamEvent.OUTPUT.equals(e.type())) {
       ws.writeFrame(io.vertx.core.http.WebSocketFrame.textFrame(
           new String(OutputJson.encode(new byte[0], e, new byte[0]), java.nio.charset.StandardCharsets.UTF_8), true));
