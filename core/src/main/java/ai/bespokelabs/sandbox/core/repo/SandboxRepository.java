@@ -83,29 +83,12 @@ public final class SandboxRepository {
           AND (p.max_concurrent_sandboxes IS NOT NULL OR p.hourly_spend_limit_usd IS NOT NULL
             OR p.daily_spend_limit_usd IS NOT NULL OR p.allowed_backends IS NOT NULL
             OR p.allowed_gpu_types IS NOT NULL OR p.max_sandbox_lifetime_secs IS NOT NULL)) AS ok),
-      u AS (
-        INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
-          request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
-          requested_at, provisioning_at, expires_at, version)
-        SELECT $1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1 FROM free WHERE free.ok
-        ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING *),
-      a AS (
-        INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
-        SELECT $14, u.id, 1, 'creating', $5 FROM u),
-      ev AS (
-        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
-        SELECT $15, u.organization_id, u.id, 'sandbox.requested', 'creating', $5, $16::jsonb FROM u)
-      SELECT free.ok AS unrestricted, c.* FROM free LEFT JOIN (SELECT %s FROM u s) c ON true"""
-      .formatted(SandboxRecord.COLUMNS);
+      """ + insertCtes("FROM free WHERE free.ok")
+      + " SELECT free.ok AS unrestricted, c.* FROM free LEFT JOIN (SELECT " + SandboxRecord.COLUMNS + " FROM u s) c ON true";
 
   /** The claim made in one statement, or null when the organization has a policy to evaluate. */
   private Future<Claim> claimUnrestricted(NewSandbox n) {
-    return pool.preparedQuery(INSERT_UNRESTRICTED)
-        .execute(Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
-            n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
-            n.expiresAt()).addString(Ids.newId("att")).addString(Ids.newId("evt"))
-            .addValue(new JsonObject().put("backend", n.backend())))
+    return pool.preparedQuery(INSERT_UNRESTRICTED).execute(insertParams(n))
         .compose(rows -> {
           Row r = rows.iterator().next();
           if (!r.getBoolean("unrestricted")) {
@@ -167,28 +150,42 @@ public final class SandboxRepository {
     return new Claim(existing, true, null);
   }
 
-  private static final String INSERT = changed("""
-      u AS (
-        INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
-          request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
-          requested_at, provisioning_at, expires_at, version)
-        VALUES ($1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1)
-        ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING *),
-      a AS (
-        INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
-        SELECT $14, u.id, 1, 'creating', $5 FROM u)""", "sandbox.requested", "creating", 15, 5, 16);
+  /**
+   * CTEs inserting the sandbox ({@code u}), attempt #1 ({@code a}) and its event ({@code ev}); {@code from}
+   * ends the sandbox's SELECT (empty: always one row). Parameters as {@link #insertParams}.
+   */
+  private static String insertCtes(String from) {
+    return """
+        u AS (
+          INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
+            request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
+            requested_at, provisioning_at, expires_at, version)
+          SELECT $1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1 %s
+          ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING *),
+        a AS (
+          INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
+          SELECT $14, u.id, 1, 'creating', $5 FROM u),
+        ev AS (
+          INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
+          SELECT $15, u.organization_id, u.id, 'sandbox.requested', 'creating', $5, $16::jsonb FROM u)""".formatted(from);
+  }
+
+  private static Tuple insertParams(NewSandbox n) {
+    return Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
+            n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
+            n.expiresAt())
+        .addString(Ids.newId("att")).addString(Ids.newId("evt")).addValue(new JsonObject().put("backend", n.backend()));
+  }
+
+  private static final String INSERT = "WITH " + insertCtes("") + " SELECT " + SandboxRecord.COLUMNS + " FROM u s";
 
   /** Inserts the sandbox with attempt #1 and its event in one statement. */
   private static Future<Claim> insert(SqlClient conn, NewSandbox n) {
-    return conn.preparedQuery(INSERT)
-        .execute(Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
-            n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
-            n.expiresAt()).addString(Ids.newId("att")).addString(Ids.newId("evt"))
-            .addValue(new JsonObject().put("backend", n.backend())))
+    return conn.preparedQuery(INSERT).execute(insertParams(n))
         .compose(rows -> {
           Row r = ApiKeyRepository.first(rows).orElse(null);
-          if (r != null && r.getLong("changed") == 1) {
+          if (r != null) {
             return Future.succeededFuture(new Claim(SandboxRecord.from(r), false, null));
           }
           // a concurrent create with the same key committed first
