@@ -76,6 +76,29 @@ class SandboxApiTest {
     assertThat(later.detail()).isEqualTo("sandbox is destroyed");
   }
 
+  /**
+   * Repeated executions are launched while their row is inserted. When the insert finds the sandbox no
+   * longer running (here: stopped behind this node's back, as another node would), the caller gets the 409
+   * and the program launched meanwhile is killed (this one before its second step).
+   */
+  @Test
+  void an_execution_launched_early_on_a_sandbox_that_stopped_is_refused_and_killed() throws Exception {
+    JsonObject sbx = gw.sandbox(key, new JsonObject().put("timeout_secs", 300));
+    String id = sbx.getString("id");
+    assertThat(exec(id, new JsonObject().put("command", "true")).status()).isEqualTo(200);
+    gw.gateway.pool().preparedQuery("UPDATE sandboxes SET status = 'stopping' WHERE id = $1")
+        .execute(io.vertx.sqlclient.Tuple.of(id)).await();
+    Resp refused = exec(id, new JsonObject().put("command", "sleep 1; touch launched-late"));
+    assertThat(refused.status()).isEqualTo(409);
+    assertThat(refused.detail()).isEqualTo("sandbox is stopping");
+    Thread.sleep(2_000);
+    assertThat(Path.of(sbx.getString("provider_resource_id"), "launched-late")).doesNotExist();
+    gw.gateway.pool().preparedQuery("UPDATE sandboxes SET status = 'running' WHERE id = $1")
+        .execute(io.vertx.sqlclient.Tuple.of(id)).await();
+    assertThat(exec(id, new JsonObject().put("command", "echo again")).json().getString("stdout")).isEqualTo("again\n");
+    assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
+  }
+
   @Test
   void non_zero_exit_is_preserved_and_timeout_is_124() {
     String id = gw.sandbox(key, new JsonObject().put("timeout_secs", 300)).getString("id");

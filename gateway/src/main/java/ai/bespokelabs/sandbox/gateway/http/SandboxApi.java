@@ -128,7 +128,8 @@ public final class SandboxApi {
       return vertx.eventBus().<SandboxCreated>request(address, msg, action(Addresses.ADOPT, CREATE_TIMEOUT_MS)
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
-              ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now()).map(updated -> Reply.ok(
+              ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now())
+                  .onSuccess(v -> vertx.eventBus().publish(ExecutionApi.ROUTE_CHANGED, id)).map(updated -> Reply.ok(
                   Wire.sandbox(updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
@@ -280,6 +281,7 @@ public final class SandboxApi {
         return Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)));
       }
       publishWakeup();
+      vertx.eventBus().publish(ExecutionApi.ROUTE_CHANGED, id);
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId());
       return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
