@@ -61,15 +61,19 @@ public final class SandboxRepository {
   public record Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial) {}
 
   /**
-   * Returns the row already bound to the idempotency key (a different fingerprint is a 409); else, in one
-   * transaction, locks the organization's policy row, evaluates it against the active sandboxes and either
-   * records a denial or inserts the sandbox ({@code creating}, which takes its concurrency slot) with
-   * attempt #1 and its event. Concurrent creates of one organization are serialized by the policy lock, so
-   * limits hold exactly.
+   * Claims a create. When the organization's policy sets no guardrail, in one statement (see
+   * {@link #INSERT_UNRESTRICTED}); a taken idempotency key then answers the original row (a different
+   * fingerprint is a 409). Otherwise {@code beforePolicy} runs (the ledger accrues running costs for spend
+   * limits) and then, in one transaction: the row already bound to the idempotency key, else the
+   * organization's policy row is locked and evaluated against the active sandboxes, and either a denial is
+   * recorded or the sandbox is inserted ({@code creating}, which takes its concurrency slot) with attempt #1
+   * and its event. Concurrent creates of one organization are serialized by the policy lock, so limits hold
+   * exactly.
    */
-  public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request, PolicyDecision.SpendReader spend) {
+  public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request, PolicyDecision.SpendReader spend,
+      java.util.function.Supplier<Future<Void>> beforePolicy) {
     return claimUnrestricted(n).compose(claim -> claim != null ? Future.succeededFuture(claim)
-        : claimUnderPolicy(n, request, spend));
+        : beforePolicy.get().compose(v -> claimUnderPolicy(n, request, spend)));
   }
 
   /*

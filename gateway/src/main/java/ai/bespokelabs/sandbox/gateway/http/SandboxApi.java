@@ -174,8 +174,8 @@ public final class SandboxApi {
         s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
     PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
-    return s.ledger().accrueForSpendLimits(p.organizationId(), now)
-        .compose(v -> s.sandboxes().claimCreation(row, asked, CostLedger::spend)).compose(claim -> {
+    return s.sandboxes().claimCreation(row, asked, CostLedger::spend,
+        () -> s.ledger().accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
       if (claim.denial() != null) {
         throw new ApiException(403, claim.denial().detail());
       }
