@@ -110,7 +110,9 @@ public final class Gateway implements AutoCloseable {
 
       Future<?> deployed = Database.ping(pool).compose(v -> vertx.eventBus()
           .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
-          .completion());
+          .completion())
+          .compose(v -> vertx.eventBus()
+              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> services.routes().forget(m.body())).completion());
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),

@@ -45,19 +45,9 @@ public final class ExecutionApi {
   static final long HEARTBEAT_NANOS = TimeUnit.SECONDS.toNanos(15);
   private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
 
-  /** Published with a sandbox id when it moves (adopt) or ends (terminate): every node forgets its route. */
-  public static final String ROUTE_CHANGED = "sandbox.exec.route-changed";
-  static final long ROUTE_TTL_NANOS = TimeUnit.SECONDS.toNanos(10);
-  static final int MAX_ROUTES = 10_000;
-
   private final Vertx vertx;
   private final Services s;
   private final Set<SseChannel> openStreams = new HashSet<>();
-  /** Where this event loop last ran each sandbox's executions (see {@link #executeEarly}); its own map. */
-  private final java.util.Map<String, Route> routes = new java.util.HashMap<>();
-
-  /** A running sandbox's execution target as the database last answered it, and when. */
-  private record Route(String organizationId, ExecutionRepository.Target target, long seenAt) {}
 
   public ExecutionApi(Vertx vertx, Services services) {
     this.vertx = vertx;
@@ -74,7 +64,6 @@ public final class ExecutionApi {
     api.authed(HttpMethod.GET, exec + "/ws", Scopes.SANDBOXES_READ, this::wsAttach);
     api.authed(HttpMethod.POST, exec + "/stdin", Scopes.SANDBOXES_EXECUTE, this::stdin);
     api.authed(HttpMethod.POST, exec + "/signal", Scopes.SANDBOXES_EXECUTE, this::signal);
-    vertx.eventBus().<String>consumer(ROUTE_CHANGED, m -> routes.remove(m.body()));
     vertx.setPeriodic(TimeUnit.NANOSECONDS.toMillis(HEARTBEAT_NANOS) / 3, t -> {
       for (SseChannel c : openStreams) {
         c.heartbeat(HEARTBEAT_NANOS);
@@ -106,7 +95,7 @@ public final class ExecutionApi {
             return new Launch(existing.id(), rid, t, existing, null, null);
           }
           if (!async) {
-            remember(p, t);
+            s.routes().remember(p.organizationId(), t);
           }
           return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress);
         });
@@ -122,23 +111,6 @@ public final class ExecutionApi {
         async ? Addresses.recorder(s.backends().nodeId()) : null, subscriberAddress);
     String address = Addresses.adapter(t.backend(), s.backends().execNode(t.backend(), t.nodeId()));
     return new Launch(executionId, requestId, t, null, address, msg);
-  }
-
-  private void remember(Principal p, ExecutionRepository.Target t) {
-    if (routes.size() >= MAX_ROUTES) {
-      routes.clear();
-    }
-    routes.put(t.sandboxId(), new Route(p.organizationId(), t, System.nanoTime()));
-  }
-
-  /** The route of a sandbox of this organization seen running within {@link #ROUTE_TTL_NANOS}, or null. */
-  private Route route(Principal p, String sandboxId) {
-    Route r = routes.get(sandboxId);
-    if (r == null || !r.organizationId().equals(p.organizationId())
-        || System.nanoTime() - r.seenAt() > ROUTE_TTL_NANOS) {
-      return null;
-    }
-    return r;
   }
 
   /** Sends a prepared asynchronous launch; a failure marks the execution failed and is rethrown. */
@@ -172,9 +144,9 @@ public final class ExecutionApi {
     if (accept != null && accept.contains("text/event-stream")) {
       return executeStreaming(ctx, p, sandboxId, req, requestId);
     }
-    Route route = requestId == null ? route(p, sandboxId) : null;
+    ExecutionRepository.Target route = requestId == null ? s.routes().route(p.organizationId(), sandboxId) : null;
     if (route != null) {
-      return executeEarly(p, sandboxId, req, route.target());
+      return executeEarly(p, sandboxId, req, route);
     }
     return prepare(p, sandboxId, req, requestId, false, null).compose(l -> {
       if (l.existing() != null) {
@@ -190,7 +162,7 @@ public final class ExecutionApi {
   }
 
   /**
-   * {@code execute} without an idempotency key on a sandbox this event loop ran moments ago: the program is
+   * {@code execute} without an idempotency key on a sandbox this node saw running moments ago: the program is
    * launched at once while its execution row is inserted, instead of after, which takes a database round
    * trip off every call. The insert still decides: when it finds the sandbox no longer running (or gone)
    * the launched program is killed and the caller gets that answer, as it would have before launching. (A
@@ -209,12 +181,12 @@ public final class ExecutionApi {
           if (started.succeeded() && started.result().started()) {
             return ran.transform(ar -> {
               if (ar.failed()) {
-                routes.remove(sandboxId); // the route may be stale (e.g. the sandbox moved): look it up next time
+                s.routes().forget(sandboxId); // the route may be stale (e.g. the sandbox moved): look it up next time
               }
               return ar.succeeded() ? completed(l, ar.result()) : this.<Reply>failed(l, ar.cause());
             });
           }
-          routes.remove(sandboxId);
+          s.routes().forget(sandboxId);
           vertx.eventBus().send(l.adapterAddress(), new SignalExec(l.executionId(), "KILL"),
               new io.vertx.core.eventbus.DeliveryOptions().addHeader(Addresses.ACTION, Addresses.SIGNAL));
           if (started.failed()) {

@@ -129,7 +129,7 @@ public final class SandboxApi {
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
               ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now())
-                  .onSuccess(v -> vertx.eventBus().publish(ExecutionApi.ROUTE_CHANGED, id)).map(updated -> Reply.ok(
+                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> Reply.ok(
                   Wire.sandbox(updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
@@ -191,7 +191,10 @@ public final class SandboxApi {
           .transform(ar -> {
             if (ar.succeeded()) {
               return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
-                  s.now()).map(done -> Reply.of(201, Wire.sandbox(done)));
+                  s.now()).map(done -> {
+                    s.routes().remember(done);
+                    return Reply.of(201, Wire.sandbox(done));
+                  });
             }
             RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
             ProviderError error = failure instanceof ProviderException pe ? pe.error()
@@ -281,7 +284,7 @@ public final class SandboxApi {
         return Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)));
       }
       publishWakeup();
-      vertx.eventBus().publish(ExecutionApi.ROUTE_CHANGED, id);
+      vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id);
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId());
       return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
