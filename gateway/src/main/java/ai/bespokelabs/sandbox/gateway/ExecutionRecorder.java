@@ -34,7 +34,7 @@ public final class ExecutionRecorder extends VerticleBase {
                     services.config().customerMarkup()),
                 f.result().exitCode(), f.result().durationMs(), services.now()))
         .onSuccess(v -> {
-          vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+          vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
           msg.reply(null);
         })
         .onFailure(e -> {

@@ -37,6 +37,7 @@ public final class LedgerVerticle extends VerticleBase {
     timer = vertx.setPeriodic(BACKSTOP_MS, t -> drain());
     return consumer.register()
         .compose(v -> vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> wakeUp()).completion())
+        .compose(v -> vertx.eventBus().consumer(Addresses.LEDGER_WAKEUP, m -> wakeUp()).completion())
         .onSuccess(v -> drain());
   }
 

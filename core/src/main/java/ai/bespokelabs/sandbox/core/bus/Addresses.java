@@ -23,6 +23,12 @@ public final class Addresses {
   /** Published (wake-up only) after a transaction that wrote lifecycle events commits. */
   public static final String LIFECYCLE_WAKEUP = "sandbox.lifecycle";
 
+  /**
+   * The same for events only the ledger prices (executions): they move no deadline, so the supervisor is
+   * not woken for them.
+   */
+  public static final String LEDGER_WAKEUP = "sandbox.lifecycle.ledger";
+
   private Addresses() {}
 
   /** Where a node stores the results of the asynchronous executions it started. */

@@ -601,6 +601,6 @@ public final class ExecutionApi {
   }
 
   private void publishWakeup() {
-    vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+    vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
   }
 }
