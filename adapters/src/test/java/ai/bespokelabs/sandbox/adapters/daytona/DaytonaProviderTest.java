@@ -190,15 +190,20 @@ class DaytonaProviderTest {
   @Test
   void a_signal_reaches_the_whole_process_group() throws Exception {
     Collecting sink = new Collecting();
-    ExecHandle h = provider.start(command("sleep 30 & wait; echo not-reached", null, 20, false), sink);
+    ExecHandle h = provider.start(command("sleep 31 & wait; echo not-reached", null, 20, false), sink);
     Thread.sleep(300);
     h.signal("TERM");
     ExecResult r = sink.await();
     assertThat(r.cancelled()).isTrue();
     assertThat(r.exitCode()).isEqualTo(143);
     assertThat(r.stdout()).doesNotContain("not-reached");
-    ExecResult ps = provider.exec(command("ps -eo args | grep -c '^sleep 30$' || true", null, 10, false));
-    assertThat(ps.stdout().trim()).as("no sleep of the group survives").isEqualTo("0");
+    // a sleep of its own length, so no other test's process is counted; dying takes a moment
+    String left = "";
+    for (int i = 0; i < 20 && !left.equals("0"); i++) {
+      left = provider.exec(command("ps -eo args | grep -c '^sleep 31$' || true", null, 10, false)).stdout().trim();
+      Thread.sleep(left.equals("0") ? 0 : 100);
+    }
+    assertThat(left).as("no sleep of the group survives").isEqualTo("0");
   }
 
   @Test
