@@ -15,7 +15,7 @@ import java.util.OptionalDouble;
  * Resource use of host processes and directories, read from {@code /proc} and the file system. Blocking:
  * called on the adapter's virtual threads only.
  */
-final class HostMetrics {
+public final class HostMetrics {
   /** The kernel reports CPU times in USER_HZ ticks, which it fixes at 100 per second for user space. */
   private static final double TICKS_PER_SECOND = 100.0;
 
@@ -59,7 +59,7 @@ final class HostMetrics {
   }
 
   /** utime + stime of a process in ticks, or -1 when it is gone. */
-  static long cpuTicks(long pid) {
+  public static long cpuTicks(long pid) {
     try {
       String s = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
       // after "pid (comm) ": state is field 3, utime 14 and stime 15
@@ -71,7 +71,7 @@ final class HostMetrics {
   }
 
   /** The resident set size ({@code VmRSS}) of a process in bytes; 0 when gone or a kernel thread. */
-  static long rssBytes(long pid) {
+  public static long rssBytes(long pid) {
     try (var lines = Files.lines(Path.of("/proc", Long.toString(pid), "status"))) {
       return lines.filter(l -> l.startsWith("VmRSS:")).findFirst()
           .map(l -> Long.parseLong(l.substring(6).trim().split("\\s+")[0]) * 1024).orElse(0L);
@@ -84,7 +84,7 @@ final class HostMetrics {
    * The total size of the regular files under {@code dir} (symlinks are not followed), or empty when the
    * walk did not finish within {@code budgetMs} or the directory is gone.
    */
-  static OptionalDouble directoryBytes(Path dir, long budgetMs) {
+  public static OptionalDouble directoryBytes(Path dir, long budgetMs) {
     long deadline = System.nanoTime() + budgetMs * 1_000_000;
     long[] total = {0};
     boolean[] late = {false};

@@ -1,11 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.sim;
 
-import java.io.IOException;
-import java.nio.file.FileVisitResult;
-import java.nio.file.Files;
+import ai.bespokelabs.sandbox.adapters.local.HostMetrics;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
@@ -20,6 +16,7 @@ import java.util.Optional;
 public final class UsageSampler {
   /** USER_HZ, which Linux fixes at 100 for user space. */
   private static final double TICKS_PER_SECOND = 100.0;
+  private static final long DISK_WALK_BUDGET_MS = 2_000;
 
   /** One sample: CPU seconds per second since the previous sample (1.0 = one busy CPU), bytes. */
   public record Usage(double cpus, long memoryBytes, long diskBytes) {}
@@ -38,9 +35,9 @@ public final class UsageSampler {
       }
       for (ProcessHandle p : (Iterable<ProcessHandle>) () -> java.util.stream.Stream.concat(
           java.util.stream.Stream.of(h.get()), h.get().descendants()).iterator()) {
-        long t = cpuTicks(p.pid());
+        long t = HostMetrics.cpuTicks(p.pid());
         if (t >= 0 && ticks.putIfAbsent(p.pid(), t) == null) {
-          memory += rssBytes(p.pid());
+          memory += HostMetrics.rssBytes(p.pid());
         }
       }
     }
@@ -52,48 +49,7 @@ public final class UsageSampler {
     double wall = Math.max(1e-3, (now - lastNanos) / 1e9);
     lastTicks = ticks;
     lastNanos = now;
-    return new Usage(used / TICKS_PER_SECOND / wall, memory, directoryBytes(dir));
-  }
-
-  private static long cpuTicks(long pid) {
-    try {
-      String s = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
-      return Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
-  }
-
-  private static long rssBytes(long pid) {
-    try (var lines = Files.lines(Path.of("/proc", Long.toString(pid), "status"))) {
-      return lines.filter(l -> l.startsWith("VmRSS:")).findFirst()
-          .map(l -> Long.parseLong(l.substring(6).trim().split("\\s+")[0]) * 1024).orElse(0L);
-    } catch (IOException | RuntimeException e) {
-      return 0;
-    }
-  }
-
-  private static long directoryBytes(Path dir) {
-    long[] total = {0};
-    try {
-      Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
-          if (attrs.isRegularFile()) {
-            total[0] += attrs.size();
-          }
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult visitFileFailed(Path file, IOException e) {
-          return FileVisitResult.CONTINUE;
-        }
-      });
-    } catch (IOException e) {
-      // a sandbox deleted meanwhile
-    }
-    return total[0];
+    return new Usage(used / TICKS_PER_SECOND / wall, memory,
+        (long) HostMetrics.directoryBytes(dir, DISK_WALK_BUDGET_MS).orElse(0));
   }
 }
