@@ -75,14 +75,15 @@ public final class ExecutionApi {
 
   /** A launched (or replayed) execution. {@code existing} is set for a replay of its request id. */
   private record Launch(String executionId, String requestId, ExecutionRepository.Target target,
-      ExecutionRecord existing, String adapterAddress, ExecSandbox message) {}
+      ExecutionRecord existing, String adapterAddress, ExecSandbox message, java.time.OffsetDateTime createdAt) {}
 
   /** Inserts the running execution (or finds the replay) and builds the adapter message; sends nothing. */
   private Future<Launch> prepare(Principal p, String sandboxId, ExecRequest req, String requestId, boolean async,
       String subscriberAddress) {
     String executionId = Ids.newId("exe");
     String rid = requestId != null ? requestId : Ids.newId("req");
-    return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), s.now(),
+    java.time.OffsetDateTime now = s.now();
+    return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,
             s.backends().nodeBound(), s.backends().nodeId(), req.stdin())
         .map(start -> {
           ExecutionRepository.Target t = start.target();
@@ -92,25 +93,25 @@ public final class ExecutionApi {
           if (!start.started()) {
             ExecutionRecord existing = start.existing()
                 .orElseThrow(() -> ApiException.conflict("execution is already in progress"));
-            return new Launch(existing.id(), rid, t, existing, null, null);
+            return new Launch(existing.id(), rid, t, existing, null, null, existing.createdAt());
           }
           if (!async) {
             s.routes().remember(p.organizationId(), t);
           }
-          return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress);
+          return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress, now);
         });
   }
 
   /** The adapter message of a new execution and where it goes. */
   private Launch launch(ExecutionRepository.Target t, String sandboxId, String executionId, String requestId,
-      ExecRequest req, boolean async, String subscriberAddress) {
+      ExecRequest req, boolean async, String subscriberAddress, java.time.OffsetDateTime now) {
     int timeout = req.timeoutSecs() != null ? req.timeoutSecs()
         : t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execTimeoutSecs();
     ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(), req.language(),
         req.command(), req.args(), req.env(), req.cwd(), timeout, s.config().execOutputLimitBytes(), req.stdin(),
         async ? Addresses.recorder(s.backends().nodeId()) : null, subscriberAddress);
     String address = Addresses.adapter(t.backend(), s.backends().execNode(t.backend(), t.nodeId()));
-    return new Launch(executionId, requestId, t, null, address, msg);
+    return new Launch(executionId, requestId, t, null, address, msg, now);
   }
 
   /** Sends a prepared asynchronous launch; a failure marks the execution failed and is rethrown. */
@@ -170,12 +171,13 @@ public final class ExecutionApi {
    * Without a key there is no earlier request the insert could find instead.
    */
   private Future<Reply> executeEarly(Principal p, String sandboxId, ExecRequest req, ExecutionRepository.Target t) {
-    Launch l = launch(t, sandboxId, Ids.newId("exe"), Ids.newId("req"), req, false, null);
+    java.time.OffsetDateTime now = s.now();
+    Launch l = launch(t, sandboxId, Ids.newId("exe"), Ids.newId("req"), req, false, null, now);
     publishWakeup();
     Future<ExecResult> ran = vertx.eventBus().<ExecResult>request(l.adapterAddress(), l.message(),
             SandboxApi.action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
         .map(Message::body);
-    return s.executions().start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), s.now(),
+    return s.executions().start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
             s.backends().nodeBound(), s.backends().nodeId(), req.stdin())
         .transform(started -> {
           if (started.succeeded() && started.result().started()) {
@@ -245,8 +247,8 @@ public final class ExecutionApi {
     String requestId = SandboxApi.idempotencyKey(ctx);
     return prepare(p, sandboxId, req, requestId, true, null).compose(l -> l.existing() != null
         ? Future.succeededFuture(Reply.of(202, executionJson(l.existing())))
-        : send(l).compose(sent -> find(p, sandboxId, l.executionId()))
-            .map(e -> Reply.of(202, executionJson(e))));
+        : send(l).map(sent -> Reply.of(202, executionJson(new ExecutionRecord(l.executionId(), p.organizationId(),
+            sandboxId, l.requestId(), "running", null, null, null, null, l.createdAt(), null, null, req.stdin())))));
   }
 
   private Future<Reply> get(RoutingContext ctx, Principal p) {
