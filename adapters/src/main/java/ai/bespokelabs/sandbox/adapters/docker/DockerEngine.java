@@ -34,6 +34,7 @@ final class DockerEngine implements AutoCloseable {
   private final io.vertx.core.Context context;
   private final DockerHost host;
   private final HttpClient client;
+  private final HttpClient streamClient;
   private final String backend;
 
   DockerEngine(Vertx vertx, DockerHost host, String backend) {
@@ -44,6 +45,12 @@ final class DockerEngine implements AutoCloseable {
     // A connection per call: reusing pooled connections that the engine closes when idle lost a request now
     // and then (it waited until its timeout), and a local socket costs next to nothing to open.
     this.client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(false).setConnectTimeout(5_000),
+        new io.vertx.core.http.PoolOptions().setHttp1MaxSize(16));
+    // Streamed answers ask for keep-alive instead: with "Connection: close" the engine closes its side right
+    // after the last byte, and a response paused for a slow reader lost what it had received but not yet
+    // handed on (the close failed it). Each such connection is closed by us once its body was read
+    // (BodyInputStream), so none is ever reused.
+    this.streamClient = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setConnectTimeout(5_000),
         new io.vertx.core.http.PoolOptions().setHttp1MaxSize(16));
   }
 
@@ -111,12 +118,12 @@ final class DockerEngine implements AutoCloseable {
    */
   Streamed stream(String op, String uri, Duration timeout) {
     requirePresent(op);
-    Future<Streamed> f = onContext(() -> client.request(new RequestOptions().setServer(host.vertxAddress())
+    Future<Streamed> f = onContext(() -> streamClient.request(new RequestOptions().setServer(host.vertxAddress())
             .setHost(host.authority()).setMethod(HttpMethod.GET).setURI(API + uri).setIdleTimeout(timeout.toMillis()))
         .compose(req -> req.send())
         .compose(resp -> resp.statusCode() / 100 == 2
             ? Future.succeededFuture(new Streamed(resp.statusCode(), new BodyInputStream(resp,
-                io.vertx.core.Vertx.currentContext()), null))
+                io.vertx.core.Vertx.currentContext(), true), null))
             : resp.body().map(b -> new Streamed(resp.statusCode(), null, b))));
     return await(f, op, timeout.plusSeconds(5));
   }

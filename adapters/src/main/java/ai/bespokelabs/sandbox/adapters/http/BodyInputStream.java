@@ -28,6 +28,11 @@ public final class BodyInputStream extends InputStream {
   private boolean complete;
 
   public BodyInputStream(HttpClientResponse response, Context context) {
+    this(response, context, false);
+  }
+
+  /** @param closeAtEnd close the connection once the body ended, so it is never reused */
+  public BodyInputStream(HttpClientResponse response, Context context, boolean closeAtEnd) {
     this.response = response;
     this.context = context;
     response.pause();
@@ -35,6 +40,9 @@ public final class BodyInputStream extends InputStream {
     response.endHandler(v -> {
       complete = true;
       queue.add(END);
+      if (closeAtEnd && response.request().connection() != null) {
+        response.request().connection().close();
+      }
     });
     response.exceptionHandler(queue::add);
     response.fetch(1);

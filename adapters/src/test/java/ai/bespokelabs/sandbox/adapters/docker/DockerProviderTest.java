@@ -33,7 +33,7 @@ class DockerProviderTest {
   @BeforeAll
   static void start() {
     engine = TestEngine.get();
-    vertx = Vertx.vertx();
+    vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setPreferNativeTransport(true));
     provider = new DockerProvider(vertx, ProviderSettings.from(Map.of("DOCKER_HOST", engine.dockerHost(),
         "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE)));
   }
@@ -95,6 +95,37 @@ class DockerProviderTest {
     }
     assertThat(provider.destroy(new DestroySandbox(id, container)).alreadyGone()).isTrue();
     assertThat(provider.list()).noneMatch(r -> r.resourceId().equals(container));
+  }
+
+  /**
+   * A download read slowly (the engine has sent everything and closed its side long before) still delivers
+   * every byte: a paused response must not lose what was already received when the connection ends.
+   */
+  @Test
+  void a_large_file_read_slowly_arrives_whole() throws Exception {
+    String id = sandboxId();
+    String container = provider.create(new CreateSandbox(id, "org_a", "docker", "t", config(false, null, Map.of())));
+    try {
+      byte[] blob = new byte[3 << 20];
+      new java.util.Random(11).nextBytes(blob);
+      var writer = provider.openWrite(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("open_write", id, container,
+          "blob.bin", null, null, false, false));
+      writer.write(blob);
+      writer.commit();
+      try (var reader = provider.openRead(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("open_read", id,
+          container, "blob.bin", null, null, false, false))) {
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        byte[] buf = new byte[64 * 1024];
+        for (int n; (n = reader.read(buf)) >= 0; ) {
+          got.write(buf, 0, n);
+          Thread.sleep(5);
+        }
+        assertThat(got.size()).isEqualTo(blob.length);
+        assertThat(got.toByteArray()).isEqualTo(blob);
+      }
+    } finally {
+      provider.destroy(new DestroySandbox(id, container));
+    }
   }
 
   @Test
