@@ -443,8 +443,29 @@ public final class E2bProvider implements SandboxProvider {
         || !request.organizationId().equals(meta.getString(META_ORG))) {
       throw E2bErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED);
     }
+    if ("paused".equals(detail.getString("state"))) {
+      detail = resume(request, resourceId, detail);
+    }
     envds.put(resourceId, envd(resourceId, detail.getString("domain"), detail.getString("envdAccessToken")));
     return resourceId;
+  }
+
+  /**
+   * Resumes a paused sandbox ({@code POST /sandboxes/{id}/connect}, which only ever extends its lifetime) for
+   * the sandbox's own timeout; answers what to reach its envd with.
+   */
+  private JsonObject resume(CreateSandbox request, String resourceId, JsonObject detail) {
+    Integer configured = request.config() == null ? null : request.config().timeoutSecs();
+    int timeout = configured == null ? settings.sandboxTimeoutSecs() : configured + DEADLINE_GRACE_SECS;
+    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.POST, "/sandboxes/" + segment(resourceId) + "/connect")
+        .putHeader("Content-Type", "application/json")
+        .sendBuffer(new JsonObject().put("timeout", timeout).toBuffer())), "adopt");
+    if (r.statusCode() != 200 && r.statusCode() != 201) {
+      throw E2bErrors.status(r.statusCode(), "adopt", r.getHeader("Retry-After"), false);
+    }
+    JsonObject resumed = json(r, "adopt");
+    return detail.copy().put("envdAccessToken", resumed.getString("envdAccessToken", detail.getString("envdAccessToken")))
+        .put("domain", resumed.getString("domain", detail.getString("domain")));
   }
 
   /** The sandbox's envd, from the create answer or (after a restart) from {@code GET /sandboxes/{id}}. */

@@ -605,6 +605,18 @@ class E2bProviderTest {
       assertThat(restarted.adopt(req, rid)).isEqualTo(rid);
       assertThat(restarted.exec(exec(rid, null, null, "echo adopted", null, 10, false)).stdout())
           .isEqualTo("adopted\n");
+      assertThat(sim.connects()).as("a running sandbox is not connected again").isZero();
+
+      // one E2B paused meanwhile is resumed by adopting it
+      sim.pause(rid);
+      E2bProvider again = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+      try {
+        assertThat(again.adopt(req, rid)).isEqualTo(rid);
+        assertThat(sim.connects()).isEqualTo(1);
+        assertThat(again.exec(exec(rid, null, null, "echo resumed", null, 10, false)).stdout()).isEqualTo("resumed\n");
+      } finally {
+        again.close();
+      }
 
       CreateSandbox otherSandbox = new CreateSandbox("sbx_other", req.organizationId(), "e2b", "ctk_x", req.config());
       CreateSandbox otherOrg = new CreateSandbox(req.sandboxId(), "org_2", "e2b", "ctk_x", req.config());

@@ -79,7 +79,8 @@ import process.ProcessOuterClass.StartResponse;
  */
 public final class E2bSimulator implements AutoCloseable {
   public static final String API_KEY = "e2b_sim_0123456789abcdef0123456789abcdef";
-  private static final Pattern SANDBOX_PATH = Pattern.compile("^/sandboxes/([^/]+)(/timeout|/metrics)?$");
+  private static final Pattern SANDBOX_PATH =
+      Pattern.compile("^/sandboxes/([^/]+)(/timeout|/metrics|/pause|/connect)?$");
   /** The resources of the simulated template, as {@code GET /sandboxes/{id}} and the metrics report them. */
   public static final int CPU_COUNT = 2;
   public static final int MEMORY_MB = 512;
@@ -100,6 +101,7 @@ public final class E2bSimulator implements AutoCloseable {
   private final List<String> violations = new CopyOnWriteArrayList<>();
   private final List<String> requests = new CopyOnWriteArrayList<>();
   private final AtomicInteger kills = new AtomicInteger();
+  private final AtomicInteger connects = new AtomicInteger();
   private final List<Long> uploadLengths = new CopyOnWriteArrayList<>();
   private final long expiryTimer;
   private long metricsTimer = -1;
@@ -113,6 +115,8 @@ public final class E2bSimulator implements AutoCloseable {
     final String accessToken;
     public final Instant startedAt;
     volatile Instant endAt;
+    /** Paused: its envd does not answer until {@code connect} resumes it. */
+    volatile boolean paused;
     final Path root;
     final Path home;
     final Map<Long, Proc> processes = new ConcurrentHashMap<>();
@@ -230,6 +234,16 @@ public final class E2bSimulator implements AutoCloseable {
     return kills.get();
   }
 
+  /** How many {@code POST /sandboxes/{id}/connect} calls were answered. */
+  public int connects() {
+    return connects.get();
+  }
+
+  /** Pauses a sandbox as E2B's auto-pause would: its envd stops answering until it is connected again. */
+  public void pause(String id) {
+    sandboxes.get(id).paused = true;
+  }
+
   public Map<String, Sandbox> sandboxes() {
     return Map.copyOf(sandboxes);
   }
@@ -333,6 +347,29 @@ public final class E2bSimulator implements AutoCloseable {
       if ("/metrics".equals(m.group(2)) && req.method() == HttpMethod.GET) {
         return metrics(s, req);
       }
+      if ("/pause".equals(m.group(2)) && req.method() == HttpMethod.POST) {
+        if (s.paused) {
+          return Reply.json(409, new JsonObject().put("code", 409).put("message", "sandbox is already paused"));
+        }
+        s.paused = true;
+        return Reply.json(204, null);
+      }
+      if ("/connect".equals(m.group(2)) && req.method() == HttpMethod.POST) {
+        // resumes a paused sandbox (201) or answers a running one (200); the lifetime is only ever extended
+        boolean resumed = s.paused;
+        s.paused = false;
+        Instant wanted = Instant.now().plusSeconds(v.getBody().getJsonObject().getInteger("timeout"));
+        if (wanted.isAfter(s.endAt)) {
+          s.endAt = wanted;
+        }
+        connects.incrementAndGet();
+        JsonObject out = new JsonObject().put("templateID", s.templateId).put("sandboxID", s.id)
+            .put("clientID", "6532622b").put("envdVersion", "0.2.4");
+        if (s.accessToken != null) {
+          out.put("envdAccessToken", s.accessToken);
+        }
+        return Reply.json(resumed ? 201 : 200, out);
+      }
       if (m.group(2) == null && req.method() == HttpMethod.GET) {
         return Reply.json(200, detail(s, true));
       }
@@ -381,7 +418,8 @@ public final class E2bSimulator implements AutoCloseable {
   private static JsonObject detail(Sandbox s, boolean withToken) {
     JsonObject j = new JsonObject().put("templateID", s.templateId).put("sandboxID", s.id).put("clientID", "6532622b")
         .put("startedAt", s.startedAt.toString()).put("endAt", s.endAt.toString()).put("cpuCount", CPU_COUNT)
-        .put("memoryMB", MEMORY_MB).put("diskSizeMB", DISK_SIZE_MB).put("state", "running").put("envdVersion", "0.2.4")
+        .put("memoryMB", MEMORY_MB).put("diskSizeMB", DISK_SIZE_MB).put("state", s.paused ? "paused" : "running")
+        .put("envdVersion", "0.2.4")
         .put("metadata", new JsonObject(new LinkedHashMap<>(s.metadata)));
     if (withToken && s.accessToken != null) {
       j.put("envdAccessToken", s.accessToken);
@@ -542,7 +580,7 @@ public final class E2bSimulator implements AutoCloseable {
     if (!"49983".equals(req.getHeader("E2b-Sandbox-Port"))) {
       violations.add("envd request without E2b-Sandbox-Port 49983: " + req.path());
     }
-    if (s == null) {
+    if (s == null || s.paused) {
       // the sandbox proxy's answer for a sandbox that is not (or no longer) running
       apiError(req.response(), 502, "The sandbox was not found");
       return;
