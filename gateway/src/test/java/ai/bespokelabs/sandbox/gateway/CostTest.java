@@ -9,6 +9,7 @@ import java.math.BigDecimal;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.ZoneOffset;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -76,6 +77,10 @@ class CostTest {
   @Test
   void a_daily_spend_cap_denies_new_sandboxes_once_reached() throws Exception {
     String key = gw.bootstrap("Capped");
+    // the day's spend starts at UTC midnight: run at 06:00 so the 20 minutes below stay within one day
+    java.time.OffsetDateTime now = java.time.OffsetDateTime.now(gw.clock).withOffsetSameInstant(ZoneOffset.UTC);
+    java.time.OffsetDateTime six = now.toLocalDate().plusDays(1).atTime(6, 0).atOffset(ZoneOffset.UTC);
+    gw.clock.advance(Duration.between(now, six));
     assertThat(gw.send("PUT", "/v1/policies/current", key,
         new JsonObject().put("daily_spend_limit_usd", "0.01").encode()).status()).isEqualTo(200);
     JsonObject first = gw.sandbox(key, null);
