@@ -9,6 +9,7 @@ import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
+import ai.bespokelabs.sandbox.core.repo.PresetRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -23,7 +24,7 @@ import java.time.temporal.ChronoUnit;
 public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
     PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
     ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, OperationsRepository operations,
-    AlertEvaluator alerts, Authenticator authenticator, ExecRoutes routes) {
+    AlertEvaluator alerts, Authenticator authenticator, ExecRoutes routes, PresetRepository presets) {
 
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing) {
@@ -32,7 +33,7 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
         new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
         ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),
-        new Authenticator(keys, hmac, clock), new ExecRoutes());
+        new Authenticator(keys, hmac, clock), new ExecRoutes(), new PresetRepository(pool));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

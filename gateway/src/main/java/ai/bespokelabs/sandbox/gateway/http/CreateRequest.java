@@ -172,7 +172,7 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
   }
 
   /** This request with a preset's defaults filled in where the request left them out, and its setup. */
-  CreateRequest withPreset(Presets.Preset preset) {
+  CreateRequest withPreset(ai.bespokelabs.sandbox.core.model.Preset preset) {
     SandboxConfig c = config;
     boolean prebuilt = preset.builtIn() && Presets.IMAGE_BACKENDS.contains(backend) && c.image() == null
         && c.snapshotId() == null;

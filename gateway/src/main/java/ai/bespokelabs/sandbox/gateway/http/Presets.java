@@ -1,18 +1,14 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.model.Preset;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
-import io.vertx.pgclient.PgException;
-import io.vertx.sqlclient.Row;
-import io.vertx.sqlclient.Tuple;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,16 +28,6 @@ public final class Presets {
   static final Set<String> IMAGE_BACKENDS = Set.of("docker", "daytona", "modal");
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]{0,62}");
   private static final int MAX_SETUP = 32;
-
-  /** A resolved preset. */
-  public record Preset(String name, String description, Double cpu, Integer memoryMb, Integer timeoutSecs,
-      String image, List<String> setup, boolean builtIn) {
-    JsonObject toJson() {
-      return new JsonObject().put("name", name).put("description", description).put("cpu", cpu)
-          .put("memory_mb", memoryMb).put("timeout_secs", timeoutSecs).put("image", image)
-          .put("setup_commands", new JsonArray(setup)).put("built_in", builtIn);
-    }
-  }
 
   static final Map<String, Preset> BUILT_IN = builtIn();
 
@@ -75,33 +61,18 @@ public final class Presets {
     if (builtIn != null) {
       return Future.succeededFuture(builtIn);
     }
-    return s.pool().preparedQuery("SELECT * FROM presets WHERE organization_id = $1 AND name = $2")
-        .execute(Tuple.of(organizationId, name)).map(rows -> {
-          if (rows.size() == 0) {
-            throw ApiException.invalid("unknown preset: " + name);
-          }
-          return fromRow(rows.iterator().next());
-        });
-  }
-
-  private static Preset fromRow(Row r) {
-    JsonObject c = (JsonObject) r.getJson("config");
-    List<String> setup = new ArrayList<>();
-    ((JsonArray) r.getJson("setup_commands")).forEach(o -> setup.add((String) o));
-    Number cpu = c.getNumber("cpu");
-    return new Preset(r.getString("name"), r.getString("description"), cpu == null ? null : cpu.doubleValue(),
-        c.getInteger("memory_mb"), c.getInteger("timeout_secs"), c.getString("image"), setup, false);
+    return s.presets().find(organizationId, name)
+        .map(found -> found.orElseThrow(() -> ApiException.invalid("unknown preset: " + name)));
   }
 
   private Future<Reply> list(RoutingContext ctx, Principal p) {
-    return s.pool().preparedQuery("SELECT * FROM presets WHERE organization_id = $1 ORDER BY name")
-        .execute(Tuple.of(p.organizationId())).map(rows -> {
-          JsonArray out = new JsonArray();
-          BUILT_IN.values().stream().sorted(java.util.Comparator.comparing(Preset::name))
-              .forEach(b -> out.add(b.toJson()));
-          rows.forEach(r -> out.add(fromRow(r).toJson()));
-          return Reply.ok(out);
-        });
+    return s.presets().list(p.organizationId()).map(own -> {
+      JsonArray out = new JsonArray();
+      BUILT_IN.values().stream().sorted(java.util.Comparator.comparing(Preset::name))
+          .forEach(b -> out.add(b.toJson()));
+      own.forEach(o -> out.add(o.toJson()));
+      return Reply.ok(out);
+    });
   }
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
@@ -129,14 +100,13 @@ public final class Presets {
     if (commands.size() > MAX_SETUP || commands.stream().anyMatch(c -> c.isBlank() || c.length() > 4096)) {
       throw ApiException.invalid("setup_commands holds at most " + MAX_SETUP + " non-empty commands");
     }
-    JsonObject config = new JsonObject().put("cpu", cpu).put("memory_mb", memory).put("timeout_secs", timeout)
-        .put("image", image);
-    return s.pool().preparedQuery("INSERT INTO presets (organization_id, name, description, config, setup_commands,"
-            + " created_at, created_by_api_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-        .execute(Tuple.of(p.organizationId(), name, description, config, new JsonArray(commands), s.now(), p.keyId()))
-        .recover(t -> Future.failedFuture(t instanceof PgException pg && "23505".equals(pg.getSqlState())
-            ? ApiException.conflict("preset already exists: " + name) : t))
-        .map(v -> Reply.of(201, new Preset(name, description, cpu, memory, timeout, image, commands, false).toJson()));
+    Preset preset = new Preset(name, description, cpu, memory, timeout, image, commands, false);
+    return s.presets().insert(p.organizationId(), preset, p.keyId(), s.now()).map(created -> {
+      if (!created) {
+        throw ApiException.conflict("preset already exists: " + name);
+      }
+      return Reply.of(201, preset.toJson());
+    });
   }
 
   private Future<Reply> delete(RoutingContext ctx, Principal p) {
@@ -144,13 +114,12 @@ public final class Presets {
     if (BUILT_IN.containsKey(name)) {
       throw ApiException.conflict("built-in presets cannot be deleted");
     }
-    return s.pool().preparedQuery("DELETE FROM presets WHERE organization_id = $1 AND name = $2")
-        .execute(Tuple.of(p.organizationId(), name)).map(rows -> {
-          if (rows.rowCount() == 0) {
-            throw ApiException.notFound("preset not found");
-          }
-          return Reply.of(204, null);
-        });
+    return s.presets().delete(p.organizationId(), name).map(deleted -> {
+      if (!deleted) {
+        throw ApiException.notFound("preset not found");
+      }
+      return Reply.of(204, null);
+    });
   }
 
   static Optional<Preset> builtIn(String name) {
