@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
@@ -29,15 +30,9 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.net.URLEncoder;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -875,65 +870,19 @@ public final class DaytonaProvider implements SandboxProvider {
     }
     String toolbox = toolbox(op.providerResourceId(), "files");
     int mode = op.executable() ? 0755 : 0644;
-    java.nio.file.Path spool;
-    FileChannel ch;
-    try {
-      spool = Files.createTempFile("daytona-upload-", ".part");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    try {
-      ch = FileChannel.open(spool, StandardOpenOption.WRITE);
-    } catch (IOException e) {
-      deleteQuietly(spool);
-      throw new UncheckedIOException(e);
-    }
-    return new WritableFile() {
-      private long size;
-      private boolean done;
-
-      @Override
-      public void write(byte[] data) throws IOException {
-        ByteBuffer buf = ByteBuffer.wrap(data);
-        while (buf.hasRemaining()) {
-          ch.write(buf);
-        }
-        size += data.length;
+    return SpooledUpload.open("daytona-upload-", 0, (ch, spool, size) -> {
+      ch.close();
+      upload(toolbox, path, spool, size);
+      DaytonaClient.Resp r = client.call("files", true, HttpMethod.POST, fileQuery(toolbox, "/files/permissions",
+          path) + "&mode=" + String.format("%04o", mode), null, null, client.requestTimeoutMs());
+      if (!r.ok()) {
+        // a file whose mode could not be set is not left behind
+        client.send(HttpMethod.DELETE, fileQuery(toolbox, "/files", path), null, null, client.requestTimeoutMs());
+        throw fileError(r);
       }
-
-      @Override
-      public FileEntry commit() throws IOException {
-        try {
-          ch.close();
-          upload(toolbox, path, spool, size);
-          DaytonaClient.Resp r = client.call("files", true, HttpMethod.POST, fileQuery(toolbox, "/files/permissions",
-              path) + "&mode=" + String.format("%04o", mode), null, null, client.requestTimeoutMs());
-          if (!r.ok()) {
-            // a file whose mode could not be set is not left behind
-            client.send(HttpMethod.DELETE, fileQuery(toolbox, "/files", path), null, null, client.requestTimeoutMs());
-            throw fileError(r);
-          }
-          String name = path.substring(path.lastIndexOf('/') + 1);
-          return new FileEntry(name, path, false, size, mode, Instant.now());
-        } finally {
-          abort();
-        }
-      }
-
-      @Override
-      public void abort() {
-        if (done) {
-          return;
-        }
-        done = true;
-        try {
-          ch.close();
-        } catch (IOException ignored) {
-          // the spool is deleted below all the same
-        }
-        deleteQuietly(spool);
-      }
-    };
+      String name = path.substring(path.lastIndexOf('/') + 1);
+      return new FileEntry(name, path, false, size, mode, Instant.now());
+    });
   }
 
   /** {@code POST /files/upload} of the spooled file as the multipart part {@code file}. */
@@ -955,14 +904,6 @@ public final class DaytonaProvider implements SandboxProvider {
       }
     }
     throw fileError(r);
-  }
-
-  private static void deleteQuietly(java.nio.file.Path spool) {
-    try {
-      Files.deleteIfExists(spool);
-    } catch (IOException ignored) {
-      // a spool left behind is removed with the temporary directory
-    }
   }
 
   /**

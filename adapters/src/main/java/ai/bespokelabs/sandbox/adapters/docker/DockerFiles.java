@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters.docker;
 
 import ai.bespokelabs.sandbox.adapters.CapturingSink;
 import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
@@ -12,10 +13,8 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -267,75 +266,36 @@ final class DockerFiles {
     if (p.equals("/")) {
       throw SandboxPaths.isDirectory();
     }
-    try {
-      Path spool = Files.createTempFile("docker-upload-", ".tar");
-      FileChannel ch = FileChannel.open(spool, StandardOpenOption.WRITE);
-      ch.position(512);
-      return new WritableFile() {
-        private long size;
-        private boolean done;
-
-        @Override
-        public void write(byte[] data) throws IOException {
-          ByteBuffer buf = ByteBuffer.wrap(data);
-          while (buf.hasRemaining()) {
-            ch.write(buf);
-          }
-          size += data.length;
-        }
-
-        @Override
-        public FileEntry commit() throws IOException {
-          try {
-            String name = Path.of(p).getFileName().toString();
-            TarArchiveEntry entry = new TarArchiveEntry(name);
-            entry.setSize(size);
-            entry.setMode(executable ? 0100755 : 0100644);
-            Instant now = Instant.now();
-            entry.setModTime(now.toEpochMilli());
-            byte[] header = new byte[512];
-            entry.writeEntryHeader(header);
-            ch.write(ByteBuffer.wrap(header), 0);
-            long padding = (512 - size % 512) % 512;
-            ch.write(ByteBuffer.allocate((int) padding + 1024), 512 + size);
-            ch.close();
-            ExecResult prepared = script(sandboxId, container, PREPARE, p);
-            if (prepared.exitCode() == 45) {
-              throw SandboxPaths.isDirectory();
-            }
-            if (prepared.exitCode() != 0) {
-              throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
-                  ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
-            }
-            String parent = Path.of(p).getParent().toString();
-            DockerEngine.Response r = engine.putFile("files", "/containers/" + DockerEngine.q(container)
-                + "/archive?path=" + DockerEngine.q(parent), "application/x-tar", spool, 512 + size + padding + 1024,
-                CALL);
-            if (!r.ok()) {
-              throw engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED);
-            }
-            return new FileEntry(name, p, false, size, executable ? 0755 : 0644, now);
-          } finally {
-            abort();
-          }
-        }
-
-        @Override
-        public void abort() {
-          if (done) {
-            return;
-          }
-          done = true;
-          try {
-            ch.close();
-            Files.deleteIfExists(spool);
-          } catch (IOException ignored) {
-            // a temporary file left behind is removed with the temporary directory
-          }
-        }
-      };
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    // the tar stream the archive API takes: a 512-byte header written once the size is known, the file, padding
+    return SpooledUpload.open("docker-upload-", 512, (ch, spool, size) -> {
+      String name = Path.of(p).getFileName().toString();
+      TarArchiveEntry entry = new TarArchiveEntry(name);
+      entry.setSize(size);
+      entry.setMode(executable ? 0100755 : 0100644);
+      Instant now = Instant.now();
+      entry.setModTime(now.toEpochMilli());
+      byte[] header = new byte[512];
+      entry.writeEntryHeader(header);
+      ch.write(ByteBuffer.wrap(header), 0);
+      long padding = (512 - size % 512) % 512;
+      ch.write(ByteBuffer.allocate((int) padding + 1024), 512 + size);
+      ch.close();
+      ExecResult prepared = script(sandboxId, container, PREPARE, p);
+      if (prepared.exitCode() == 45) {
+        throw SandboxPaths.isDirectory();
+      }
+      if (prepared.exitCode() != 0) {
+        throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
+            ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
+      }
+      String parent = Path.of(p).getParent().toString();
+      DockerEngine.Response r = engine.putFile("files", "/containers/" + DockerEngine.q(container)
+          + "/archive?path=" + DockerEngine.q(parent), "application/x-tar", spool, 512 + size + padding + 1024,
+          CALL);
+      if (!r.ok()) {
+        throw engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED);
+      }
+      return new FileEntry(name, p, false, size, executable ? 0755 : 0644, now);
+    });
   }
 }

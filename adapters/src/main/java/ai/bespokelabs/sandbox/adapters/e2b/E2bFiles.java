@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider.Envd;
 import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
@@ -25,15 +26,9 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URLEncoder;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
@@ -469,88 +464,43 @@ final class E2bFiles {
         throw e;
       }
     }
-    Path spool;
-    try {
-      spool = Files.createTempFile("e2b-upload-", ".part",
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    try {
-      return new Upload(envd, op, path, spool, FileChannel.open(spool, StandardOpenOption.WRITE));
-    } catch (IOException e) {
-      deleteQuietly(spool);
-      throw new UncheckedIOException(e);
-    }
+    Upload upload = new Upload(envd, op, path);
+    return SpooledUpload.open("e2b-upload-", 0, (ch, spool, size) -> {
+      ch.close();
+      return upload.place(spool, size);
+    });
   }
 
-  private static void deleteQuietly(Path p) {
-    try {
-      Files.deleteIfExists(p);
-    } catch (IOException ignored) {
-      // the temporary directory's cleanup takes it
-    }
-  }
-
-  final class Upload implements WritableFile {
+  /** Places a spooled upload: beside the target, made executable if asked, then renamed into place. */
+  final class Upload {
     private final Envd envd;
     private final FileOp op;
     private final String path;
-    private final Path spool;
-    private final FileChannel channel;
-    private boolean done;
 
-    Upload(Envd envd, FileOp op, String path, Path spool, FileChannel channel) {
+    Upload(Envd envd, FileOp op, String path) {
       this.envd = envd;
       this.op = op;
       this.path = path;
-      this.spool = spool;
-      this.channel = channel;
     }
 
-    /** The spool file on this node (for tests). */
-    Path spool() {
-      return spool;
-    }
-
-    @Override
-    public void write(byte[] data) throws IOException {
-      ByteBuffer b = ByteBuffer.wrap(data);
-      while (b.hasRemaining()) {
-        channel.write(b);
-      }
-    }
-
-    /** Uploads the spool beside the target, sets its mode, renames it into place; the spool is deleted. */
-    @Override
-    public FileEntry commit() throws IOException {
-      if (done) {
-        throw new IOException("upload already finished");
-      }
-      done = true;
+    FileEntry place(Path spool, long size) {
+      String hidden = path.substring(0, path.lastIndexOf('/') + 1) + TEMP_PREFIX + UUID.randomUUID();
+      String placed = hidden;
       try {
-        channel.close();
-        long size = Files.size(spool);
-        String hidden = path.substring(0, path.lastIndexOf('/') + 1) + TEMP_PREFIX + UUID.randomUUID();
-        String placed = hidden;
-        try {
-          placed = send(hidden, size);
-          if (op.executable()) {
-            chmod(placed);
-          }
-          JsonObject moved = provider.unary(envd, FS + "Move",
-              new JsonObject().put("source", placed).put("destination", path), "upload").getJsonObject("entry");
-          if (moved == null) {
-            throw E2bErrors.of(ErrorCode.COMMAND_FAILED, "upload", false, Outcome.UNKNOWN);
-          }
-          return entry(moved);
-        } catch (RuntimeException e) {
-          removeQuietly(envd, placed);
-          throw e instanceof ProviderException p && "invalid_argument".equals(code(p))
-              ? ApiException.invalid("path is not a valid path") : e;
+        placed = send(spool, hidden, size);
+        if (op.executable()) {
+          chmod(placed);
         }
-      } finally {
-        deleteQuietly(spool);
+        JsonObject moved = provider.unary(envd, FS + "Move",
+            new JsonObject().put("source", placed).put("destination", path), "upload").getJsonObject("entry");
+        if (moved == null) {
+          throw E2bErrors.of(ErrorCode.COMMAND_FAILED, "upload", false, Outcome.UNKNOWN);
+        }
+        return entry(moved);
+      } catch (RuntimeException e) {
+        removeQuietly(envd, placed);
+        throw e instanceof ProviderException p && "invalid_argument".equals(code(p))
+            ? ApiException.invalid("path is not a valid path") : e;
       }
     }
 
@@ -558,7 +508,7 @@ final class E2bFiles {
      * {@code POST /files} of the spool as {@code application/octet-stream} with its length, read from disk
      * as the connection takes it; returns the path envd wrote (absolute).
      */
-    private String send(String target, long size) {
+    private String send(Path spool, String target, long size) {
       RequestOptions options = provider.envdOptions(envd, HttpMethod.POST, "/files?path=" + query(target))
           .putHeader("Content-Type", "application/octet-stream")
           .putHeader("Content-Length", String.valueOf(size));
@@ -618,18 +568,5 @@ final class E2bFiles {
       }
     }
 
-    @Override
-    public void abort() {
-      if (done) {
-        return;
-      }
-      done = true;
-      try {
-        channel.close();
-      } catch (IOException ignored) {
-        // deleted below all the same
-      }
-      deleteQuietly(spool);
-    }
   }
 }

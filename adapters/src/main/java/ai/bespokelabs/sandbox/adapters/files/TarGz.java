@@ -8,11 +8,8 @@ import java.io.OutputStream;
 import java.io.PipedInputStream;
 import java.io.PipedOutputStream;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
@@ -212,48 +209,10 @@ public final class TarGz {
 
   /** An upload spooled to a temporary file, handed to {@code onCommit} (which may extract it) at commit. */
   public static WritableFile spool(ExtractFn onCommit) {
-    try {
-      Path spool = Files.createTempFile("upload-", ".tar.gz");
-      FileChannel ch = FileChannel.open(spool, StandardOpenOption.WRITE);
-      return new WritableFile() {
-        private boolean done;
-
-        @Override
-        public void write(byte[] data) throws IOException {
-          ByteBuffer buf = ByteBuffer.wrap(data);
-          while (buf.hasRemaining()) {
-            ch.write(buf);
-          }
-        }
-
-        @Override
-        public FileEntry commit() throws IOException {
-          try {
-            ch.close();
-            List<Entry> entries = check(spool);
-            return onCommit.extract(spool, entries);
-          } finally {
-            abort();
-          }
-        }
-
-        @Override
-        public void abort() {
-          if (done) {
-            return;
-          }
-          done = true;
-          try {
-            ch.close();
-            Files.deleteIfExists(spool);
-          } catch (IOException ignored) {
-            // the temporary file is removed with the temporary directory
-          }
-        }
-      };
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return SpooledUpload.open("upload-", 0, (ch, spool, size) -> {
+      ch.close();
+      return onCommit.extract(spool, check(spool));
+    });
   }
 
   /** Extracts a checked archive; returns the entry of the directory it landed in. */

@@ -371,7 +371,7 @@ class E2bProviderTest {
     int posts = uploads();
     WritableFile w = provider.openWrite(fileOp(id, "gone/never.bin", false, false));
     w.write(new byte[1000]);
-    Path spool = ((E2bFiles.Upload) w).spool();
+    Path spool = ((ai.bespokelabs.sandbox.adapters.files.SpooledUpload) w).spool();
     assertThat(spool).exists();
     w.abort();
     w.abort();
@@ -384,7 +384,7 @@ class E2bProviderTest {
     sim.faults().status(HttpMethod.POST, "/files", 507, Map.of(), null, 1);
     assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ProviderException.class, full::commit).error()
         .code()).isEqualTo(ErrorCode.WORKSPACE);
-    assertThat(((E2bFiles.Upload) full).spool()).doesNotExist();
+    assertThat(((ai.bespokelabs.sandbox.adapters.files.SpooledUpload) full).spool()).doesNotExist();
 
     // uploaded, but the rename fails: the hidden file is removed again
     put(id, "gone/kept.bin", new byte[] {1}, false);
