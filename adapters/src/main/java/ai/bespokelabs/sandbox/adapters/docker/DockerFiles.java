@@ -132,26 +132,36 @@ final class DockerFiles {
     }
   }
 
+  /** The engine's tar archive of {@code p}, streamed; 404 is not found. The caller closes its body. */
+  private DockerEngine.Streamed archive(String container, String p) {
+    DockerEngine.Streamed s = engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
+        + DockerEngine.q(p), CALL);
+    if (s.status() == 404) {
+      throw SandboxPaths.notFound();
+    }
+    if (s.body() == null) {
+      throw engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()), ErrorCode.COMMAND_FAILED);
+    }
+    return s;
+  }
+
+  /** The archive's first entry (null when empty); a broken archive closes the body and fails. */
+  private static TarArchiveEntry firstEntry(TarArchiveInputStream tar, DockerEngine.Streamed s) {
+    try {
+      return tar.getNextEntry();
+    } catch (IOException e) {
+      s.body().close();
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** Opens the file's entry in the engine's archive of it, following symbolic links. */
   ReadableFile openRead(String container, String path) {
     String p = resolve(path);
     for (int hop = 0; hop <= MAX_LINKS; hop++) {
-      DockerEngine.Streamed s = engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
-          + DockerEngine.q(p), CALL);
-      if (s.status() == 404) {
-        throw SandboxPaths.notFound();
-      }
-      if (s.body() == null) {
-        throw engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()), ErrorCode.COMMAND_FAILED);
-      }
+      DockerEngine.Streamed s = archive(container, p);
       TarArchiveInputStream tar = new TarArchiveInputStream(s.body());
-      TarArchiveEntry entry;
-      try {
-        entry = tar.getNextEntry();
-      } catch (IOException e) {
-        s.body().close();
-        throw new UncheckedIOException(e);
-      }
+      TarArchiveEntry entry = firstEntry(tar, s);
       if (entry == null) {
         s.body().close();
         throw SandboxPaths.notFound();
@@ -179,22 +189,9 @@ final class DockerFiles {
    */
   ReadableFile openArchiveRead(String container, String path) {
     String p = resolve(path);
-    DockerEngine.Streamed s = engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
-        + DockerEngine.q(p), CALL);
-    if (s.status() == 404) {
-      throw SandboxPaths.notFound();
-    }
-    if (s.body() == null) {
-      throw engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()), ErrorCode.COMMAND_FAILED);
-    }
+    DockerEngine.Streamed s = archive(container, p);
     TarArchiveInputStream in = new TarArchiveInputStream(s.body());
-    TarArchiveEntry first;
-    try {
-      first = in.getNextEntry();
-    } catch (IOException e) {
-      s.body().close();
-      throw new UncheckedIOException(e);
-    }
+    TarArchiveEntry first = firstEntry(in, s);
     if (first == null || !first.isDirectory()) {
       s.body().close();
       throw ApiException.invalid("path is not a directory");
