@@ -72,15 +72,7 @@ final class DaytonaClient implements AutoCloseable {
 
   /** Starts {@code work} on the client's context and hands back its outcome. */
   private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
-    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
-    context.runOnContext(v -> {
-      try {
-        work.get().onComplete(done);
-      } catch (RuntimeException e) {
-        done.fail(e);
-      }
-    });
-    return done.future();
+    return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(context, work);
   }
 
   String apiUrl() {

@@ -147,15 +147,7 @@ final class DockerEngine implements AutoCloseable {
    * (requests issued straight from many virtual threads stalled now and then).
    */
   private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
-    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
-    context.runOnContext(v -> {
-      try {
-        work.get().onComplete(done);
-      } catch (RuntimeException e) {
-        done.fail(e);
-      }
-    });
-    return done.future();
+    return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(context, work);
   }
 
   /** Fails with {@code backend_not_installed} when the engine's unix socket does not exist. */

@@ -626,15 +626,7 @@ public final class E2bProvider implements SandboxProvider {
    * from one event loop (requests issued straight from many virtual threads stalled now and then).
    */
   <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
-    io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
-    requestContext.runOnContext(v -> {
-      try {
-        work.get().onComplete(done);
-      } catch (RuntimeException e) {
-        done.fail(e);
-      }
-    });
-    return done.future();
+    return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(requestContext, work);
   }
 
   <T> T call(Future<T> f, String op) {
