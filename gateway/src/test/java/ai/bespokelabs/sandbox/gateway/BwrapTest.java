@@ -27,6 +27,23 @@ class BwrapTest {
     }
   }
 
+  /** Whether a host process runs with exactly this command line (arguments joined by spaces). */
+  static boolean running(String commandLine) throws java.io.IOException {
+    try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path p : procs) {
+        try {
+          if (new String(Files.readAllBytes(p.resolve("cmdline")), java.nio.charset.StandardCharsets.UTF_8)
+              .replace('\0', ' ').strip().equals(commandLine)) {
+            return true;
+          }
+        } catch (java.io.IOException vanished) {
+          // ended while we looked
+        }
+      }
+    }
+    return false;
+  }
+
   @BeforeAll
   static void start() {
     gw = new TestGateway();
@@ -99,8 +116,15 @@ class BwrapTest {
       assertThat(out.toString()).isEqualTo("1\n2\n3\ntail");
     }
 
-    JsonObject bg = run(id, "sleep 300 >/dev/null 2>&1 & echo started");
+    JsonObject bg = run(id, "sleep 3171 >/dev/null 2>&1 & echo started");
     assertThat(bg.getString("stdout")).isEqualTo("started\n");
+    // the program was the init of its PID namespace: what it left running ended with it, which is what lets
+    // destroy skip looking for leftovers
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (running("sleep 3171") && System.currentTimeMillis() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(running("sleep 3171")).as("a background process outliving its execution").isFalse();
     assertThat(gw.delete("/v1/sandboxes/" + id, key).json().getString("status")).isEqualTo("destroyed");
     assertThat(Path.of(sbx.getString("provider_resource_id"))).doesNotExist();
     Resp health = gw.post("/v1/providers/bwrap/health-check", key, null);

@@ -87,6 +87,12 @@ public final class BwrapWrapper implements HostWrapper {
     }
   }
 
+  /** Every program runs in a new PID namespace, which the kernel empties when the program ends. */
+  @Override
+  public boolean endsWithProgram() {
+    return true;
+  }
+
   @Override
   public ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config) {
     check();

@@ -43,6 +43,14 @@ public interface HostWrapper {
     return null;
   }
 
+  /**
+   * Whether everything a program starts ends with it (the program runs as the init of its own PID namespace),
+   * so a finished execution leaves no process behind for destroy to look for.
+   */
+  default boolean endsWithProgram() {
+    return false;
+  }
+
   /** The spec to run for a program of a sandbox rooted at {@code sandboxDir} created with {@code config}. */
   ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
 

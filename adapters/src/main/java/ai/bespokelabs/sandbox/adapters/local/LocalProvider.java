@@ -137,6 +137,7 @@ public final class LocalProvider implements SandboxProvider {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
     ProcessSpec spec = wrapper.wrap(ProcessSpec.of(runtime.dir, runtime.env, request), runtime.dir, runtime.config);
+    java.util.concurrent.atomic.AtomicLong group = new java.util.concurrent.atomic.AtomicLong();
     ExecSink pruning = new ExecSink() {
       @Override
       public void output(Stream stream, byte[] data) throws InterruptedException {
@@ -145,11 +146,16 @@ public final class LocalProvider implements SandboxProvider {
 
       @Override
       public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
-        runtime.prune();
+        if (wrapper.endsWithProgram() && group.get() > 0) {
+          runtime.untrack(group.get());
+        } else {
+          runtime.prune();
+        }
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
     return runner.start(spec, request.keepStdin(), pruning, pgid -> {
+      group.set(pgid);
       records.record(request.sandboxId(), pgid);
       if (!runtime.track(pgid)) {
         ProcessGroups.kill(List.of(pgid));
@@ -339,7 +345,10 @@ public final class LocalProvider implements SandboxProvider {
     SandboxRuntime runtime = runtimes.remove(request.sandboxId());
     List<Long> groups = runtime == null ? List.of() : runtime.close();
     int killed = 0;
-    if (SANDBOX_ID.matcher(request.sandboxId()).matches()) {
+    if (runtime != null && groups.isEmpty() && wrapper.endsWithProgram()) {
+      // every execution has ended, and with it everything it started: nothing to look for in /proc
+      records.forget(request.sandboxId());
+    } else if (SANDBOX_ID.matcher(request.sandboxId()).matches()) {
       killed = records.killAll(request.sandboxId(), groups);
     } else {
       ProcessGroups.kill(groups);

@@ -47,6 +47,11 @@ final class SandboxRuntime {
     ProcessGroups.populatedGroups().ifPresent(groups::retainAll);
   }
 
+  /** Forgets a group known to have no members left. */
+  synchronized void untrack(long pgid) {
+    groups.remove(pgid);
+  }
+
   /** Refuses further groups and returns every group to kill. */
   synchronized List<Long> close() {
     closed = true;
