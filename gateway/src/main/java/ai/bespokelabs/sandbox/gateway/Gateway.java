@@ -112,7 +112,9 @@ public final class Gateway implements AutoCloseable {
           .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
           .completion())
           .compose(v -> vertx.eventBus()
-              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> services.routes().forget(m.body())).completion());
+              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> services.routes().forget(m.body())).completion())
+          .compose(v -> vertx.eventBus()
+              .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> services.policyHints().forget(m.body())).completion());
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),

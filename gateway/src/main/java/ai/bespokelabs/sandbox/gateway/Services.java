@@ -24,7 +24,8 @@ import java.time.temporal.ChronoUnit;
 public record Services(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
     PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
     ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, OperationsRepository operations,
-    AlertEvaluator alerts, Authenticator authenticator, ExecRoutes routes, PresetRepository presets) {
+    AlertEvaluator alerts, Authenticator authenticator, ExecRoutes routes, PresetRepository presets,
+    PolicyHints policyHints) {
 
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing) {
@@ -33,7 +34,7 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
         new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
         ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),
-        new Authenticator(keys, hmac, clock), new ExecRoutes(), new PresetRepository(pool));
+        new Authenticator(keys, hmac, clock), new ExecRoutes(), new PresetRepository(pool), new PolicyHints());
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

@@ -12,8 +12,21 @@ import java.util.List;
 final class DatabaseDump {
   private DatabaseDump() {}
 
+  /** Runs one statement on the test gateway's database, behind the gateway's back. */
+  static void execute(TestGateway gw, String sql) {
+    try (Connection c = DriverManager.getConnection(url(gw), "postgres", null); Statement st = c.createStatement()) {
+      st.execute(sql);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static String url(TestGateway gw) {
+    return "jdbc:" + gw.databaseUrl.replace("postgres@", "");
+  }
+
   static String of(TestGateway gw) {
-    String url = "jdbc:" + gw.databaseUrl.replace("postgres@", "");
+    String url = url(gw);
     StringBuilder out = new StringBuilder();
     try (Connection c = DriverManager.getConnection(url, "postgres", null); Statement st = c.createStatement()) {
       List<String> tables = new ArrayList<>();

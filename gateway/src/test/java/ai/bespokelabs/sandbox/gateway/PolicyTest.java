@@ -105,6 +105,41 @@ class PolicyTest {
     assertThat(gw.get("/v1/policy-summary", policyOnly).detail()).isEqualTo("API key requires scope: usage:read");
   }
 
+  /**
+   * Creates of an organization seen without guardrails ask the provider while their row is inserted. A policy
+   * this node was not told about (set on another node, its announcement still on the way) still holds: the
+   * insert finds it, the sandbox made early is destroyed, and the create is judged under the policy.
+   */
+  @Test
+  void a_policy_this_node_has_not_heard_of_still_holds_for_a_create_asked_early() throws Exception {
+    String key = gw.bootstrap("Unannounced policy");
+    JsonObject first = gw.sandbox(key, new JsonObject().put("backend", "local"));
+    assertThat(strays(gw.dataDir.resolve("sandboxes"))).isEmpty();
+    assertThat(gw.sandbox(key, new JsonObject().put("backend", "local")).getString("status")).isEqualTo("running");
+    DatabaseDump.execute(gw, "INSERT INTO organization_policies (organization_id, allowed_backends, version,"
+        + " updated_at) SELECT organization_id, ARRAY['bwrap'], 1, now() FROM sandboxes WHERE id = '" + first.getString("id") + "'");
+    Resp denied = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local"));
+    assertThat(denied.status()).as(denied.body()).isEqualTo(403);
+    assertThat(denied.json().getJsonObject("detail").getString("policy")).isEqualTo("allowed_backends");
+    assertThat(gw.get("/v1/sandboxes", key).array()).hasSize(2);
+    java.nio.file.Path root = gw.dataDir.resolve("sandboxes");
+    long deadline = System.currentTimeMillis() + 10_000;
+    while (!strays(root).isEmpty() && System.currentTimeMillis() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(strays(root)).as("the sandbox made before the insert found the policy is gone").isEmpty();
+  }
+
+  /** Local sandbox directories (named after their sandbox) of no sandbox the database knows. */
+  private static List<String> strays(java.nio.file.Path root) throws Exception {
+    java.util.Set<String> known = new java.util.HashSet<>();
+    DatabaseDump.of(gw).lines().filter(l -> l.startsWith("sandboxes: "))
+        .forEach(l -> known.add(new JsonObject(l.substring("sandboxes: ".length())).getString("id")));
+    try (var dirs = java.nio.file.Files.list(root)) {
+      return dirs.map(d -> d.getFileName().toString()).filter(n -> !n.startsWith(".") && !known.contains(n)).toList();
+    }
+  }
+
   @Test
   void two_hundred_concurrent_creates_against_a_limit_of_five_make_exactly_five() throws Exception {
     String key = gw.bootstrap("Race");

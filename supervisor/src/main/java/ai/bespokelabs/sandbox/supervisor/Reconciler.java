@@ -45,6 +45,12 @@ public final class Reconciler {
     }
   }
 
+  /**
+   * How long after finding a resource without a live sandbox it is looked up again before it is deleted: a
+   * create may ask the provider while its sandbox row is still being inserted.
+   */
+  static final long ORPHAN_RECHECK_MS = 2_000;
+
   private final Vertx vertx;
   private final Pool pool;
 
@@ -182,29 +188,41 @@ public final class Reconciler {
   /**
    * Deletes the orphans among {@code resources}: resources whose sandbox is unknown or ended. Each is claimed
    * first (a row in {@code orphan_cleanups}), so several nodes never delete one twice and a confirmed deletion
-   * is never repeated; a failed or stale claim is retried. Completes with the number deleted.
+   * is never repeated; a failed or stale claim is retried. A resource is judged twice, {@link #ORPHAN_RECHECK_MS}
+   * apart, before it counts as an orphan. Completes with the number deleted.
    */
   public Future<Integer> cleanOrphans(String backend, String nodeId, List<Resource> resources, String destroyAddress,
       OffsetDateTime now, OffsetDateTime staleBefore) {
+    return notLive(resources).compose(first -> {
+      if (first.isEmpty()) {
+        return Future.succeededFuture(0);
+      }
+      // a create may ask the provider while its row is being inserted: judge again once such a row would be there
+      return vertx.timer(ORPHAN_RECHECK_MS).compose(t -> notLive(first)).compose(orphans -> {
+        Future<Integer> chain = Future.succeededFuture(0);
+        for (Resource r : orphans) {
+          chain = chain.compose(n -> cleanOne(backend, nodeId, r, destroyAddress, now, staleBefore)
+              .map(deleted -> deleted ? n + 1 : n));
+        }
+        return chain;
+      });
+    });
+  }
+
+  /** The resources whose sandbox is unknown or ended. */
+  private Future<List<Resource>> notLive(List<Resource> resources) {
     if (resources.isEmpty()) {
-      return Future.succeededFuture(0);
+      return Future.succeededFuture(List.of());
     }
     List<String> sandboxIds = new ArrayList<>();
     resources.forEach(r -> sandboxIds.add(r.sandboxId()));
     return pool.preparedQuery("SELECT id FROM sandboxes WHERE id = ANY($1) AND status IN ('creating', 'running',"
             + " 'stopping')")
         .execute(Tuple.tuple().addArrayOfString(sandboxIds.toArray(String[]::new)))
-        .compose(rows -> {
+        .map(rows -> {
           Set<String> live = new HashSet<>();
           rows.forEach(r -> live.add(r.getString(0)));
-          Future<Integer> chain = Future.succeededFuture(0);
-          for (Resource r : resources) {
-            if (!live.contains(r.sandboxId())) {
-              chain = chain.compose(n -> cleanOne(backend, nodeId, r, destroyAddress, now, staleBefore)
-                  .map(deleted -> deleted ? n + 1 : n));
-            }
-          }
-          return chain;
+          return resources.stream().filter(r -> !live.contains(r.sandboxId())).toList();
         });
   }
 

@@ -58,7 +58,11 @@ public final class SandboxRepository {
    * The outcome of {@link #claimCreation}: a fresh row to provision, the original of a replay, or a policy
    * denial (already recorded).
    */
-  public record Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial) {}
+  public record Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial, boolean unrestricted) {
+    Claim(SandboxRecord sandbox, boolean replay, PolicyDecision.Denial denial) {
+      this(sandbox, replay, denial, false);
+    }
+  }
 
   /**
    * Claims a create. When the organization's policy sets no guardrail, in one statement (see
@@ -72,7 +76,7 @@ public final class SandboxRepository {
    */
   public Future<Claim> claimCreation(NewSandbox n, PolicyDecision.Request request, PolicyDecision.SpendReader spend,
       java.util.function.Supplier<Future<Void>> beforePolicy) {
-    return claimUnrestricted(n).compose(claim -> claim != null ? Future.succeededFuture(claim)
+    return claimIfUnrestricted(n).compose(claim -> claim != null ? Future.succeededFuture(claim)
         : beforePolicy.get().compose(v -> claimUnderPolicy(n, request, spend)));
   }
 
@@ -90,8 +94,11 @@ public final class SandboxRepository {
       """ + insertCtes("FROM free WHERE free.ok")
       + " SELECT free.ok AS unrestricted, c.* FROM free LEFT JOIN (SELECT " + SandboxRecord.COLUMNS + " FROM u s) c ON true";
 
-  /** The claim made in one statement, or null when the organization has a policy to evaluate. */
-  private Future<Claim> claimUnrestricted(NewSandbox n) {
+  /**
+   * The claim made in one statement ({@link Claim#unrestricted()}), or null when the organization has a policy
+   * to evaluate (then nothing was written).
+   */
+  public Future<Claim> claimIfUnrestricted(NewSandbox n) {
     return pool.preparedQuery(INSERT_UNRESTRICTED).execute(insertParams(n))
         .compose(rows -> {
           Row r = rows.iterator().next();
@@ -99,7 +106,7 @@ public final class SandboxRepository {
             return Future.succeededFuture(null);
           }
           if (r.getString("id") != null) {
-            return Future.succeededFuture(new Claim(SandboxRecord.from(r), false, null));
+            return Future.succeededFuture(new Claim(SandboxRecord.from(r), false, null, true));
           }
           // the idempotency key is taken: a replay, or the same key with a different request
           return existing(pool, n).compose(found -> found != null ? Future.succeededFuture(found)

@@ -83,7 +83,10 @@ public final class PolicyApi {
       allowedGpus = List.copyOf(set);
     }
     Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
-    return s.policies().replace(p.organizationId(), next, p.keyId(), s.now()).map(saved -> Reply.ok(json(saved)));
+    return s.policies().replace(p.organizationId(), next, p.keyId(), s.now()).map(saved -> {
+      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.PolicyHints.CHANGED_ADDRESS, p.organizationId());
+      return Reply.ok(json(saved));
+    });
   }
 
   private Future<Reply> summary(RoutingContext ctx, Principal p) {

@@ -38,6 +38,7 @@ public final class SandboxApi {
   static final long SET_TIMEOUT_MS = 2 * 60_000L;
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SandboxApi.class);
   private final Vertx vertx;
   private final Services s;
   private final Presets presets;
@@ -173,36 +174,85 @@ public final class SandboxApi {
         idempotencyKey, s.hmac().hex(req.fingerprintInput()), Ids.newId("ctk"), s.backends().nodeId(), p.keyId(),
         s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
+    if (idempotencyKey == null && s.policyHints().unrestricted(p.organizationId())) {
+      return createEarly(p, req, row);
+    }
     PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
     return s.sandboxes().claimCreation(row, asked, CostLedger::spend,
         () -> s.ledger().accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
+      if (claim.unrestricted()) {
+        s.policyHints().rememberUnrestricted(p.organizationId());
+      } else {
+        s.policyHints().forget(p.organizationId());
+      }
       if (claim.denial() != null) {
         throw new ApiException(403, claim.denial().detail());
       }
       if (claim.replay()) {
         return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
       }
-      SandboxRecord sbx = claim.sandbox();
-      CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), config,
-          req.workspace());
-      return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(sbx.backend()), msg,
-              action(Addresses.CREATE, CREATE_TIMEOUT_MS))
-          .map(Message::body)
-          .transform(ar -> {
-            if (ar.succeeded()) {
-              return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
-                  s.now()).map(done -> {
-                    s.routes().remember(done);
-                    return Reply.of(201, Wire.sandbox(done));
-                  });
-            }
-            RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
-            ProviderError error = failure instanceof ProviderException pe ? pe.error()
-                : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
-                    false, ProviderError.Outcome.FAILED);
-            return s.sandboxes().failCreation(sbx.id(), error, s.now()).compose(v -> Future.failedFuture(failure));
-          });
+      return provisioned(claim.sandbox(), provision(claim.sandbox(), req));
     }).onSuccess(r -> publishWakeup());
+  }
+
+  /**
+   * A create without an idempotency key for an organization this node saw without policy guardrails moments
+   * ago: the provider is asked at once while the sandbox row is inserted, instead of after, which takes a
+   * database round trip off every create. The insert still decides: when it finds a guardrail after all (a
+   * policy set meanwhile), or fails, the provider's sandbox is destroyed once it exists and the create goes
+   * the guarded way (or answers the failure). Nothing can be limited by an organization without guardrails,
+   * and without a key there is no earlier request the insert could find instead.
+   */
+  private Future<Reply> createEarly(Principal p, CreateRequest req, NewSandbox row) {
+    Future<SandboxCreated> made = vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(req.backend()),
+            new CreateSandbox(row.id(), row.organizationId(), req.backend(), row.createToken(), req.config(),
+                req.workspace()), action(Addresses.CREATE, CREATE_TIMEOUT_MS))
+        .map(Message::body);
+    return s.sandboxes().claimIfUnrestricted(row).transform(claimed -> {
+      if (claimed.succeeded() && claimed.result() != null) {
+        return provisioned(claimed.result().sandbox(), made);
+      }
+      made.onSuccess(created -> undo(row.id(), req.backend(), created));
+      if (claimed.failed()) {
+        return Future.<Reply>failedFuture(claimed.cause());
+      }
+      s.policyHints().forget(p.organizationId());
+      return create(p, req, null);
+    }).onSuccess(r -> publishWakeup());
+  }
+
+  /** Destroys a sandbox the provider made for a create whose row was never inserted (best effort). */
+  private void undo(String sandboxId, String backend, SandboxCreated created) {
+    vertx.eventBus().request(s.backends().sandboxAddress(backend, created.nodeId()),
+            new DestroySandbox(sandboxId, created.providerResourceId()), action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
+        .onFailure(e -> LOG.warn("Sandbox {} of {} was created for a create that did not go through and could not"
+            + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
+  }
+
+  private Future<SandboxCreated> provision(SandboxRecord sbx, CreateRequest req) {
+    CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(),
+        req.config(), req.workspace());
+    return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(sbx.backend()), msg,
+            action(Addresses.CREATE, CREATE_TIMEOUT_MS))
+        .map(Message::body);
+  }
+
+  /** Records the provider's answer for a claimed sandbox: running, or failed with the contract error. */
+  private Future<Reply> provisioned(SandboxRecord sbx, Future<SandboxCreated> made) {
+    return made.transform(ar -> {
+      if (ar.succeeded()) {
+        return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
+            s.now()).map(done -> {
+              s.routes().remember(done);
+              return Reply.of(201, Wire.sandbox(done));
+            });
+      }
+      RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
+      ProviderError error = failure instanceof ProviderException pe ? pe.error()
+          : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
+              false, ProviderError.Outcome.FAILED);
+      return s.sandboxes().failCreation(sbx.id(), error, s.now()).compose(v -> Future.failedFuture(failure));
+    });
   }
 
   // ---- read ------------------------------------------------------------------------------------------
