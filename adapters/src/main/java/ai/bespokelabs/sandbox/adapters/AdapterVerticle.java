@@ -78,6 +78,9 @@ public final class AdapterVerticle extends VerticleBase {
   public Future<?> start() {
     executor = Executors.newThreadPerTaskExecutor(
         Thread.ofVirtual().name("adapter-" + provider.backend() + "-", 0).factory());
+    if (provider instanceof NonBlockingProvider nb) {
+      nb.useContext(context);
+    }
     files = new FileSessions(provider);
     vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> executor.execute(files::expire));
     MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.backend(), nodeId),
@@ -101,13 +104,22 @@ public final class AdapterVerticle extends VerticleBase {
   private void handle(Message<Object> msg) {
     String action = String.valueOf(msg.headers().get(Addresses.ACTION));
     switch (action) {
-      case Addresses.CREATE -> blocking(msg, "create", () -> {
+      case Addresses.CREATE -> {
         CreateSandbox request = (CreateSandbox) msg.body();
-        String resourceId = provider.create(request);
-        materializer.apply(provider, request, resourceId);
-        return new SandboxCreated(resourceId, nodeId);
-      }).onSuccess(msg::reply);
-      case Addresses.DESTROY -> blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body()))
+        if (provider instanceof NonBlockingProvider nb && request.workspace().isEmpty()) {
+          nonBlocking(msg, "create", () -> nb.createAsync(request).map(id -> new SandboxCreated(id, nodeId)))
+              .onSuccess(msg::reply);
+          return;
+        }
+        blocking(msg, "create", () -> {
+          String resourceId = provider.create(request);
+          materializer.apply(provider, request, resourceId);
+          return new SandboxCreated(resourceId, nodeId);
+        }).onSuccess(msg::reply);
+      }
+      case Addresses.DESTROY -> (provider instanceof NonBlockingProvider nb
+          ? nonBlocking(msg, "destroy", () -> nb.destroyAsync((DestroySandbox) msg.body()))
+          : blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body())))
           .onSuccess(msg::reply);
       case Addresses.HEALTH -> blocking(msg, "health", () -> {
         provider.checkHealth();
@@ -149,19 +161,32 @@ public final class AdapterVerticle extends VerticleBase {
     }
   }
 
+  /** Runs a non-blocking provider call on this context; failures are answered in the error contract. */
+  private <T> Future<T> nonBlocking(Message<?> msg, String op, Supplier<Future<T>> work) {
+    Future<T> f;
+    try {
+      f = work.get();
+    } catch (RuntimeException e) {
+      f = Future.failedFuture(e);
+    }
+    return f.recover(t -> failed(msg, op, t));
+  }
+
   /** Runs a blocking provider call on a virtual thread; failures are answered in the error contract. */
   private <T> Future<T> blocking(Message<?> msg, String op, Supplier<T> work) {
     return Future.fromCompletionStage(CompletableFuture.supplyAsync(work, executor), context)
-        .recover(t -> {
-          Throwable cause = unwrap(t);
-          if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
-            // only the type and where it was thrown: provider exception texts may echo credentials
-            LOG.warn("{} {} failed unexpectedly: {} at {}", provider.backend(), op, cause.getClass().getName(),
-                origin(cause));
-          }
-          BusFailures.fail(msg, cause, provider.backend(), op);
-          return Future.failedFuture(cause);
-        });
+        .recover(t -> failed(msg, op, t));
+  }
+
+  private <T> Future<T> failed(Message<?> msg, String op, Throwable t) {
+    Throwable cause = unwrap(t);
+    if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
+      // only the type and where it was thrown: provider exception texts may echo credentials
+      LOG.warn("{} {} failed unexpectedly: {} at {}", provider.backend(), op, cause.getClass().getName(),
+          origin(cause));
+    }
+    BusFailures.fail(msg, cause, provider.backend(), op);
+    return Future.failedFuture(cause);
   }
 
   /**

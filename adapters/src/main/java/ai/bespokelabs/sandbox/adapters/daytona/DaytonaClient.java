@@ -55,7 +55,7 @@ final class DaytonaClient implements AutoCloseable {
   private final HttpClientAgent http;
   private final WebSocketClient ws;
   /** Where every request is issued, so the connection pool is only ever used from one event loop. */
-  private final io.vertx.core.Context context;
+  private volatile io.vertx.core.Context context;
 
   DaytonaClient(Vertx vertx, String backend, DaytonaSettings settings) {
     this.vertx = vertx;
@@ -68,6 +68,11 @@ final class DaytonaClient implements AutoCloseable {
     this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs)
         .setMaxFrameSize(1 << 20).setMaxMessageSize(16 << 20));
     this.context = vertx.getOrCreateContext();
+  }
+
+  /** Uses the HTTP clients from {@code context} from now on (the adapter's, so its calls need no hand-off). */
+  void useContext(Context context) {
+    this.context = context;
   }
 
   /** Starts {@code work} on the client's context and hands back its outcome. */

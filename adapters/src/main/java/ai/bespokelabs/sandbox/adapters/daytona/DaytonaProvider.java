@@ -25,6 +25,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
@@ -66,7 +67,7 @@ import org.slf4j.LoggerFactory;
  *   <li>metrics: the sandbox's resources and the newest points of its telemetry ({@link #metrics}).
  * </ul>
  */
-public final class DaytonaProvider implements SandboxProvider {
+public final class DaytonaProvider implements ai.bespokelabs.sandbox.adapters.NonBlockingProvider {
   public static final String BACKEND = "daytona";
   static final String LABEL_MANAGED = "bespokelabs.ai/managed";
   static final String LABEL_SANDBOX = "bespokelabs.ai/sandbox-id";
@@ -130,11 +131,74 @@ public final class DaytonaProvider implements SandboxProvider {
       r = client.call("create", true, HttpMethod.POST, settings.apiUrl() + "/sandbox", body.toBuffer(),
           "application/json", client.requestTimeoutMs());
     } catch (ProviderException e) {
-      if (e.error().outcome() == ProviderError.Outcome.UNKNOWN) {
-        throw ambiguous(e.error(), request, e);
-      }
-      throw e;
+      throw lostCreate(request, e);
     }
+    String id = created(request, r);
+    awaitStarted(id, request);
+    return id;
+  }
+
+  /**
+   * As {@link #create}, on the calling context while all goes well: the create, then one look at the sandbox.
+   * A sandbox still starting, or any failure, is handed to the blocking code (polling, cleanup).
+   */
+  @Override
+  public Future<String> createAsync(CreateSandbox request) {
+    JsonObject body = createBody(request);
+    return client.send(HttpMethod.POST, settings.apiUrl() + "/sandbox", body.toBuffer(), "application/json",
+        client.requestTimeoutMs()).transform(ar -> {
+          String id = ar.succeeded() ? createdId(ar.result()) : null;
+          if (id == null) {
+            return vertx.executeBlocking(() -> {
+              if (ar.failed()) {
+                throw lostCreate(request, client.transportError("create", ar.cause(), true));
+              }
+              String made = created(request, ar.result());
+              awaitStarted(made, request);
+              return made;
+            }, false);
+          }
+          return client.send(HttpMethod.GET, sandboxUrl(id), null, null, client.requestTimeoutMs()).transform(look -> {
+            if (look.succeeded() && look.result().ok() && "started".equals(state(look.result()))) {
+              return Future.succeededFuture(id);
+            }
+            return vertx.executeBlocking(() -> {
+              awaitStarted(id, request);
+              return id;
+            }, false);
+          });
+        });
+  }
+
+  /** A create whose answer was lost: what carries its token is removed when the outcome is unknown. */
+  private ProviderException lostCreate(CreateSandbox request, ProviderException e) {
+    return e.error().outcome() == ProviderError.Outcome.UNKNOWN ? ambiguous(e.error(), request, e) : e;
+  }
+
+  /** The new sandbox's id from a successful create answer, or null. */
+  private String createdId(DaytonaClient.Resp r) {
+    if (!r.ok()) {
+      return null;
+    }
+    try {
+      String id = client.json("create", r, true).getString("id");
+      return id == null || id.isBlank() ? null : id;
+    } catch (ProviderException | ClassCastException e) {
+      return null;
+    }
+  }
+
+  /** The sandbox's state in a {@code GET /sandbox/{id}} answer, or null when unreadable. */
+  private String state(DaytonaClient.Resp r) {
+    try {
+      return client.json("create", r, false).getString("state");
+    } catch (ProviderException | ClassCastException e) {
+      return null;
+    }
+  }
+
+  /** The answer to the create request: the new sandbox's id, else the contract error (cleaned up). */
+  private String created(CreateSandbox request, DaytonaClient.Resp r) {
     if (!r.ok()) {
       ProviderException e = client.httpError("create", r.status(), r.headers());
       if (r.status() >= 500) {
@@ -144,16 +208,10 @@ public final class DaytonaProvider implements SandboxProvider {
       }
       throw e;
     }
-    String id;
-    try {
-      id = client.json("create", r, true).getString("id");
-    } catch (ProviderException | ClassCastException e) {
-      id = null;
-    }
-    if (id == null || id.isBlank()) {
+    String id = createdId(r);
+    if (id == null) {
       throw ambiguous(client.badResponse("create", true).error(), request, null);
     }
-    awaitStarted(id, request);
     return id;
   }
 
@@ -335,10 +393,30 @@ public final class DaytonaProvider implements SandboxProvider {
     return new SandboxDestroyed(gone);
   }
 
+  /** As {@link #destroy}; a destroy without a resource id (a search first) runs off the event loop. */
+  @Override
+  public Future<SandboxDestroyed> destroyAsync(DestroySandbox request) {
+    String id = request.providerResourceId();
+    if (id == null) {
+      return vertx.executeBlocking(() -> destroy(request), false);
+    }
+    return client.send(HttpMethod.DELETE, sandboxUrl(id), null, null, client.requestTimeoutMs()).transform(ar -> ar.failed()
+        ? Future.failedFuture(client.transportError("destroy", ar.cause(), true))
+        : Future.succeededFuture(new SandboxDestroyed(deleted(ar.result(), "destroy"))));
+  }
+
+  @Override
+  public void useContext(io.vertx.core.Context context) {
+    client.useContext(context);
+  }
+
   /** Deletes one sandbox; true when it was already gone. */
   private boolean delete(String id, String op) {
-    DaytonaClient.Resp r = client.call(op, true, HttpMethod.DELETE, sandboxUrl(id), null, null,
-        client.requestTimeoutMs());
+    return deleted(client.call(op, true, HttpMethod.DELETE, sandboxUrl(id), null, null, client.requestTimeoutMs()), op);
+  }
+
+  /** The answer to a delete: true when the sandbox was already gone. */
+  private boolean deleted(DaytonaClient.Resp r, String op) {
     if (r.status() == 404) {
       return true;
     }

@@ -60,7 +60,7 @@ import org.slf4j.LoggerFactory;
  * <p>Blocking SPI methods wait on futures off the event loop; a streamed execution is read by its own
  * virtual thread ({@link E2bExecution}).
  */
-public final class E2bProvider implements SandboxProvider {
+public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlockingProvider {
   public static final String BACKEND = "e2b";
   /** envd's port inside every sandbox, named in the {@code E2b-Sandbox-Port} header. */
   static final int ENVD_PORT = 49983;
@@ -93,7 +93,7 @@ public final class E2bProvider implements SandboxProvider {
     }
   }
 
-  private final io.vertx.core.Context requestContext;
+  private volatile io.vertx.core.Context requestContext;
 
   public E2bProvider(Vertx vertx, E2bSettings settings, Clock clock) {
     this.vertx = vertx;
@@ -140,6 +140,37 @@ public final class E2bProvider implements SandboxProvider {
    */
   @Override
   public String create(CreateSandbox request) {
+    JsonObject body = createBody(request);
+    HttpResponse<Buffer> r;
+    try {
+      r = call(onContext(() -> sendCreate(body)), "create");
+    } catch (ProviderException e) {
+      throw lostCreate(request, e);
+    }
+    return created(request, r);
+  }
+
+  /** As {@link #create}: the answer is read on the calling context; only a failed create blocks (cleanup). */
+  @Override
+  public Future<String> createAsync(CreateSandbox request) {
+    JsonObject body = createBody(request);
+    return sendCreate(body).transform(ar -> {
+      if (ar.succeeded()) {
+        String id = createdId(ar.result());
+        if (id != null) {
+          return Future.succeededFuture(id);
+        }
+      }
+      return vertx.executeBlocking(() -> {
+        if (ar.succeeded()) {
+          return created(request, ar.result());
+        }
+        throw lostCreate(request, E2bErrors.transport(ar.cause(), "create"));
+      }, false);
+    });
+  }
+
+  private JsonObject createBody(CreateSandbox request) {
     SandboxConfig c = request.config();
     if (c.gpu() != null) {
       throw ApiException.invalid("gpu is not supported by the e2b backend");
@@ -163,30 +194,48 @@ public final class E2bProvider implements SandboxProvider {
     if (c.allowInternet() != null) {
       body.put("allow_internet_access", c.allowInternet());
     }
-    HttpResponse<Buffer> r;
-    try {
-      r = call(onContext(() -> api(HttpMethod.POST, "/sandboxes").putHeader("Content-Type", "application/json")
-          .sendBuffer(body.toBuffer())), "create");
-    } catch (ProviderException e) {
-      if (e.error().outcome() == Outcome.UNKNOWN) {
-        throw cleanUpAfterLostCreate(request, e.error());
-      }
-      throw e;
-    }
+    return body;
+  }
+
+  private Future<HttpResponse<Buffer>> sendCreate(JsonObject body) {
+    return api(HttpMethod.POST, "/sandboxes").putHeader("Content-Type", "application/json").sendBuffer(body.toBuffer());
+  }
+
+  /** A transport failure of {@code POST /sandboxes}: cleaned up by create token when the outcome is unknown. */
+  private ProviderException lostCreate(CreateSandbox request, ProviderException e) {
+    return e.error().outcome() == Outcome.UNKNOWN ? cleanUpAfterLostCreate(request, e.error()) : e;
+  }
+
+  /** The new sandbox's id from a successful answer (its envd is remembered), or null when there is none. */
+  private String createdId(HttpResponse<Buffer> r) {
     if (r.statusCode() != 201 && r.statusCode() != 200) {
-      ProviderException e = E2bErrors.status(r.statusCode(), "create", r.getHeader("Retry-After"), false);
-      if (e.error().outcome() == Outcome.UNKNOWN) {
-        throw cleanUpAfterLostCreate(request, e.error());
-      }
-      throw e;
+      return null;
     }
-    JsonObject created = json(r, "create");
-    String id = created.getString("sandboxID");
+    JsonObject created;
+    try {
+      created = r.bodyAsJsonObject();
+    } catch (DecodeException | ClassCastException e) {
+      return null;
+    }
+    String id = created == null ? null : created.getString("sandboxID");
     if (id == null || id.isBlank()) {
+      return null;
+    }
+    envds.put(id, envd(id, created.getString("domain"), created.getString("envdAccessToken")));
+    return id;
+  }
+
+  /** The answer to {@code POST /sandboxes}: the new sandbox's id, else the contract error (cleaned up). */
+  private String created(CreateSandbox request, HttpResponse<Buffer> r) {
+    if (r.statusCode() != 201 && r.statusCode() != 200) {
+      throw lostCreate(request, E2bErrors.status(r.statusCode(), "create", r.getHeader("Retry-After"), false));
+    }
+    String id = createdId(r);
+    if (id == null) {
+      json(r, "create"); // an unreadable answer is reported as such
       throw cleanUpAfterLostCreate(request,
           ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false, Outcome.UNKNOWN));
     }
-    envds.put(id, envd(id, created.getString("domain"), created.getString("envdAccessToken")));
     return id;
   }
 
@@ -244,9 +293,30 @@ public final class E2bProvider implements SandboxProvider {
     return new SandboxDestroyed(!kill(id, "destroy"));
   }
 
+  /** As {@link #destroy}; a destroy without a resource id (a search first) runs off the event loop. */
+  @Override
+  public Future<SandboxDestroyed> destroyAsync(DestroySandbox request) {
+    String id = request.providerResourceId();
+    if (id == null || id.isBlank()) {
+      return vertx.executeBlocking(() -> destroy(request), false);
+    }
+    return api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send().transform(ar -> ar.failed()
+        ? Future.failedFuture(E2bErrors.transport(ar.cause(), "destroy"))
+        : Future.succeededFuture(new SandboxDestroyed(!killed(id, ar.result(), "destroy"))));
+  }
+
+  @Override
+  public void useContext(io.vertx.core.Context context) {
+    requestContext = context;
+  }
+
   /** {@code DELETE /sandboxes/{id}}; false when it was already gone. */
   private boolean kill(String id, String op) {
-    HttpResponse<Buffer> r = call(onContext(() -> api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send()), op);
+    return killed(id, call(onContext(() -> api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send()), op), op);
+  }
+
+  /** The answer to {@code DELETE /sandboxes/{id}}: true when killed, false when already gone. */
+  private boolean killed(String id, HttpResponse<Buffer> r, String op) {
     envds.remove(id);
     if (r.statusCode() == 204 || r.statusCode() == 200) {
       return true;

@@ -66,9 +66,12 @@ public final class ProviderBenchmark {
 
   public static void main(String[] args) throws Exception {
     int n = 200;
+    List<String> only = List.of("e2b", "daytona");
     for (int i = 0; i < args.length; i += 2) {
       if (args[i].equals("--iterations") && i + 1 < args.length) {
         n = Integer.parseInt(args[i + 1]);
+      } else if (args[i].equals("--providers") && i + 1 < args.length) {
+        only = List.of(args[i + 1].split(","));
       } else {
         throw new IllegalArgumentException("unknown argument " + args[i]);
       }
@@ -83,8 +86,12 @@ public final class ProviderBenchmark {
         System.out.printf("%nGateway overhead against the provider simulators, %d interleaved rounds each, "
             + "microseconds:%n", n);
         System.out.printf("  %-34s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
-        run(gw, "e2b", new E2bDirect(e2b), n);
-        run(gw, "daytona", new DaytonaDirect(daytona), n);
+        if (only.contains("e2b")) {
+          run(gw, "e2b", new E2bDirect(e2b), n);
+        }
+        if (only.contains("daytona")) {
+          run(gw, "daytona", new DaytonaDirect(daytona), n);
+        }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
       violations.addAll(daytona.violations());

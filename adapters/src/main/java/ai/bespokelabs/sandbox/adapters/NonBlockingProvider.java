@@ -1,0 +1,25 @@
+package ai.bespokelabs.sandbox.adapters;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+
+/**
+ * A provider that can also create and destroy without blocking a thread (a remote API spoken with the Vert.x
+ * HTTP client). The adapter then calls these on its own context instead of handing {@link SandboxProvider#create}
+ * and {@link SandboxProvider#destroy} to a virtual thread, which takes two thread hand-offs off each call. They
+ * must mean exactly what the blocking methods mean, errors included (a slow path, such as cleaning up after a
+ * lost create, may still run blocking code off the event loop).
+ */
+public interface NonBlockingProvider extends SandboxProvider {
+  /** Makes {@code context} (the adapter's) the one the provider's HTTP clients are used from; called once at start. */
+  void useContext(Context context);
+
+  /** As {@link #create}; completes on the calling context. */
+  Future<String> createAsync(CreateSandbox request);
+
+  /** As {@link #destroy}; completes on the calling context. */
+  Future<SandboxDestroyed> destroyAsync(DestroySandbox request);
+}
