@@ -87,6 +87,12 @@ public final class BwrapWrapper implements HostWrapper {
     }
   }
 
+  /** {@code --die-with-parent}: the gateway ending ends its sandboxes' programs, and so would the starting thread. */
+  @Override
+  public boolean diesWithStartingThread() {
+    return true;
+  }
+
   /** Every program runs in a new PID namespace, which the kernel empties when the program ends. */
   @Override
   public boolean endsWithProgram() {

@@ -51,6 +51,14 @@ public interface HostWrapper {
     return false;
   }
 
+  /**
+   * Whether the kernel kills a program when the thread that started it ends (a parent-death signal, as bwrap's
+   * {@code --die-with-parent} sets): such programs must be started from threads that last.
+   */
+  default boolean diesWithStartingThread() {
+    return false;
+  }
+
   /** The spec to run for a program of a sandbox rooted at {@code sandboxDir} created with {@code config}. */
   ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
 

@@ -63,7 +63,7 @@ public final class LocalProvider implements SandboxProvider {
   public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper) {
     this.backend = backend;
     this.wrapper = wrapper;
-    this.runner = new ProcessRunner(backend);
+    this.runner = new ProcessRunner(backend, wrapper.diesWithStartingThread());
     this.root = root.toAbsolutePath().normalize();
     this.records = new ProcessRecords(this.root);
     this.clock = clock;

@@ -46,11 +46,30 @@ public final class ProcessRunner {
   private static final ExecutorService THREADS =
       Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("process-", 0).factory());
 
+  /*
+   * Programs that the kernel kills when their parent ends (bwrap --die-with-parent) are started from these
+   * threads, which never end: for the kernel the parent is the thread that started the process, and a virtual
+   * thread's carrier or an idle pool thread may end while the program still runs. Tasks are submitted, so a
+   * failed start cannot end a thread either.
+   */
+  private static final ExecutorService STARTERS =
+      Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("process-starter-", 0).factory());
+
   private final String backend;
+  private final boolean startOnLastingThreads;
 
   /** @param backend the backend named in provider errors */
   public ProcessRunner(String backend) {
+    this(backend, false);
+  }
+
+  /**
+   * @param backend the backend named in provider errors
+   * @param startOnLastingThreads start programs from threads that never end (see {@link HostWrapper#diesWithStartingThread})
+   */
+  public ProcessRunner(String backend, boolean startOnLastingThreads) {
     this.backend = Objects.requireNonNull(backend, "backend");
+    this.startOnLastingThreads = startOnLastingThreads;
   }
 
   /**
@@ -273,8 +292,13 @@ public final class ProcessRunner {
       ProcessBuilder pb = new ProcessBuilder(argv).directory(spec.cwd().toFile());
       pb.environment().clear();
       pb.environment().putAll(spec.env());
-      return pb.start();
+      return startOnLastingThreads ? STARTERS.submit(pb::start).get() : pb.start();
     } catch (IOException | IllegalArgumentException e) {
+      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
       throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
     }
   }

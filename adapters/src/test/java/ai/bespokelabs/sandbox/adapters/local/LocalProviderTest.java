@@ -50,6 +50,26 @@ class LocalProviderTest {
     });
   }
 
+  /**
+   * bwrap kills its program when the program's parent ends, and for the kernel the parent is the thread that
+   * started it: a program started from a short-lived thread (a virtual thread's carrier, an idle pool thread)
+   * must still run to its end.
+   */
+  @Test
+  void aBwrapProgramOutlivesTheThreadThatStartedIt() throws Exception {
+    LocalProvider bwrap = new LocalProvider("bwrap", data.resolve("bwrap"), Clock.systemUTC(),
+        new ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper());
+    bwrap.create(create("sbx_a", null, null));
+    ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
+    Thread starter = new Thread(() -> bwrap.start(shell("sbx_a", "sleep 1; echo survived"), sink));
+    starter.start();
+    starter.join();
+    ExecResult r = sink.await();
+    assertThat(r.exitCode()).as(r.stderr()).isZero();
+    assertThat(r.stdout()).isEqualTo("survived\n");
+    bwrap.destroy(new DestroySandbox("sbx_a", null));
+  }
+
   @Test
   void createMakesAnOwnedDirectoryUsedAsHomeAndCwd() {
     String resourceId = provider.create(create("sbx_a", Map.of("TOKEN", "s3cret"), null));
