@@ -210,6 +210,7 @@ public final class SandboxApi {
         .map(Message::body);
     return s.sandboxes().claimIfUnrestricted(row).transform(claimed -> {
       if (claimed.succeeded() && claimed.result() != null) {
+        s.policyHints().rememberUnrestricted(p.organizationId());
         return provisioned(claimed.result().sandbox(), made);
       }
       made.onSuccess(created -> undo(row.id(), req.backend(), created));
