@@ -85,6 +85,34 @@ class OperationsTest {
         .doesNotContain(id);
   }
 
+  /** Entries arriving while one is being written are written together: each request still gets exactly one. */
+  @Test
+  void a_burst_of_mutations_is_audited_once_each() throws Exception {
+    String key = gw.bootstrap("Burst");
+    String reader = gw.key(key, "audit:read");
+    int n = 120;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(24);
+    List<java.util.concurrent.Future<Integer>> sent = new java.util.ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      String note = "burst-" + i;
+      sent.add(pool.submit(() -> gw.send("PUT", "/v1/policies/current?note=" + note, key, "{}").status()));
+    }
+    for (var f : sent) {
+      assertThat(f.get(60, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(200);
+    }
+    pool.shutdown();
+    List<String> notes = List.of();
+    for (int i = 0; i < 250 && notes.size() < n; i++) {
+      notes = all("/v1/audit", reader).stream().filter(e -> e.getString("action").equals("policy.update"))
+          .map(e -> e.getJsonObject("details").getJsonObject("query").getString("note")).toList();
+      if (notes.size() < n) {
+        Thread.sleep(20);
+      }
+    }
+    assertThat(notes).hasSize(n).doesNotHaveDuplicates()
+        .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, n).mapToObj(i -> "burst-" + i).toList());
+  }
+
   @Test
   void alerts_fire_once_each() throws Exception {
     String key = gw.bootstrap("Alerted");

@@ -25,13 +25,64 @@ public final class OperationsRepository {
 
   // ---- audit ----------------------------------------------------------------------------------------
 
+  private static final String AUDIT_INSERT = "INSERT INTO audit_log (id, organization_id, api_key_id, action,"
+      + " resource_type, resource_id, outcome, details, created_at) VALUES ($1, $2, $3, $4, 'http_route', $5, $6, $7, $8)";
+  /** The most entries one write carries. */
+  static final int AUDIT_BATCH = 256;
+
+  private record PendingAudit(Tuple row, io.vertx.core.Promise<Void> written) {}
+
+  private final java.util.ArrayDeque<PendingAudit> auditQueue = new java.util.ArrayDeque<>();
+  private boolean auditWriting;
+
+  /**
+   * Appends an audit entry. Entries are group-committed: while one write is in flight, the entries that arrive
+   * are queued and written together by the next, so a busy gateway spends one round trip on many entries and an
+   * idle one writes each at once. Completes once the entry is stored.
+   */
   public Future<Void> audit(String orgId, String keyId, String action, String resourceId, String outcome,
       JsonObject details, OffsetDateTime now) {
-    return pool.preparedQuery("INSERT INTO audit_log (id, organization_id, api_key_id, action, resource_type,"
-            + " resource_id, outcome, details, created_at) VALUES ($1, $2, $3, $4, 'http_route', $5, $6, $7, $8)")
-        .execute(Tuple.of(Ids.newId("aud"), orgId, keyId, action, resourceId.length() > 255
-            ? resourceId.substring(0, 255) : resourceId, outcome).addValue(details).addValue(now))
-        .mapEmpty();
+    Tuple row = Tuple.of(Ids.newId("aud"), orgId, keyId, action, resourceId.length() > 255
+        ? resourceId.substring(0, 255) : resourceId, outcome).addValue(details).addValue(now);
+    io.vertx.core.Promise<Void> written = io.vertx.core.Promise.promise();
+    boolean start;
+    synchronized (auditQueue) {
+      auditQueue.add(new PendingAudit(row, written));
+      start = !auditWriting;
+      auditWriting = true;
+    }
+    if (start) {
+      writeAudit();
+    }
+    return written.future();
+  }
+
+  /** Writes what is queued, then again while entries keep arriving. */
+  private void writeAudit() {
+    List<PendingAudit> batch = new ArrayList<>();
+    synchronized (auditQueue) {
+      while (batch.size() < AUDIT_BATCH && !auditQueue.isEmpty()) {
+        batch.add(auditQueue.poll());
+      }
+      if (batch.isEmpty()) {
+        auditWriting = false;
+        return;
+      }
+    }
+    List<Tuple> rows = new ArrayList<>(batch.size());
+    batch.forEach(e -> rows.add(e.row()));
+    Future<RowSet<Row>> write = rows.size() == 1 ? pool.preparedQuery(AUDIT_INSERT).execute(rows.get(0))
+        : pool.preparedQuery(AUDIT_INSERT).executeBatch(rows);
+    write.onComplete(ar -> {
+      batch.forEach(e -> {
+        if (ar.succeeded()) {
+          e.written().complete();
+        } else {
+          e.written().fail(ar.cause());
+        }
+      });
+      writeAudit();
+    });
   }
 
   public Future<Page> auditPage(String orgId, long offset, int limit) {
