@@ -207,8 +207,12 @@ final class DaytonaClient implements AutoCloseable {
     }
   }
 
-  /** Opens a WebSocket to an http(s) URL (ws/wss on the same host and port), with the Bearer key. */
-  Future<WebSocket> websocket(String httpUrl) {
+  /**
+   * Opens a WebSocket to an http(s) URL (ws/wss on the same host and port), with the Bearer key, and hands the
+   * outcome to {@code opened} on the client's context, in the same event-loop turn as the connection completes:
+   * handlers set there miss no frame (set from another thread, a short log and its close could come first).
+   */
+  void websocket(String httpUrl, io.vertx.core.Handler<io.vertx.core.AsyncResult<WebSocket>> opened) {
     URI u = URI.create(httpUrl);
     boolean tls = "https".equals(u.getScheme());
     WebSocketConnectOptions o = new WebSocketConnectOptions().setHost(u.getHost())
@@ -216,7 +220,7 @@ final class DaytonaClient implements AutoCloseable {
         .setURI(u.getRawPath() + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()))
         .addHeader("Authorization", "Bearer " + settings.apiKey().reveal())
         .addHeader("X-Daytona-Source", SOURCE);
-    return ws.connect(o);
+    onContext(() -> ws.connect(o).andThen(opened));
   }
 
   /**

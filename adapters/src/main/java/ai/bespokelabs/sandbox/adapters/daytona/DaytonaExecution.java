@@ -92,7 +92,7 @@ final class DaytonaExecution implements ExecHandle {
   }
 
   private void connect(int gen) {
-    client.websocket(command() + "/logs?follow=true").onComplete(ar -> {
+    client.websocket(command() + "/logs?follow=true", ar -> {
       if (ar.failed()) {
         LOG.debug("Daytona log stream of {} could not be opened: {}", tag, ar.cause().getClass().getName());
         inbox.add(new Gone(gen, false));
