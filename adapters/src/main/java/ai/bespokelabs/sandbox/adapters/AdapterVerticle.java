@@ -217,8 +217,14 @@ public final class AdapterVerticle extends VerticleBase {
       }
     });
     stream.onIdle(() -> retain(req.executionId(), stream));
-    blocking(msg, "execute", () -> provider.start(req, stream))
-        .onComplete(stream::started)
+    Future<ExecHandle> started = provider instanceof NonBlockingProvider nb
+        ? nonBlocking(msg, "execute", () -> {
+          Future<ExecHandle> f = nb.startAsync(req, stream);
+          return f != null ? f : Future.fromCompletionStage(CompletableFuture.supplyAsync(() -> provider.start(req, stream),
+              executor), context);
+        })
+        : blocking(msg, "execute", () -> provider.start(req, stream));
+    started.onComplete(stream::started)
         .onSuccess(handle -> {
           if (async) {
             msg.reply(new ExecStarted(req.executionId(), nodeId));

@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
@@ -22,4 +23,12 @@ public interface NonBlockingProvider extends SandboxProvider {
 
   /** As {@link #destroy}; completes on the calling context. */
   Future<SandboxDestroyed> destroyAsync(DestroySandbox request);
+
+  /**
+   * As {@link #start}, completing on the calling context once the program runs; null when this provider
+   * starts programs only blocking (the adapter then calls {@link #start} on a virtual thread).
+   */
+  default Future<ExecHandle> startAsync(ExecSandbox request, ExecSink sink) {
+    return null;
+  }
 }

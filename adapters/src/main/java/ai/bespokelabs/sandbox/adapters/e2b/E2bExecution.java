@@ -12,6 +12,8 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
@@ -98,6 +100,27 @@ final class E2bExecution implements ExecHandle {
 
   /** Sends the Start call and waits for the start event; the rest is read by a virtual thread. */
   ExecHandle start(JsonObject startRequest) {
+    Future<ExecHandle> f = ai.bespokelabs.sandbox.adapters.http.ClientContext.run(context, () -> startAsync(startRequest));
+    try {
+      return f.toCompletionStage().toCompletableFuture()
+          .get(provider.settings().requestTimeout().toMillis() + 5_000, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof RuntimeException re ? re : E2bErrors.transport(e.getCause(), "execute");
+    } catch (TimeoutException e) {
+      giveUp();
+      throw E2bErrors.transport(e, "execute");
+    } catch (InterruptedException e) {
+      giveUp();
+      Thread.currentThread().interrupt();
+      throw E2bErrors.transport(new TimeoutException("interrupted"), "execute");
+    }
+  }
+
+  /**
+   * Sends the Start call; completes on this execution's context (call it there) once envd reported the
+   * program's pid. The rest of the stream is read by a virtual thread.
+   */
+  Future<ExecHandle> startAsync(JsonObject startRequest) {
     t0 = System.nanoTime();
     long deadlineMs = request.timeoutSecs() * 1000L + KILL_GRACE_MS;
     RequestOptions options = provider.envdOptions(envd, HttpMethod.POST, "/process.Process/Start")
@@ -106,7 +129,7 @@ final class E2bExecution implements ExecHandle {
         .putHeader("Connect-Timeout-Ms", String.valueOf(deadlineMs))
         .putHeader("Keepalive-Ping-Interval", String.valueOf(KEEPALIVE_SECS));
     Buffer body = ConnectEnvelope.encode(0, startRequest.toBuffer());
-    context.runOnContext(v -> provider.http().request(options)
+    provider.http().request(options)
         .compose(req -> {
           httpRequest = req;
           req.exceptionHandler(t -> inbox.add(t));
@@ -134,29 +157,35 @@ final class E2bExecution implements ExecHandle {
           resp.exceptionHandler(inbox::add);
           resp.endHandler(e -> inbox.add(END));
           resp.fetch(WINDOW);
-        }));
+        });
     Thread.ofVirtual().name("e2b-exec-" + request.executionId()).start(this::read);
-    long waitMs = provider.settings().requestTimeout().toMillis();
-    try {
-      pid = started.get(waitMs, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      giveUp();
-      throw e.getCause() instanceof RuntimeException re ? re : E2bErrors.transport(e.getCause(), "execute");
-    } catch (TimeoutException e) {
-      giveUp();
-      throw E2bErrors.transport(e, "execute");
-    } catch (InterruptedException e) {
-      giveUp();
-      Thread.currentThread().interrupt();
-      throw E2bErrors.transport(new TimeoutException("interrupted"), "execute");
-    }
-    handedOver.complete(true);
-    context.runOnContext(v -> {
+    Promise<ExecHandle> handle = Promise.promise();
+    long wait = provider.vertx().setTimer(provider.settings().requestTimeout().toMillis(), id -> {
+      if (handle.tryFail(E2bErrors.transport(new TimeoutException("no start event"), "execute"))) {
+        giveUp();
+      }
+    });
+    started.whenComplete((startedPid, err) -> context.runOnContext(v -> {
+      provider.vertx().cancelTimer(wait);
+      if (err != null) {
+        Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+            ? err.getCause() : err;
+        if (handle.tryFail(cause instanceof RuntimeException re ? re : E2bErrors.transport(cause, "execute"))) {
+          giveUp();
+        }
+        return;
+      }
+      if (handle.future().isComplete()) {
+        return; // gave up waiting: the reader kills the program
+      }
+      pid = startedPid;
+      handedOver.complete(true);
       if (!done.get()) {
         timer = provider.vertx().setTimer(Math.max(1, request.timeoutSecs() * 1000L), id -> onTimeout());
       }
-    });
-    return this;
+      handle.complete(this);
+    }));
+    return handle.future();
   }
 
   private void giveUp() {

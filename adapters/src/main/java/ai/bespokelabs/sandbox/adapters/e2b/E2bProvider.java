@@ -617,8 +617,25 @@ public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlo
   /** Starts the program through {@code process.Process/Start}; returns once envd reported its pid. */
   @Override
   public ExecHandle start(ExecSandbox request, ExecSink sink) {
-    List<String> argv = CommandLine.of(request.code(), request.language(), request.command(), request.args());
     Envd envd = envd(request.providerResourceId(), "execute");
+    return execution(request, sink, envd).start(startRequest(request));
+  }
+
+  /**
+   * As {@link #start}, on the calling context, when the sandbox's envd address is known here (else looking it
+   * up blocks, so the blocking start runs off the event loop).
+   */
+  @Override
+  public Future<ExecHandle> startAsync(ExecSandbox request, ExecSink sink) {
+    Envd envd = envds.get(request.providerResourceId());
+    if (envd == null) {
+      return vertx.executeBlocking(() -> start(request, sink), false);
+    }
+    return execution(request, sink, envd).startAsync(startRequest(request));
+  }
+
+  private static JsonObject startRequest(ExecSandbox request) {
+    List<String> argv = CommandLine.of(request.code(), request.language(), request.command(), request.args());
     JsonObject process = new JsonObject().put("cmd", argv.get(0))
         .put("args", new JsonArray(argv.subList(1, argv.size())));
     if (!request.env().isEmpty()) {
@@ -627,11 +644,14 @@ public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlo
     if (request.cwd() != null && !request.cwd().isBlank()) {
       process.put("cwd", request.cwd());
     }
-    JsonObject start = new JsonObject().put("process", process).put("stdin", request.keepStdin());
+    return new JsonObject().put("process", process).put("stdin", request.keepStdin());
+  }
+
+  private E2bExecution execution(ExecSandbox request, ExecSink sink, Envd envd) {
     E2bExecution execution = new E2bExecution(this, envd, request, sink);
     executions.add(execution);
     execution.onDone(() -> executions.remove(execution));
-    return execution.start(start);
+    return execution;
   }
 
   /** Sends a signal to a process of the sandbox ({@code SIGNAL_SIGTERM} or {@code SIGNAL_SIGKILL}). */
