@@ -130,6 +130,31 @@ class PolicyTest {
     assertThat(strays(root)).as("the sandbox made before the insert found the policy is gone").isEmpty();
   }
 
+  /** Concurrent creates of an organization without guardrails, most asked early: each makes exactly one sandbox. */
+  @Test
+  void concurrent_creates_asked_early_make_one_sandbox_each() throws Exception {
+    String key = gw.bootstrap("Early burst");
+    gw.sandbox(key, new JsonObject().put("backend", "local"));
+    ExecutorService pool = Executors.newFixedThreadPool(16);
+    List<CompletableFuture<Resp>> creates = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      creates.add(CompletableFuture.supplyAsync(
+          () -> gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")), pool));
+    }
+    java.util.Set<String> ids = new java.util.HashSet<>();
+    for (CompletableFuture<Resp> c : creates) {
+      Resp r = c.get(120, TimeUnit.SECONDS);
+      assertThat(r.status()).as(r.body()).isEqualTo(201);
+      assertThat(r.json().getString("status")).isEqualTo("running");
+      assertThat(java.nio.file.Path.of(r.json().getString("provider_resource_id"))).isDirectory();
+      ids.add(r.json().getString("id"));
+    }
+    pool.shutdown();
+    assertThat(ids).hasSize(60);
+    assertThat(gw.get("/v1/sandboxes", key).array()).hasSize(61);
+    assertThat(strays(gw.dataDir.resolve("sandboxes"))).isEmpty();
+  }
+
   /** Local sandbox directories (named after their sandbox) of no sandbox the database knows. */
   private static List<String> strays(java.nio.file.Path root) throws Exception {
     java.util.Set<String> known = new java.util.HashSet<>();
