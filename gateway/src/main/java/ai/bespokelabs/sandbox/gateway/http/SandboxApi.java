@@ -191,7 +191,8 @@ public final class SandboxApi {
       if (claim.replay()) {
         return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
       }
-      return provisioned(claim.sandbox(), provision(claim.sandbox(), req));
+      SandboxRecord sbx = claim.sandbox();
+      return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), req));
     }).onSuccess(r -> publishWakeup());
   }
 
@@ -204,10 +205,7 @@ public final class SandboxApi {
    * and without a key there is no earlier request the insert could find instead.
    */
   private Future<Reply> createEarly(Principal p, CreateRequest req, NewSandbox row) {
-    Future<SandboxCreated> made = vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(req.backend()),
-            new CreateSandbox(row.id(), row.organizationId(), req.backend(), row.createToken(), req.config(),
-                req.workspace()), action(Addresses.CREATE, CREATE_TIMEOUT_MS))
-        .map(Message::body);
+    Future<SandboxCreated> made = provision(row.id(), row.organizationId(), req.backend(), row.createToken(), req);
     return s.sandboxes().claimIfUnrestricted(row).transform(claimed -> {
       if (claimed.succeeded() && claimed.result() != null) {
         s.policyHints().rememberUnrestricted(p.organizationId());
@@ -230,10 +228,12 @@ public final class SandboxApi {
             + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
   }
 
-  private Future<SandboxCreated> provision(SandboxRecord sbx, CreateRequest req) {
-    CreateSandbox msg = new CreateSandbox(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(),
-        req.config(), req.workspace());
-    return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(sbx.backend()), msg,
+  /** Asks the backend to make the sandbox. */
+  private Future<SandboxCreated> provision(String sandboxId, String organizationId, String backend, String createToken,
+      CreateRequest req) {
+    CreateSandbox msg = new CreateSandbox(sandboxId, organizationId, backend, createToken, req.config(),
+        req.workspace());
+    return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(backend), msg,
             action(Addresses.CREATE, CREATE_TIMEOUT_MS))
         .map(Message::body);
   }
