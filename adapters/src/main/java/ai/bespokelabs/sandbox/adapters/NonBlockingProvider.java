@@ -15,6 +15,23 @@ import io.vertx.core.Future;
  * lost create, may still run blocking code off the event loop).
  */
 public interface NonBlockingProvider extends SandboxProvider {
+  /**
+   * Runs blocking work (a slow path) on a virtual thread of its own and completes on the calling context: unlike
+   * Vert.x's bounded worker pool, long polls cannot starve other work.
+   */
+  static <T> Future<T> offLoop(java.util.concurrent.Callable<T> work) {
+    java.util.concurrent.CompletableFuture<T> done = new java.util.concurrent.CompletableFuture<>();
+    Thread.ofVirtual().name("adapter-slow-path").start(() -> {
+      try {
+        done.complete(work.call());
+      } catch (Throwable t) {
+        done.completeExceptionally(t);
+      }
+    });
+    Context context = io.vertx.core.Vertx.currentContext();
+    return context == null ? Future.fromCompletionStage(done) : Future.fromCompletionStage(done, context);
+  }
+
   /** Makes {@code context} (the adapter's) the one the provider's HTTP clients are used from; called once at start. */
   void useContext(Context context);
 

@@ -2,11 +2,11 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.NonBlockingProvider;
 import ai.bespokelabs.sandbox.adapters.files.FileEntry;
-import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.http.BodyInputStream;
 import ai.bespokelabs.sandbox.adapters.local.CommandLine;
@@ -67,7 +67,7 @@ import org.slf4j.LoggerFactory;
  *   <li>metrics: the sandbox's resources and the newest points of its telemetry ({@link #metrics}).
  * </ul>
  */
-public final class DaytonaProvider implements ai.bespokelabs.sandbox.adapters.NonBlockingProvider {
+public final class DaytonaProvider implements NonBlockingProvider {
   public static final String BACKEND = "daytona";
   static final String LABEL_MANAGED = "bespokelabs.ai/managed";
   static final String LABEL_SANDBOX = "bespokelabs.ai/sandbox-id";
@@ -149,23 +149,23 @@ public final class DaytonaProvider implements ai.bespokelabs.sandbox.adapters.No
         client.requestTimeoutMs()).transform(ar -> {
           String id = ar.succeeded() ? createdId(ar.result()) : null;
           if (id == null) {
-            return vertx.executeBlocking(() -> {
+            return NonBlockingProvider.offLoop(() -> {
               if (ar.failed()) {
                 throw lostCreate(request, client.transportError("create", ar.cause(), true));
               }
               String made = created(request, ar.result());
               awaitStarted(made, request);
               return made;
-            }, false);
+            });
           }
           return client.send(HttpMethod.GET, sandboxUrl(id), null, null, client.requestTimeoutMs()).transform(look -> {
             if (look.succeeded() && look.result().ok() && "started".equals(state(look.result()))) {
               return Future.succeededFuture(id);
             }
-            return vertx.executeBlocking(() -> {
+            return NonBlockingProvider.offLoop(() -> {
               awaitStarted(id, request);
               return id;
-            }, false);
+            });
           });
         });
   }
@@ -398,7 +398,7 @@ public final class DaytonaProvider implements ai.bespokelabs.sandbox.adapters.No
   public Future<SandboxDestroyed> destroyAsync(DestroySandbox request) {
     String id = request.providerResourceId();
     if (id == null) {
-      return vertx.executeBlocking(() -> destroy(request), false);
+      return NonBlockingProvider.offLoop(() -> destroy(request));
     }
     return client.send(HttpMethod.DELETE, sandboxUrl(id), null, null, client.requestTimeoutMs()).transform(ar -> ar.failed()
         ? Future.failedFuture(client.transportError("destroy", ar.cause(), true))

@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.NonBlockingProvider;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.local.CommandLine;
@@ -17,8 +17,8 @@ import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
-import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import io.vertx.core.Future;
@@ -60,7 +60,7 @@ import org.slf4j.LoggerFactory;
  * <p>Blocking SPI methods wait on futures off the event loop; a streamed execution is read by its own
  * virtual thread ({@link E2bExecution}).
  */
-public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlockingProvider {
+public final class E2bProvider implements NonBlockingProvider {
   public static final String BACKEND = "e2b";
   /** envd's port inside every sandbox, named in the {@code E2b-Sandbox-Port} header. */
   static final int ENVD_PORT = 49983;
@@ -161,12 +161,12 @@ public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlo
           return Future.succeededFuture(id);
         }
       }
-      return vertx.executeBlocking(() -> {
+      return NonBlockingProvider.offLoop(() -> {
         if (ar.succeeded()) {
           return created(request, ar.result());
         }
         throw lostCreate(request, E2bErrors.transport(ar.cause(), "create"));
-      }, false);
+      });
     });
   }
 
@@ -298,7 +298,7 @@ public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlo
   public Future<SandboxDestroyed> destroyAsync(DestroySandbox request) {
     String id = request.providerResourceId();
     if (id == null || id.isBlank()) {
-      return vertx.executeBlocking(() -> destroy(request), false);
+      return NonBlockingProvider.offLoop(() -> destroy(request));
     }
     return api(HttpMethod.DELETE, "/sandboxes/" + segment(id)).send().transform(ar -> ar.failed()
         ? Future.failedFuture(E2bErrors.transport(ar.cause(), "destroy"))
@@ -629,7 +629,7 @@ public final class E2bProvider implements ai.bespokelabs.sandbox.adapters.NonBlo
   public Future<ExecHandle> startAsync(ExecSandbox request, ExecSink sink) {
     Envd envd = envds.get(request.providerResourceId());
     if (envd == null) {
-      return vertx.executeBlocking(() -> start(request, sink), false);
+      return NonBlockingProvider.offLoop(() -> start(request, sink));
     }
     return execution(request, sink, envd).startAsync(startRequest(request));
   }
