@@ -60,6 +60,9 @@ class RestartTest {
     assertThat(dataDir.resolve("postgres")).isDirectory();
     try (Gateway second = Gateway.start(config, Clock.systemUTC())) {
       assertThat(second.secretsGenerated()).isFalse();
+      assertThat(second.pool().query("SHOW synchronous_commit").execute().await(10, java.util.concurrent.TimeUnit.SECONDS)
+          .iterator().next().getString(0)).as("the embedded server acknowledges a commit once it is on disk")
+          .isEqualTo("on");
       HttpResponse<String> got = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + sandboxId))
           .header("Authorization", "Bearer " + key));
       assertThat(got.statusCode()).isEqualTo(200);
