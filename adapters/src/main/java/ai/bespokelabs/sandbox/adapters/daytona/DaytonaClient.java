@@ -220,7 +220,15 @@ final class DaytonaClient implements AutoCloseable {
         .setURI(u.getRawPath() + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()))
         .addHeader("Authorization", "Bearer " + settings.apiKey().reveal())
         .addHeader("X-Daytona-Source", SOURCE);
-    onContext(() -> ws.connect(o).andThen(opened));
+    onContext(() -> {
+      Future<WebSocket> connected;
+      try {
+        connected = ws.connect(o);
+      } catch (RuntimeException e) {
+        connected = Future.failedFuture(e);
+      }
+      return connected.andThen(opened);
+    });
   }
 
   /**
