@@ -1,10 +1,8 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import java.nio.file.DirectoryStream;
 import java.util.HashSet;
 import java.util.Set;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -56,27 +54,15 @@ final class ProcessGroups {
    * {@code /proc}; empty when {@code /proc} cannot be read, in which case callers keep what they track.
    */
   static Optional<Set<Long>> populatedGroups() {
-    Path proc = Path.of("/proc");
-    if (!Files.isDirectory(proc)) {
+    if (!ProcStats.available()) {
       return Optional.empty();
     }
     Set<Long> groups = new HashSet<>();
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(proc, "[0-9]*")) {
-      for (Path entry : entries) {
-        try {
-          String stat = Files.readString(entry.resolve("stat"));
-          // pid (comm) state ppid pgrp ...: comm may contain spaces and parentheses, so parse after the last ')'
-          String[] rest = stat.substring(stat.lastIndexOf(')') + 2).split(" ", 4);
-          if (!rest[0].equals("Z")) { // a zombie cannot be signalled; its live group mates count themselves
-            groups.add(Long.parseLong(rest[2]));
-          }
-        } catch (IOException | RuntimeException vanished) {
-          // the process exited while we were reading
-        }
+    ProcStats.forEach(p -> {
+      if (p.state() != 'Z') { // a zombie cannot be signalled; its live group mates count themselves
+        groups.add(p.pgrp());
       }
-    } catch (IOException e) {
-      return Optional.empty();
-    }
+    });
     return Optional.of(groups);
   }
 

@@ -74,19 +74,12 @@ final class ProcessRecords {
       return List.of();
     }
     List<Long> pids = new ArrayList<>();
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path entry : entries) {
-        long[] stat = stat(entry.resolve("stat"), false);
-        if (stat != null) {
-          Long leaderStart = groups.get(stat[0]);
-          if (leaderStart != null && stat[1] >= leaderStart) {
-            pids.add(Long.parseLong(entry.getFileName().toString()));
-          }
-        }
+    ProcStats.forEach(p -> {
+      Long leaderStart = groups.get(p.pgrp());
+      if (p.state() != 'Z' && leaderStart != null && p.startTime() >= leaderStart) {
+        pids.add(p.pid());
       }
-    } catch (IOException ignored) {
-      // no /proc: nothing can be found this way
-    }
+    });
     return pids;
   }
 
@@ -113,21 +106,7 @@ final class ProcessRecords {
   }
 
   private static OptionalLong startTime(long pid) {
-    long[] stat = stat(Path.of("/proc", Long.toString(pid), "stat"), true);
-    return stat == null ? OptionalLong.empty() : OptionalLong.of(stat[1]);
-  }
-
-  /**
-   * {pgrp, starttime} of a {@code /proc/<pid>/stat} file, or null when it vanished, cannot be parsed, or is a
-   * zombie and {@code zombies} is false (a zombie cannot be signalled).
-   */
-  private static long[] stat(Path file, boolean zombies) {
-    try {
-      String s = Files.readString(file);
-      String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
-      return !zombies && f[0].equals("Z") ? null : new long[] {Long.parseLong(f[2]), Long.parseLong(f[19])};
-    } catch (IOException | RuntimeException e) {
-      return null;
-    }
+    ProcStats.Stat stat = ProcStats.of(pid);
+    return stat == null ? OptionalLong.empty() : OptionalLong.of(stat.startTime());
   }
 }
