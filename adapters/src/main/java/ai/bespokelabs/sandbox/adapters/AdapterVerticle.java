@@ -218,11 +218,7 @@ public final class AdapterVerticle extends VerticleBase {
     });
     stream.onIdle(() -> retain(req.executionId(), stream));
     Future<ExecHandle> started = provider instanceof NonBlockingProvider nb
-        ? nonBlocking(msg, "execute", () -> {
-          Future<ExecHandle> f = nb.startAsync(req, stream);
-          return f != null ? f : Future.fromCompletionStage(CompletableFuture.supplyAsync(() -> provider.start(req, stream),
-              executor), context);
-        })
+        ? nonBlocking(msg, "execute", () -> nb.startAsync(req, stream))
         : blocking(msg, "execute", () -> provider.start(req, stream));
     started.onComplete(stream::started)
         .onSuccess(handle -> {

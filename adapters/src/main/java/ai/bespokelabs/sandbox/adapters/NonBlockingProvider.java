@@ -42,10 +42,10 @@ public interface NonBlockingProvider extends SandboxProvider {
   Future<SandboxDestroyed> destroyAsync(DestroySandbox request);
 
   /**
-   * As {@link #start}, completing on the calling context once the program runs; null when this provider
-   * starts programs only blocking (the adapter then calls {@link #start} on a virtual thread).
+   * As {@link #start}, completing on the calling context once the program runs. By default {@link #start} runs
+   * on a virtual thread, for providers that start programs only blocking.
    */
   default Future<ExecHandle> startAsync(ExecSandbox request, ExecSink sink) {
-    return null;
+    return offLoop(() -> start(request, sink));
   }
 }
