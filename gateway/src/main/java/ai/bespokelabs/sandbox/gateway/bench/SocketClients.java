@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Base64;
@@ -51,54 +52,52 @@ final class SocketClients {
       Chunked chunks = new Chunked(in);
       byte[] block = new byte[BUFFER];
       byte[] line = new byte[BUFFER];
-      byte[] decoded = new byte[BUFFER];
+      JsonString data = new JsonString();
       int lineLength = 0;
       String event = "message";
       for (int n; (n = chunks.read(block)) > 0; ) {
         long at = StreamBenchmark.epochNanos();
         int from = 0;
-        for (int i = 0; i < n; i++) {
-          if (block[i] != '\n') {
-            continue;
+        while (from < n) {
+          int end = Bytes.indexOf(block, from, n, (byte) '\n');
+          int part = (end < 0 ? n : end) - from;
+          if (end < 0 || lineLength > 0) {
+            if (lineLength + part > line.length) {
+              line = Arrays.copyOf(line, Math.max(2 * line.length, lineLength + part));
+            }
+            System.arraycopy(block, from, line, lineLength, part);
+            lineLength += part;
+            if (end < 0) {
+              break;
+            }
           }
-          int part = i - from;
-          if (lineLength + part > line.length) {
-            line = Arrays.copyOf(line, Math.max(2 * line.length, lineLength + part));
-          }
-          System.arraycopy(block, from, line, lineLength, part);
-          lineLength += part;
-          from = i + 1;
-          if (lineLength == 0) {
+          // the line is in the block where it arrived whole, else in line
+          byte[] text = lineLength > 0 ? line : block;
+          int start = lineLength > 0 ? 0 : from;
+          int stop = lineLength > 0 ? lineLength : end;
+          from = end + 1;
+          lineLength = 0;
+          if (stop == start) {
             event = "message";
-          } else if (startsWith(line, lineLength, "event: ")) {
-            event = new String(line, 7, lineLength - 7, StandardCharsets.US_ASCII);
-          } else if (startsWith(line, lineLength, "data: ")) {
+          } else if (startsWith(text, start, stop, "event: ")) {
+            event = new String(text, start + 7, stop - start - 7, StandardCharsets.US_ASCII);
+          } else if (startsWith(text, start, stop, "data: ")) {
             switch (event) {
               case "stdout" -> {
-                if (decoded.length < lineLength) {
-                  decoded = new byte[lineLength];
-                }
-                int len = JsonString.decodeData(line, 6, lineLength, decoded);
-                sink.accept(decoded, 0, len, at);
+                data.decode(text, start + 6, stop);
+                sink.accept(data.bytes, data.offset, data.length, at);
               }
               case "exit" -> {
-                return new JsonObject(Buffer.buffer(Arrays.copyOfRange(line, 6, lineLength)));
+                return new JsonObject(Buffer.buffer(Arrays.copyOfRange(text, start + 6, stop)));
               }
               case "error" -> throw new IOException("SSE error event: "
-                  + new String(line, 6, lineLength - 6, StandardCharsets.UTF_8));
+                  + new String(text, start + 6, stop - start - 6, StandardCharsets.UTF_8));
               default -> {
                 // started, stderr, notice: nothing to count
               }
             }
           }
-          lineLength = 0;
         }
-        int rest = n - from;
-        if (lineLength + rest > line.length) {
-          line = Arrays.copyOf(line, Math.max(2 * line.length, lineLength + rest));
-        }
-        System.arraycopy(block, from, line, lineLength, rest);
-        lineLength += rest;
       }
       throw new IOException("the SSE stream ended without an exit event");
     }
@@ -122,7 +121,7 @@ final class SocketClients {
       sendText(socket.getOutputStream(), start);
       byte[] buf = new byte[BUFFER];
       byte[] text = new byte[4096];
-      byte[] decoded = new byte[BUFFER];
+      JsonString data = new JsonString();
       int textLength = 0;
       boolean binaryMessage = false;
       long position = 0;
@@ -189,10 +188,8 @@ final class SocketClients {
           }
           long at = StreamBenchmark.epochNanos();
           if (startsWith(text, textLength, "{\"type\":\"stdout\"")) {
-            if (decoded.length < textLength) {
-              decoded = new byte[textLength];
-            }
-            sink.accept(decoded, 0, JsonString.decodeData(text, 0, textLength, decoded), at);
+            data.decode(text, 0, textLength);
+            sink.accept(data.bytes, data.offset, data.length, at);
             continue;
           }
           JsonObject frame = new JsonObject(Buffer.buffer(Arrays.copyOf(text, textLength)));
@@ -257,11 +254,15 @@ final class SocketClients {
   }
 
   private static boolean startsWith(byte[] line, int length, String prefix) {
-    if (length < prefix.length()) {
+    return startsWith(line, 0, length, prefix);
+  }
+
+  private static boolean startsWith(byte[] line, int from, int to, String prefix) {
+    if (to - from < prefix.length()) {
       return false;
     }
     for (int i = 0; i < prefix.length(); i++) {
-      if (line[i] != prefix.charAt(i)) {
+      if (line[from + i] != prefix.charAt(i)) {
         return false;
       }
     }
@@ -317,41 +318,116 @@ final class SocketClients {
     }
   }
 
-  /** The bytes of an output event's {@code "data"} (a JSON string of UTF-8 text) or {@code "data_b64"}. */
+  /** Finding bytes eight at a time, as a native client's {@code memchr} does. */
+  static final class Bytes {
+    private static final java.lang.invoke.VarHandle LONGS = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+        long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGHS = 0x8080808080808080L;
+
+    private Bytes() {}
+
+    /** Whether a byte of {@code w} is zero (exact: no false positives for the lowest such byte). */
+    private static long zeros(long w) {
+      return (w - ONES) & ~w & HIGHS;
+    }
+
+    /** The index of the first {@code b} in {@code a[from, to)}, or -1. */
+    static int indexOf(byte[] a, int from, int to, byte b) {
+      long pattern = ONES * (b & 0xff);
+      int i = from;
+      for (; i + 8 <= to; i += 8) {
+        long hit = zeros((long) LONGS.get(a, i) ^ pattern);
+        if (hit != 0) {
+          return i + (Long.numberOfTrailingZeros(hit) >>> 3);
+        }
+      }
+      for (; i < to; i++) {
+        if (a[i] == b) {
+          return i;
+        }
+      }
+      return -1;
+    }
+
+    /** The index of the first quote or backslash in {@code a[from, to)}, or -1. */
+    static int indexOfQuoteOrBackslash(byte[] a, int from, int to) {
+      int i = from;
+      for (; i + 8 <= to; i += 8) {
+        long w = (long) LONGS.get(a, i);
+        long hit = zeros(w ^ (ONES * '"')) | zeros(w ^ (ONES * '\\'));
+        if (hit != 0) {
+          return i + (Long.numberOfTrailingZeros(hit) >>> 3);
+        }
+      }
+      for (; i < to; i++) {
+        if (a[i] == '"' || a[i] == '\\') {
+          return i;
+        }
+      }
+      return -1;
+    }
+  }
+
+  /**
+   * The bytes of an output event's {@code "data"} (a JSON string of UTF-8 text) or {@code "data_b64"}: after
+   * {@link #decode}, {@code bytes[offset, offset + length)}.
+   */
   static final class JsonString {
-    private static final byte[] DATA = "\"data\":\"".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] DATA_B64 = "\"data_b64\":\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] DATA = "\"data".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] TEXT = "\":\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] B64 = "_b64\":\"".getBytes(StandardCharsets.US_ASCII);
+    byte[] bytes = new byte[BUFFER];
+    int offset;
+    int length;
+    private byte[] text = new byte[BUFFER];
 
-    private JsonString() {}
-
-    /** Decodes the output bytes of the JSON object in {@code json[from, to)} into {@code out}; returns their count. */
-    static int decodeData(byte[] json, int from, int to, byte[] out) throws IOException {
+    /** Decodes the output bytes of the JSON object in {@code json[from, to)}. */
+    void decode(byte[] json, int from, int to) throws IOException {
       int at = indexOf(json, from, to, DATA);
       if (at < 0) {
-        int b64 = indexOf(json, from, to, DATA_B64);
-        if (b64 < 0) {
-          throw new IOException("an output event without data");
-        }
-        int start = b64 + DATA_B64.length;
-        int end = start;
-        while (json[end] != '"') {
-          end++;
-        }
-        byte[] bytes = Base64.getDecoder().decode(Arrays.copyOfRange(json, start, end));
-        System.arraycopy(bytes, 0, out, 0, bytes.length);
-        return bytes.length;
+        throw new IOException("an output event without data");
       }
+      at += DATA.length;
+      if (regionMatches(json, at, to, B64)) {
+        int start = at + B64.length;
+        int end = Bytes.indexOf(json, start, to, (byte) '"');
+        if (end < 0) {
+          throw new IOException("an unterminated data_b64 string");
+        }
+        ByteBuffer decoded = Base64.getDecoder().decode(ByteBuffer.wrap(json, start, end - start));
+        bytes = decoded.array();
+        offset = decoded.arrayOffset() + decoded.position();
+        length = decoded.remaining();
+        return;
+      }
+      if (!regionMatches(json, at, to, TEXT)) {
+        throw new IOException("an output event without data");
+      }
+      if (text.length < to - from) {
+        text = new byte[to - from];
+      }
+      bytes = text;
+      offset = 0;
+      length = unescape(json, at + TEXT.length, to, text);
+    }
+
+    private static int unescape(byte[] json, int from, int to, byte[] out) throws IOException {
       int n = 0;
-      for (int i = at + DATA.length; i < to; i++) {
-        byte c = json[i];
-        if (c == '"') {
+      int i = from;
+      while (i < to) {
+        int special = Bytes.indexOfQuoteOrBackslash(json, i, to);
+        if (special < 0) {
+          break;
+        }
+        System.arraycopy(json, i, out, n, special - i);
+        n += special - i;
+        i = special;
+        if (json[i] == '"') {
           return n;
         }
-        if (c != '\\') {
-          out[n++] = c;
-          continue;
-        }
         byte e = json[++i];
+        i++;
         switch (e) {
           case 'n' -> out[n++] = '\n';
           case 'r' -> out[n++] = '\r';
@@ -359,7 +435,7 @@ final class SocketClients {
           case 'b' -> out[n++] = '\b';
           case 'f' -> out[n++] = '\f';
           case 'u' -> {
-            int cp = (hex(json[i + 1]) << 12) | (hex(json[i + 2]) << 8) | (hex(json[i + 3]) << 4) | hex(json[i + 4]);
+            int cp = (hex(json[i]) << 12) | (hex(json[i + 1]) << 8) | (hex(json[i + 2]) << 4) | hex(json[i + 3]);
             i += 4;
             if (cp >= 0x80) {
               throw new IOException("an escape beyond ASCII in output data");
@@ -380,15 +456,23 @@ final class SocketClients {
       return v;
     }
 
-    private static int indexOf(byte[] hay, int from, int to, byte[] needle) {
-      outer:
-      for (int i = from; i + needle.length <= to; i++) {
-        for (int k = 0; k < needle.length; k++) {
-          if (hay[i + k] != needle[k]) {
-            continue outer;
-          }
+    private static boolean regionMatches(byte[] hay, int at, int to, byte[] needle) {
+      if (at + needle.length > to) {
+        return false;
+      }
+      for (int k = 0; k < needle.length; k++) {
+        if (hay[at + k] != needle[k]) {
+          return false;
         }
-        return i;
+      }
+      return true;
+    }
+
+    private static int indexOf(byte[] hay, int from, int to, byte[] needle) {
+      for (int i = from; i + needle.length <= to; i++) {
+        if (regionMatches(hay, i, to, needle)) {
+          return i;
+        }
       }
       return -1;
     }

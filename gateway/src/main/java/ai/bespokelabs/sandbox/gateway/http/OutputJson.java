@@ -24,28 +24,48 @@ final class OutputJson {
 
   /** {@code prefix} + the event's JSON + {@code suffix}, as bytes. */
   static byte[] encode(byte[] prefix, StreamEvent e, byte[] suffix) {
+    byte[][] parts = parts(prefix, e, suffix);
+    if (parts.length == 1) {
+      return parts[0];
+    }
+    byte[] out = new byte[parts[0].length + parts[1].length + parts[2].length];
+    System.arraycopy(parts[0], 0, out, 0, parts[0].length);
+    System.arraycopy(parts[1], 0, out, parts[0].length, parts[1].length);
+    System.arraycopy(parts[2], 0, out, parts[0].length + parts[1].length, parts[2].length);
+    return out;
+  }
+
+  /**
+   * The same bytes as {@link #encode}, in one array for text, or in three (up to the string, the base64
+   * body, the rest) for base64, so the encoded body is never copied again before the socket.
+   */
+  static byte[][] parts(byte[] prefix, StreamEvent e, byte[] suffix) {
     byte[] data = e.data();
-    long escaped = escapedLength(data);
-    boolean text = escaped >= 0 && escaped <= 2L * data.length;
+    long limit = 2L * data.length;
+    long escaped = escapedLength(data, limit);
+    boolean text = escaped >= 0 && escaped <= limit;
     byte[] head = ("{\"type\":\"" + e.stream() + "\",\"seq\":" + e.seq() + (text ? ",\"data\":\"" : ",\"data_b64\":\""))
         .getBytes(StandardCharsets.US_ASCII);
-    int bodyLength = text ? (int) escaped : 4 * ((data.length + 2) / 3);
-    byte[] out = new byte[prefix.length + head.length + bodyLength + 2 + suffix.length];
+    if (!text) {
+      byte[] start = new byte[prefix.length + head.length];
+      System.arraycopy(prefix, 0, start, 0, prefix.length);
+      System.arraycopy(head, 0, start, prefix.length, head.length);
+      byte[] end = new byte[2 + suffix.length];
+      end[0] = '"';
+      end[1] = '}';
+      System.arraycopy(suffix, 0, end, 2, suffix.length);
+      return new byte[][] {start, Base64.getEncoder().encode(data), end};
+    }
+    byte[] out = new byte[prefix.length + head.length + (int) escaped + 2 + suffix.length];
     System.arraycopy(prefix, 0, out, 0, prefix.length);
     int n = prefix.length;
     System.arraycopy(head, 0, out, n, head.length);
     n += head.length;
-    if (text) {
-      n = escape(data, out, n);
-    } else {
-      byte[] b64 = Base64.getEncoder().encode(data);
-      System.arraycopy(b64, 0, out, n, b64.length);
-      n += b64.length;
-    }
+    n = escape(data, out, n);
     out[n++] = '"';
     out[n++] = '}';
     System.arraycopy(suffix, 0, out, n, suffix.length);
-    return out;
+    return new byte[][] {out};
   }
 
   /** Whether none of the eight bytes of {@code w} needs escaping or is outside ASCII. */
@@ -57,21 +77,51 @@ final class OutputJson {
     return (controlOrHigh | quoteOrBackslash) == 0;
   }
 
+  /** The high bit of each byte of {@code x} that is zero, exactly (no carry crosses bytes). */
+  private static long zeros(long x) {
+    return ~(((x & ~HIGHS) + ~HIGHS) | x) & HIGHS;
+  }
+
   /** The length of the escaped JSON string body of {@code b}, or -1 when {@code b} is not well-formed UTF-8. */
   static long escapedLength(byte[] b) {
+    return escapedLength(b, Long.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #escapedLength(byte[])}, but stops measuring (and validating) as soon as the length is sure to
+   * exceed {@code limit}, returning a value above it.
+   */
+  static long escapedLength(byte[] b, long limit) {
     int i = 0;
     int len = b.length;
     long out = 0;
     while (i < len) {
-      if (i + 8 <= len && plain((long) LONGS.get(b, i))) {
-        i += 8;
-        out += 8;
-        continue;
+      if (i + 8 <= len) {
+        long w = (long) LONGS.get(b, i);
+        if ((w & HIGHS) == 0) {
+          // eight ASCII bytes: count what each escape adds, exactly, without a branch per byte
+          long control = ~((w | HIGHS) - ONES * 0x20) & HIGHS;
+          long quoteOrBackslash = zeros(w ^ (ONES * '"')) | zeros(w ^ (ONES * '\\'));
+          i += 8;
+          if ((control | quoteOrBackslash) == 0) {
+            out += 8;
+            continue;
+          }
+          long shortEscape = zeros(w ^ (ONES * '\n')) | zeros(w ^ (ONES * '\r')) | zeros(w ^ (ONES * '\t'));
+          out += 8 + Long.bitCount(quoteOrBackslash) + 5L * Long.bitCount(control) - 4L * Long.bitCount(shortEscape);
+          if (out + (len - i) > limit) {
+            return out + (len - i); // every byte left adds at least one
+          }
+          continue;
+        }
       }
       int c = b[i] & 0xff;
       if (c < 0x80) {
         out += c >= 0x20 ? (c == '"' || c == '\\' ? 2 : 1) : (c == '\n' || c == '\r' || c == '\t' ? 2 : 6);
         i++;
+        if (out + (len - i) > limit) {
+          return out + (len - i); // every byte left adds at least one
+        }
         continue;
       }
       int seq = sequenceLength(b, i);

@@ -32,7 +32,7 @@ final class SseChannel implements ClientChannel {
     if (StreamEvent.OUTPUT.equals(e.type())) {
       byte[] prefix = ("id: " + e.seq() + "\nevent: " + e.stream() + "\ndata: ")
           .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-      send(wrap(OutputJson.encode(prefix, e, OUTPUT_END)));
+      send(wrap(OutputJson.parts(prefix, e, OUTPUT_END)));
       return;
     }
     JsonObject j = ClientChannel.json(e);

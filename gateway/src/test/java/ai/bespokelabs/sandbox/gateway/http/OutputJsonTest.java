@@ -65,4 +65,54 @@ class OutputJsonTest {
     byte[] lines = "a\tb\n".repeat(1000).getBytes(StandardCharsets.US_ASCII);
     assertThat(json(lines).getString("data")).isEqualTo(new String(lines, StandardCharsets.US_ASCII));
   }
+
+  /** Text when escaping at most doubles the bytes, base64 past that; the early decision needs no full scan. */
+  @Test
+  void the_base64_choice_is_exact_at_the_doubling_boundary() {
+    assertThat(json("\u0000aaaa".getBytes(StandardCharsets.US_ASCII)).getString("data")).isEqualTo("\u0000aaaa");
+    assertThat(json("\u0000aaa".getBytes(StandardCharsets.US_ASCII)).containsKey("data_b64")).isTrue();
+    // mostly NUL bytes and then a malformed sequence: decided on the NULs, still base64 and exact
+    byte[] mixed = new byte[1000];
+    mixed[999] = (byte) 0xc0;
+    assertThat(Base64.getDecoder().decode(json(mixed).getString("data_b64"))).isEqualTo(mixed);
+    assertThat(OutputJson.escapedLength(new byte[1000], 2000)).isGreaterThan(2000);
+    assertThat(OutputJson.escapedLength(mixed)).isEqualTo(-1);
+  }
+
+  /** The SSE form in parts carries the same bytes as the single array. */
+  @Test
+  void parts_join_to_the_encoded_bytes() {
+    byte[] prefix = "id: 7\ndata: ".getBytes(StandardCharsets.US_ASCII);
+    byte[] suffix = "\n\n".getBytes(StandardCharsets.US_ASCII);
+    for (byte[] data : new byte[][] {new byte[300], "text\n".getBytes(StandardCharsets.US_ASCII)}) {
+      StreamEvent e = new StreamEvent(StreamEvent.OUTPUT, 7, "stdout", data, null);
+      java.io.ByteArrayOutputStream joined = new java.io.ByteArrayOutputStream();
+      for (byte[] part : OutputJson.parts(prefix, e, suffix)) {
+        joined.writeBytes(part);
+      }
+      assertThat(joined.toByteArray()).isEqualTo(OutputJson.encode(prefix, e, suffix));
+    }
+  }
+
+  /** The measured length equals the length of what is written, for random ASCII-heavy text at every offset. */
+  @Test
+  void the_measured_length_is_the_written_length() {
+    Random random = new Random(3);
+    byte[] alphabet = "ab \"\\\n\r\t\u0000\u0001\u001f\u007f~ ".getBytes(StandardCharsets.US_ASCII);
+    for (int round = 0; round < 2000; round++) {
+      byte[] b = new byte[random.nextInt(40)];
+      for (int i = 0; i < b.length; i++) {
+        b[i] = alphabet[random.nextInt(alphabet.length)];
+      }
+      byte[] json = OutputJson.encode(new byte[0], new StreamEvent(StreamEvent.OUTPUT, 1, "stdout", b, null), new byte[0]);
+      JsonObject j = new JsonObject(new String(json, StandardCharsets.UTF_8));
+      if (j.containsKey("data")) {
+        assertThat(j.getString("data").getBytes(StandardCharsets.US_ASCII)).isEqualTo(b);
+        assertThat((long) json.length).isEqualTo(OutputJson.escapedLength(b) + "{\"type\":\"stdout\",\"seq\":1,\"data\":\"\"}".length());
+      } else {
+        assertThat(Base64.getDecoder().decode(j.getString("data_b64"))).isEqualTo(b);
+        assertThat(OutputJson.escapedLength(b)).isGreaterThan(2L * b.length);
+      }
+    }
+  }
 }
