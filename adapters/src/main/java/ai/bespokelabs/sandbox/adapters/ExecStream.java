@@ -1,6 +1,8 @@
 package ai.bespokelabs.sandbox.adapters;
 
+import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import io.vertx.core.Context;
 import io.vertx.core.eventbus.DeliveryOptions;
@@ -22,6 +24,9 @@ import java.util.Map;
  * <p>A subscriber that resumes from events that already left the journal gets one {@code gap} event with
  * the sequence range and byte count it missed. Output beyond the stored cap keeps streaming; a
  * {@code notice} event marks where the stored result was truncated.
+ *
+ * <p>While a client that reads JSON text is attached, each output event is also encoded (its JSON string,
+ * at most twice its size, not counted in the journal limit) as it is read, so the event loops only frame it.
  */
 final class ExecStream implements ExecSink {
   static final int WINDOW = 16;
@@ -36,6 +41,8 @@ final class ExecStream implements ExecSink {
   private final CappedOutput stdout;
   private final CappedOutput stderr;
   private final Map<String, Subscriber> subscribers = new LinkedHashMap<>();
+  /** Subscribers that receive output as JSON text; while there are any, output is encoded as it is read. */
+  private volatile int textSubscribers;
 
   // guarded by this
   private final Ring journal = new Ring();
@@ -51,13 +58,13 @@ final class ExecStream implements ExecSink {
   private final io.vertx.core.Promise<ExecHandle> started = io.vertx.core.Promise.promise();
   private Runnable onIdle = () -> { };
 
-  private record Entry(long seq, String type, String stream, byte[] data, JsonObject info) {
+  private record Entry(long seq, String type, String stream, byte[] data, JsonObject info, OutputJson.Body body) {
     long size() {
       return data == null ? 64 : data.length;
     }
 
     StreamEvent event() {
-      return new StreamEvent(type, seq, stream, data, info);
+      return new StreamEvent(type, seq, stream, data, info, body);
     }
   }
 
@@ -119,6 +126,8 @@ final class ExecStream implements ExecSink {
 
   @Override
   public void output(Stream stream, byte[] data) throws InterruptedException {
+    // encoded here, on the reading thread, once for every text client (not on an event loop per client)
+    OutputJson.Body body = textSubscribers > 0 ? OutputJson.body(data) : null;
     synchronized (this) {
       while (!closed && result == null && journalBytes + data.length > journalLimit && !journal.isEmpty()) {
         if (journal.peekFirst().seq() <= floor) {
@@ -130,13 +139,13 @@ final class ExecStream implements ExecSink {
       if (closed || result != null) {
         return;
       }
-      append(new Entry(++lastSeq, StreamEvent.OUTPUT, stream.wire(), data, null), data.length);
+      append(new Entry(++lastSeq, StreamEvent.OUTPUT, stream.wire(), data, null, body), data.length);
       CappedOutput capture = stream == Stream.STDOUT ? stdout : stderr;
       if (capture.append(data)) {
         append(new Entry(++lastSeq, StreamEvent.NOTICE, stream.wire(), null, new JsonObject()
             .put("message", stream.wire() + " exceeded the stored-output cap of " + capture.limit()
                 + " bytes; the stored result is truncated, streaming continues")
-            .put("stream", stream.wire()).put("cap_bytes", capture.limit())), 0);
+            .put("stream", stream.wire()).put("cap_bytes", capture.limit()), null), 0);
       }
     }
     schedulePump();
@@ -188,6 +197,7 @@ final class ExecStream implements ExecSink {
 
   void attach(String address, long after) {
     subscribers.put(address, new Subscriber(address, Math.max(0, after)));
+    countTextSubscribers();
     updateFloor();
     pump(subscribers.get(address));
   }
@@ -196,6 +206,7 @@ final class ExecStream implements ExecSink {
     Subscriber s = subscribers.remove(address);
     if (s != null) {
       s.gone = true;
+      countTextSubscribers();
       updateFloor();
       maybeIdle();
     }
@@ -321,12 +332,23 @@ final class ExecStream implements ExecSink {
       if (s.exitSent && s.inFlight == 0) {
         subscribers.remove(s.address);
         s.gone = true;
+        countTextSubscribers();
         updateFloor();
         maybeIdle();
         return;
       }
       pump(s);
     });
+  }
+
+  private void countTextSubscribers() {
+    int n = 0;
+    for (String address : subscribers.keySet()) {
+      if (Addresses.wantsTextOutput(address)) {
+        n++;
+      }
+    }
+    textSubscribers = n;
   }
 
   private void updateFloor() {

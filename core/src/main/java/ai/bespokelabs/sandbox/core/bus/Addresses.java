@@ -29,7 +29,24 @@ public final class Addresses {
    */
   public static final String LEDGER_WAKEUP = "sandbox.lifecycle.ledger";
 
+  private static final String SUBSCRIBER = "sandbox.subscriber.";
+  private static final String TEXT_SUBSCRIBER = SUBSCRIBER + "text.";
+
   private Addresses() {}
+
+  /**
+   * A new address for one client's subscription to an execution. {@code textOutput}: the client receives
+   * output as JSON text (SSE, WebSocket text mode), so the adapter encodes each output event once, on the
+   * thread that read it, for every such client.
+   */
+  public static String subscriber(boolean textOutput, String id) {
+    return (textOutput ? TEXT_SUBSCRIBER : SUBSCRIBER) + id;
+  }
+
+  /** Whether the subscriber at {@code address} receives output as JSON text. */
+  public static boolean wantsTextOutput(String address) {
+    return address.startsWith(TEXT_SUBSCRIBER);
+  }
 
   /** Where a node stores the results of the asynchronous executions it started. */
   public static String recorder(String nodeId) {

@@ -199,15 +199,22 @@ public final class Messages {
    * One event of an execution's stream, sent to a subscriber as a request whose reply is the credit for
    * the next one. Types: {@code output} ({@code stream}, {@code data}), {@code notice} and {@code gap}
    * ({@code info}), {@code exit} ({@code info} = the result), {@code evicted} (the subscriber was too slow
-   * to answer and was dropped; it may resume).
+   * to answer and was dropped; it may resume). {@code body} is the output's JSON string when the adapter
+   * encoded it for text clients (else null; the HTTP side encodes it then).
    */
-  public record StreamEvent(String type, long seq, String stream, byte[] data, JsonObject info) {
+  public record StreamEvent(String type, long seq, String stream, byte[] data, JsonObject info, OutputJson.Body body) {
     public static final String OUTPUT = "output";
     public static final String NOTICE = "notice";
     public static final String GAP = "gap";
     public static final String EXIT = "exit";
     public static final String EVICTED = "evicted";
 
+    /** An event whose output (if any) has no precomputed JSON body. */
+    public StreamEvent(String type, long seq, String stream, byte[] data, JsonObject info) {
+      this(type, seq, stream, data, info, null);
+    }
+
+    /** The body is not sent between nodes: the receiving node computes it when a client needs it. */
     JsonObject toJson() {
       return new JsonObject().put("type", type).put("seq", seq).put("stream", stream).put("data", data)
           .put("info", info);

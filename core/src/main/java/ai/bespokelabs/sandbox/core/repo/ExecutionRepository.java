@@ -86,18 +86,21 @@ public final class ExecutionRepository {
 
   private static final String FINISH = """
       WITH e AS (
-        UPDATE executions SET status = $2, response = $3, error = $4, exit_code = $5, duration_ms = $6,
-          completed_at = $7
+        UPDATE executions SET status = $2, response = convert_from($3, 'UTF8'), error = $4, exit_code = $5,
+          duration_ms = $6, completed_at = $7
         WHERE id = $1 AND status = 'running'
         RETURNING id, organization_id, sandbox_id)
       INSERT INTO lifecycle_events (id, organization_id, sandbox_id, execution_id, type, status, occurred_at, data)
       SELECT $8, e.organization_id, e.sandbox_id, e.id, $9, $2, $7, $10 FROM e""";
 
-  /** Stores the response of an execution that ran to its end ({@code completed}, {@code timed_out}, {@code cancelled}). */
+  /**
+   * Stores the response of an execution that ran to its end ({@code completed}, {@code timed_out},
+   * {@code cancelled}). It travels as UTF-8 bytes (it holds up to the output caps of text), encoded once.
+   */
   public Future<Void> complete(String executionId, String status, JsonObject response, int exitCode, long durationMs,
       OffsetDateTime now) {
     return pool.preparedQuery(FINISH)
-        .execute(Tuple.of(executionId, status, response.encode(), null, exitCode, durationMs, now, Ids.newId("evt"),
+        .execute(Tuple.of(executionId, status, response.toBuffer(), null, exitCode, durationMs, now, Ids.newId("evt"),
             "execution." + status, new JsonObject().put("exit_code", exitCode).put("duration_ms", durationMs)))
         .mapEmpty();
   }

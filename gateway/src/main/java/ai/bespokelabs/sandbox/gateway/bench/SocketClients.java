@@ -391,7 +391,9 @@ final class SocketClients {
       at += DATA.length;
       if (regionMatches(json, at, to, B64)) {
         int start = at + B64.length;
-        int end = Bytes.indexOf(json, start, to, (byte) '"');
+        // the gateway writes the data last: the string ends where the object does (checked), else search
+        int end = to - 2 > start && json[to - 2] == '"' && json[to - 1] == '}' ? to - 2
+            : Bytes.indexOf(json, start, to, (byte) '"');
         if (end < 0) {
           throw new IOException("an unterminated data_b64 string");
         }

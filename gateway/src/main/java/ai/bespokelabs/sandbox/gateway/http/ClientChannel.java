@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import io.vertx.core.json.JsonObject;
 
 /** One client's end of an execution stream (an SSE response or a WebSocket). Used on its event loop. */
@@ -12,6 +13,9 @@ interface ClientChannel {
   void error(String message);
 
   boolean writeQueueFull();
+
+  /** Whether output reaches this client as JSON text (then the adapter encodes it once for all such clients). */
+  boolean textOutput();
 
   void drainHandler(Runnable r);
 

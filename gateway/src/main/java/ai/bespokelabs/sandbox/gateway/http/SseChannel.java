@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
@@ -37,13 +38,13 @@ final class SseChannel implements ClientChannel {
     }
     JsonObject j = ClientChannel.json(e);
     String name = j.getString("type");
-    StringBuilder sb = new StringBuilder(64 + (e.data() == null ? 64 : e.data().length * 2));
-    if (StreamEvent.OUTPUT.equals(e.type()) || StreamEvent.NOTICE.equals(e.type())
-        || StreamEvent.GAP.equals(e.type())) {
+    StringBuilder sb = new StringBuilder(64);
+    if (StreamEvent.NOTICE.equals(e.type()) || StreamEvent.GAP.equals(e.type())) {
       sb.append("id: ").append(e.seq()).append('\n');
     }
-    sb.append("event: ").append(name).append('\n').append("data: ").append(j.encode()).append("\n\n");
-    send(Buffer.buffer(sb.toString()));
+    sb.append("event: ").append(name).append('\n').append("data: ");
+    // the exit event holds the stored result (up to the output caps): encoded straight to bytes
+    send(Buffer.buffer(sb.length() + 1024).appendString(sb.toString()).appendBuffer(j.toBuffer()).appendString("\n\n"));
   }
 
   /**
@@ -64,7 +65,7 @@ final class SseChannel implements ClientChannel {
 
   /** A named event without an id, e.g. {@code started}. */
   void meta(String event, JsonObject data) {
-    send(Buffer.buffer("event: " + event + "\ndata: " + data.encode() + "\n\n"));
+    send(Buffer.buffer().appendString("event: " + event + "\ndata: ").appendBuffer(data.toBuffer()).appendString("\n\n"));
   }
 
   private void head() {
@@ -96,6 +97,11 @@ final class SseChannel implements ClientChannel {
         && System.nanoTime() - lastWrite >= idleNanos && !response.writeQueueFull()) {
       send(HEARTBEAT);
     }
+  }
+
+  @Override
+  public boolean textOutput() {
+    return true;
   }
 
   @Override

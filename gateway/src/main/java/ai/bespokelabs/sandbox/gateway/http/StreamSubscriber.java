@@ -18,7 +18,7 @@ import java.util.List;
  */
 final class StreamSubscriber {
   static final long UNREGISTER_DELAY_MS = 5_000;
-  final String address = "sandbox.subscriber." + Ids.newId("sub");
+  final String address;
   private final Vertx vertx;
   private final ClientChannel channel;
   private String executionId;
@@ -30,6 +30,7 @@ final class StreamSubscriber {
   StreamSubscriber(Vertx vertx, ClientChannel channel) {
     this.vertx = vertx;
     this.channel = channel;
+    this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
     this.consumer = vertx.eventBus().consumer(address, this::onEvent);
   }
 

@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.ServerWebSocket;
 import io.vertx.core.json.JsonObject;
@@ -42,6 +43,11 @@ final class WebSocketChannel implements ClientChannel {
     if (!ws.isClosed()) {
       ws.writeTextMessage(new JsonObject().put("type", "error").put("message", message).encode());
     }
+  }
+
+  @Override
+  public boolean textOutput() {
+    return !binary;
   }
 
   @Override

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.http;
+package ai.bespokelabs.sandbox.core.bus;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import java.lang.invoke.MethodHandles;
@@ -11,23 +11,45 @@ import java.util.Base64;
  * The JSON of an output event, {@code {"type":"stdout","seq":n,"data":"…"}}, written straight from the bytes.
  * The bytes travel as {@code "data_b64"} instead when they are not valid UTF-8, or when JSON escaping would
  * more than double them (output made mostly of control characters, such as NUL bytes, which escape to six
- * characters each; base64 costs a third more). One pass validates and measures, a second writes into an
- * array of the exact size; runs of plain ASCII are checked eight bytes at a time and copied whole.
+ * characters each; base64 costs a third more). One pass validates and measures (eight ASCII bytes at a time),
+ * a second writes into an array of the exact size; output with nothing to escape is used as it is.
+ *
+ * <p>The string's {@link Body} is computed once per event, on the thread that read the output when a text
+ * client watches ({@link StreamEvent#body()}), and shared by every client that watches it.
  */
-final class OutputJson {
+public final class OutputJson {
   private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
   private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
   private static final long ONES = 0x0101010101010101L;
   private static final long HIGHS = 0x8080808080808080L;
+  private static final byte[] END = {'"', '}'};
 
   private OutputJson() {}
 
-  /** {@code prefix} + the event's JSON + {@code suffix}, as bytes. */
-  static byte[] encode(byte[] prefix, StreamEvent e, byte[] suffix) {
-    byte[][] parts = parts(prefix, e, suffix);
-    if (parts.length == 1) {
-      return parts[0];
+  /**
+   * The content of the data string: JSON-escaped UTF-8 ({@code text}, the key {@code data}) or base64
+   * (the key {@code data_b64}). {@code bytes} may be the output array itself; never modify it.
+   */
+  public record Body(boolean text, byte[] bytes) {}
+
+  /** The data string of {@code data}. */
+  public static Body body(byte[] data) {
+    long limit = 2L * data.length;
+    long escaped = escapedLength(data, limit);
+    if (escaped < 0 || escaped > limit) {
+      return new Body(false, Base64.getEncoder().encode(data));
     }
+    if (escaped == data.length) {
+      return new Body(true, data); // nothing to escape
+    }
+    byte[] out = new byte[(int) escaped];
+    escape(data, out, 0);
+    return new Body(true, out);
+  }
+
+  /** {@code prefix} + the event's JSON + {@code suffix}, as bytes. */
+  public static byte[] encode(byte[] prefix, StreamEvent e, byte[] suffix) {
+    byte[][] parts = parts(prefix, e, suffix);
     byte[] out = new byte[parts[0].length + parts[1].length + parts[2].length];
     System.arraycopy(parts[0], 0, out, 0, parts[0].length);
     System.arraycopy(parts[1], 0, out, parts[0].length, parts[1].length);
@@ -36,36 +58,24 @@ final class OutputJson {
   }
 
   /**
-   * The same bytes as {@link #encode}, in one array for text, or in three (up to the string, the base64
-   * body, the rest) for base64, so the encoded body is never copied again before the socket.
+   * The same bytes as {@link #encode} in three arrays: up to the data string, its body, the rest; the body is
+   * the event's own (never copied again before the socket).
    */
-  static byte[][] parts(byte[] prefix, StreamEvent e, byte[] suffix) {
-    byte[] data = e.data();
-    long limit = 2L * data.length;
-    long escaped = escapedLength(data, limit);
-    boolean text = escaped >= 0 && escaped <= limit;
-    byte[] head = ("{\"type\":\"" + e.stream() + "\",\"seq\":" + e.seq() + (text ? ",\"data\":\"" : ",\"data_b64\":\""))
-        .getBytes(StandardCharsets.US_ASCII);
-    if (!text) {
-      byte[] start = new byte[prefix.length + head.length];
-      System.arraycopy(prefix, 0, start, 0, prefix.length);
-      System.arraycopy(head, 0, start, prefix.length, head.length);
-      byte[] end = new byte[2 + suffix.length];
+  public static byte[][] parts(byte[] prefix, StreamEvent e, byte[] suffix) {
+    Body body = e.body() != null ? e.body() : body(e.data());
+    byte[] head = ("{\"type\":\"" + e.stream() + "\",\"seq\":" + e.seq()
+        + (body.text() ? ",\"data\":\"" : ",\"data_b64\":\"")).getBytes(StandardCharsets.US_ASCII);
+    byte[] start = new byte[prefix.length + head.length];
+    System.arraycopy(prefix, 0, start, 0, prefix.length);
+    System.arraycopy(head, 0, start, prefix.length, head.length);
+    byte[] end = END;
+    if (suffix.length > 0) {
+      end = new byte[2 + suffix.length];
       end[0] = '"';
       end[1] = '}';
       System.arraycopy(suffix, 0, end, 2, suffix.length);
-      return new byte[][] {start, Base64.getEncoder().encode(data), end};
     }
-    byte[] out = new byte[prefix.length + head.length + (int) escaped + 2 + suffix.length];
-    System.arraycopy(prefix, 0, out, 0, prefix.length);
-    int n = prefix.length;
-    System.arraycopy(head, 0, out, n, head.length);
-    n += head.length;
-    n = escape(data, out, n);
-    out[n++] = '"';
-    out[n++] = '}';
-    System.arraycopy(suffix, 0, out, n, suffix.length);
-    return new byte[][] {out};
+    return new byte[][] {start, body.bytes(), end};
   }
 
   /** Whether none of the eight bytes of {@code w} needs escaping or is outside ASCII. */
@@ -83,7 +93,7 @@ final class OutputJson {
   }
 
   /** The length of the escaped JSON string body of {@code b}, or -1 when {@code b} is not well-formed UTF-8. */
-  static long escapedLength(byte[] b) {
+  public static long escapedLength(byte[] b) {
     return escapedLength(b, Long.MAX_VALUE);
   }
 
@@ -91,7 +101,7 @@ final class OutputJson {
    * As {@link #escapedLength(byte[])}, but stops measuring (and validating) as soon as the length is sure to
    * exceed {@code limit}, returning a value above it.
    */
-  static long escapedLength(byte[] b, long limit) {
+  public static long escapedLength(byte[] b, long limit) {
     int i = 0;
     int len = b.length;
     long out = 0;
@@ -135,7 +145,7 @@ final class OutputJson {
   }
 
   /** Well-formed UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF, no cut sequence. */
-  static boolean validUtf8(byte[] b) {
+  public static boolean validUtf8(byte[] b) {
     return escapedLength(b) >= 0;
   }
 

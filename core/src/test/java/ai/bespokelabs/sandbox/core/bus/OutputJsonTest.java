@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.http;
+package ai.bespokelabs.sandbox.core.bus;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
