@@ -336,6 +336,15 @@ final class SocketClients {
     static int indexOf(byte[] a, int from, int to, byte b) {
       long pattern = ONES * (b & 0xff);
       int i = from;
+      for (; i + 32 <= to; i += 32) {
+        long w0 = (long) LONGS.get(a, i) ^ pattern;
+        long w1 = (long) LONGS.get(a, i + 8) ^ pattern;
+        long w2 = (long) LONGS.get(a, i + 16) ^ pattern;
+        long w3 = (long) LONGS.get(a, i + 24) ^ pattern;
+        if ((zeros(w0) | zeros(w1) | zeros(w2) | zeros(w3)) != 0) {
+          break; // found below in eight-byte steps
+        }
+      }
       for (; i + 8 <= to; i += 8) {
         long hit = zeros((long) LONGS.get(a, i) ^ pattern);
         if (hit != 0) {

@@ -27,8 +27,8 @@ import java.util.concurrent.TimeoutException;
  *       the heap they cost the gateway. Their clients run in a separate JVM ({@link IdleSseClients}), so
  *       this process's heap and file descriptors hold only the gateway's side. Runs first, while no finished
  *       execution is retained (the adapter keeps those for a minute), so the heap baseline is clean.
- *   <li>throughput of {@code --mib} MiB from {@code head -c}: WebSocket binary frames, SSE of NUL bytes (each
- *       JSON-escaped to six characters, {@code \u0000}) and SSE of printable bytes ({@code | tr '\0' a});
+ *   <li>throughput of {@code --mib} MiB from {@code head -c}: WebSocket binary frames, SSE of NUL bytes (as
+ *       {@code data_b64}: JSON would escape each to six characters) and SSE of printable bytes ({@code | tr '\0' a});
  *   <li>latency from a program writing a line to the client reading it: {@code python3} prints its
  *       {@code time.time_ns()} every 20 ms, the client subtracts it from its own clock (same machine).
  * </ol>
@@ -36,13 +36,11 @@ import java.util.concurrent.TimeoutException;
  * clients ({@link SocketClients}) parse only framing, as a pipe's reader does, so the figures are the
  * gateway's rather than an HTTP library's.
  *
- * <p>Usage: {@code bin/benchmark stream [--mib N] [--streams K] [--hold S]}
+ * <p>Usage: {@code bin/benchmark stream [--mib N] [--streams K] [--hold S] [--warmup S]}
  */
 public final class StreamBenchmark {
   private static final long MIB = 1 << 20;
   private static final int ROUNDS = 3;
-  /** Each case runs this long before it is measured: the JIT compiles its hot paths in the first seconds. */
-  private static final long WARMUP_NANOS = TimeUnit.SECONDS.toNanos(4);
   private static final int LINES = 500;
   /** A shell command line printing its wall-clock time in nanoseconds every 20 ms, {@link #LINES} times. */
   private static final String TIMESTAMPS = "python3 -c '" + String.join("\n",
@@ -59,15 +57,23 @@ public final class StreamBenchmark {
       (UnixOperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
   private final BenchGateway gw;
+  /**
+   * How long each throughput case runs before it is measured. The JIT needs seconds of a case to compile its
+   * hot paths with C2 (Base64's vectorized intrinsics only come with it); a gateway that has been up for a
+   * while runs those.
+   */
+  private final long warmupNanos;
 
-  private StreamBenchmark(BenchGateway gw) {
+  private StreamBenchmark(BenchGateway gw, int warmupSeconds) {
     this.gw = gw;
+    this.warmupNanos = TimeUnit.SECONDS.toNanos(warmupSeconds);
   }
 
   public static void main(String[] args) throws Exception {
     int mib = 256;
     int streams = 10_000;
     int hold = 21;
+    int warmup = 12;
     for (int i = 0; i < args.length; i += 2) {
       if (i + 1 == args.length) {
         throw new IllegalArgumentException(args[i] + " needs a value");
@@ -85,15 +91,16 @@ public final class StreamBenchmark {
         case "--mib" -> mib = value;
         case "--streams" -> streams = value;
         case "--hold" -> hold = value;
+        case "--warmup" -> warmup = value;
         default -> throw new IllegalArgumentException("unknown argument " + args[i]
-            + " (expected --mib N, --streams K, --hold S)");
+            + " (expected --mib N, --streams K, --hold S, --warmup S)");
       }
     }
     int status = 0;
     try (BenchGateway gw = BenchGateway.start()) {
       System.out.printf("%n%d cores, load average %.1f at the start (other processes share the machine)%n",
           OS.getAvailableProcessors(), OS.getSystemLoadAverage());
-      StreamBenchmark bench = new StreamBenchmark(gw);
+      StreamBenchmark bench = new StreamBenchmark(gw, warmup);
       bench.idleStreams(streams, hold);
       bench.throughput(mib);
       bench.latency();
@@ -216,14 +223,14 @@ public final class StreamBenchmark {
     List<Case> cases = List.of(
         new Case("pipe (ProcessBuilder, this JVM)", StreamBenchmark::pipe, false, 0),
         new Case("WebSocket, binary frames", webSocket("binary"), false, 40),
-        new Case("SSE, NUL bytes (6x as \\u0000)", this::sse, false, 25),
+        new Case("SSE, NUL bytes (base64)", this::sse, false, 25),
         new Case("pipe, printable (| tr '\\0' a)", StreamBenchmark::pipe, true, 0),
-        new Case("SSE, printable bytes", this::sse, true, 25));
+        new Case("SSE, printable bytes", this::sse, true, 0));
     for (Case c : cases) {
       long t0 = System.nanoTime();
       do {
         transfer(c.name(), c.transport(), mib * MIB, c.printable());
-      } while (System.nanoTime() - t0 < WARMUP_NANOS);
+      } while (System.nanoTime() - t0 < warmupNanos);
     }
     double[][] rates = new double[cases.size()][ROUNDS];
     double[][] whole = new double[cases.size()][ROUNDS];
@@ -246,7 +253,7 @@ public final class StreamBenchmark {
         + " %d s to warm up).%nMiB/s from the first output byte to the last as the client receives them (ratios to the"
         + " plain pipe);%nwhole = from the request to the end, exit = from the last byte to the end of the request (the"
         + " result is stored%nfirst: up to the 1 MiB output cap, NUL bytes take 6 MiB of JSON); JVM CPU = cores busy in"
-        + " this process%n(gateway and client):%n", mib, mib * MIB, ROUNDS, TimeUnit.NANOSECONDS.toSeconds(WARMUP_NANOS));
+        + " this process%n(gateway and client):%n", mib, mib * MIB, ROUNDS, TimeUnit.NANOSECONDS.toSeconds(warmupNanos));
     System.out.printf("  %-34s %7s %8s  %-13s %7s %8s %8s%n", "", "MiB/s", "of pipe", "target", "whole", "exit ms",
         "JVM CPU");
     double pipe = median(rates[0]);
@@ -258,7 +265,8 @@ public final class StreamBenchmark {
           : ">= " + c.targetPercent() + " %: " + (percent >= c.targetPercent() ? "met" : "MISSED"),
           median(whole[i]), median(exits[i]), median(cores[i]));
     }
-    System.out.printf("  SSE printable is %.1f %% of the printable pipe (same command, tr included)%n",
+    System.out.printf("  SSE printable is %.1f %% of the printable pipe (same command, tr included); the targets"
+        + " apply to the%n  command of the plain pipe, head alone, whose NUL bytes SSE carries as base64%n",
         100 * median(rates[4]) / median(rates[3]));
   }
 
