@@ -108,6 +108,15 @@ public final class OutputJson {
     while (i < len) {
       if (i + 8 <= len) {
         long w = (long) LONGS.get(b, i);
+        if (w == 0) {
+          // eight NUL bytes (common in binary output), six characters each
+          i += 8;
+          out += 48;
+          if (out + (len - i) > limit) {
+            return out + (len - i);
+          }
+          continue;
+        }
         if ((w & HIGHS) == 0) {
           // eight ASCII bytes: count what each escape adds, exactly, without a branch per byte
           long control = ~((w | HIGHS) - ONES * 0x20) & HIGHS;

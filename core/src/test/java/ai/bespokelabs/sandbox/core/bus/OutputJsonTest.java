@@ -76,6 +76,10 @@ class OutputJsonTest {
     mixed[999] = (byte) 0xc0;
     assertThat(Base64.getDecoder().decode(json(mixed).getString("data_b64"))).isEqualTo(mixed);
     assertThat(OutputJson.escapedLength(new byte[1000], 2000)).isGreaterThan(2000);
+    // a whole word of NUL bytes among text: still text, and measured exactly
+    String zerosThenText = "\u0000".repeat(8) + "a".repeat(40);
+    assertThat(OutputJson.escapedLength(zerosThenText.getBytes(StandardCharsets.US_ASCII))).isEqualTo(88);
+    assertThat(json(zerosThenText.getBytes(StandardCharsets.US_ASCII)).getString("data")).isEqualTo(zerosThenText);
     assertThat(OutputJson.escapedLength(mixed)).isEqualTo(-1);
   }
 
@@ -99,10 +103,12 @@ class OutputJsonTest {
   void the_measured_length_is_the_written_length() {
     Random random = new Random(3);
     byte[] alphabet = "ab \"\\\n\r\t\u0000\u0001\u001f\u007f~ ".getBytes(StandardCharsets.US_ASCII);
-    for (int round = 0; round < 2000; round++) {
+    byte[] mostlyNul = "\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000a\n".getBytes(StandardCharsets.US_ASCII);
+    for (int round = 0; round < 4000; round++) {
+      byte[] from = round % 2 == 0 ? alphabet : mostlyNul; // the second has whole words of NUL bytes
       byte[] b = new byte[random.nextInt(40)];
       for (int i = 0; i < b.length; i++) {
-        b[i] = alphabet[random.nextInt(alphabet.length)];
+        b[i] = from[random.nextInt(from.length)];
       }
       byte[] json = OutputJson.encode(new byte[0], new StreamEvent(StreamEvent.OUTPUT, 1, "stdout", b, null), new byte[0]);
       JsonObject j = new JsonObject(new String(json, StandardCharsets.UTF_8));

@@ -50,7 +50,7 @@ final class SocketClients {
         throw new IOException("the SSE response is not chunked");
       }
       Chunked chunks = new Chunked(in);
-      byte[] block = new byte[BUFFER];
+      byte[] block = new byte[4 * BUFFER];
       byte[] line = new byte[BUFFER];
       JsonString data = new JsonString();
       int lineLength = 0;
@@ -280,7 +280,7 @@ final class SocketClients {
       this.in = in;
     }
 
-    /** Up to {@code buf.length} body bytes; 0 at the end. */
+    /** The rest of the current chunk, up to {@code buf.length} bytes; 0 at the end. */
     int read(byte[] buf) throws IOException {
       if (done) {
         return 0;
@@ -296,10 +296,9 @@ final class SocketClients {
           return 0;
         }
       }
-      int n = in.read(buf, 0, (int) Math.min(buf.length, left));
-      if (n < 0) {
-        throw new EOFException("the response ended inside a chunk");
-      }
+      // the whole chunk where it fits (the server writes each event as one), so lines rarely straddle reads
+      int n = (int) Math.min(buf.length, left);
+      in.readFully(buf, 0, n);
       left -= n;
       return n;
     }
