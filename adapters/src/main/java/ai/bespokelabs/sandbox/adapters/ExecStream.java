@@ -2,8 +2,8 @@ package ai.bespokelabs.sandbox.adapters;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
-import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import io.vertx.core.Context;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
