@@ -80,11 +80,17 @@ public final class OutputJson {
 
   /** Whether none of the eight bytes of {@code w} needs escaping or is outside ASCII. */
   private static boolean plain(long w) {
-    long quote = w ^ (ONES * '"');
-    long backslash = w ^ (ONES * '\\');
-    long controlOrHigh = ((w - ONES * 0x20) | w) & HIGHS;
-    long quoteOrBackslash = ((quote - ONES) & ~quote | (backslash - ONES) & ~backslash) & HIGHS;
-    return (controlOrHigh | quoteOrBackslash) == 0;
+    return (w & HIGHS) == 0 && (control(w) | quoteOrBackslash(w)) == 0;
+  }
+
+  /** For eight ASCII bytes: the high bit of each one below 0x20 (no borrow crosses bytes). */
+  private static long control(long w) {
+    return ~((w | HIGHS) - ONES * 0x20) & HIGHS;
+  }
+
+  /** The high bit of each byte that is a quote or a backslash. */
+  private static long quoteOrBackslash(long w) {
+    return zeros(w ^ (ONES * '"')) | zeros(w ^ (ONES * '\\'));
   }
 
   /** The high bit of each byte of {@code x} that is zero, exactly (no carry crosses bytes). */
@@ -119,8 +125,8 @@ public final class OutputJson {
         }
         if ((w & HIGHS) == 0) {
           // eight ASCII bytes: count what each escape adds, exactly, without a branch per byte
-          long control = ~((w | HIGHS) - ONES * 0x20) & HIGHS;
-          long quoteOrBackslash = zeros(w ^ (ONES * '"')) | zeros(w ^ (ONES * '\\'));
+          long control = control(w);
+          long quoteOrBackslash = quoteOrBackslash(w);
           i += 8;
           if ((control | quoteOrBackslash) == 0) {
             out += 8;
