@@ -98,6 +98,16 @@ class BadInputTest {
   @Test
   void a_client_that_disconnects_mid_request_leaks_nothing() throws Exception {
     int before = sandboxCount();
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs =
+        new ch.qos.logback.core.read.ListAppender<>();
+    logs.start();
+    ch.qos.logback.classic.Logger root =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    root.addAppender(logs);
+    ch.qos.logback.classic.Logger errors = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(
+        ai.bespokelabs.sandbox.gateway.http.ErrorMapper.class);
+    ch.qos.logback.classic.Level level = errors.getLevel();
+    errors.setLevel(ch.qos.logback.classic.Level.DEBUG);
     try (Socket s = new Socket("127.0.0.1", Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1)))) {
       OutputStream out = s.getOutputStream();
       out.write(("POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
@@ -106,6 +116,14 @@ class BadInputTest {
       out.flush();
     }
     String id = gw.sandbox(key, null).getString("id");
+    for (int i = 0; i < 100 && logs.list.stream().noneMatch(e -> e.getFormattedMessage().startsWith("Client left")); i++) {
+      Thread.sleep(50);
+    }
+    errors.setLevel(level);
+    root.detachAppender(logs);
+    assertThat(logs.list).anyMatch(e -> e.getFormattedMessage().equals("Client left during POST /v1/sandboxes"));
+    assertThat(logs.list).as("a client hanging up is not an error of the gateway")
+        .noneMatch(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.WARN));
     var pending = java.util.concurrent.CompletableFuture.runAsync(() -> {
       try (Socket s = new Socket("127.0.0.1", Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1)))) {
         String body = "{\"command\":\"sleep 1; echo finished\"}";

@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Handler;
 import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -54,6 +55,11 @@ public final class ErrorMapper implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext ctx) {
     Throwable failure = ctx.failure();
+    if (failure instanceof HttpClosedException || ctx.response().closed()) {
+      // the client hung up (e.g. mid-body): there is nobody to answer, and nothing went wrong here
+      LOG.debug("Client left during {} {}", ctx.request().method(), ctx.normalizedPath());
+      return;
+    }
     Mapped m = map(failure, ctx.statusCode());
     if (m.status() >= 500 && !(failure instanceof ProviderException)) {
       LOG.error("Unhandled failure on {} {}", ctx.request().method(), ctx.normalizedPath(), failure);
