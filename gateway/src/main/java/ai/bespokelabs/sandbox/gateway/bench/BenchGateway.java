@@ -104,6 +104,28 @@ final class BenchGateway implements AutoCloseable {
     return r.body().isEmpty() ? new JsonObject() : new JsonObject(r.body());
   }
 
+  /**
+   * Latencies (microseconds, sorted) of {@code n} one-row inserts on the gateway's own database, each one
+   * statement committed on its own as the gateway's writes are: the floor of every durable step.
+   */
+  long[] commitLatencies(int n) throws Exception {
+    var pool = gateway.pool();
+    await(pool.query("CREATE TABLE IF NOT EXISTS bench_commit_probe (v int)").execute());
+    long[] out = new long[n];
+    for (int i = 0; i < n; i++) {
+      long t0 = System.nanoTime();
+      await(pool.preparedQuery("INSERT INTO bench_commit_probe VALUES ($1)").execute(io.vertx.sqlclient.Tuple.of(1)));
+      out[i] = (System.nanoTime() - t0) / 1000;
+    }
+    await(pool.query("DROP TABLE bench_commit_probe").execute());
+    java.util.Arrays.sort(out);
+    return out;
+  }
+
+  private static <T> T await(io.vertx.core.Future<T> f) throws Exception {
+    return f.toCompletionStage().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+  }
+
   /** The gateway itself (its pool and Vert.x), for benchmarks that drive it below the HTTP API. */
   Gateway gateway() {
     return gateway;
