@@ -27,7 +27,7 @@ final class GatewayProcess {
   static GatewayProcess start(Path dataDir, int port, Map<String, String> env, java.util.List<String> jvmOptions)
       throws IOException, InterruptedException {
     String javaBin = ProcessHandle.current().info().command().orElse("java");
-    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin));
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED"));
     cmd.addAll(jvmOptions);
     cmd.addAll(java.util.List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "--port",
         String.valueOf(port)));

@@ -17,6 +17,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -24,9 +27,9 @@ import java.util.function.LongConsumer;
 import java.util.stream.Stream;
 
 /**
- * Runs one {@link ProcessSpec} on the host as the leader of its own process group (through {@code setsid}),
- * with exactly the spec's environment, streaming both output pipes to an {@link ExecSink} and killing the
- * whole group on timeout (exit code 124). Nothing blocks the caller: the program is watched by pool threads.
+ * Runs one {@link ProcessSpec} on the host as the leader of its own process group (a new session, see
+ * {@link SessionSpawner}), with exactly the spec's environment, streaming both output pipes to an
+ * {@link ExecSink} and killing the whole group on timeout (exit code 124). Nothing blocks the caller: the program is watched by pool threads.
  */
 public final class ProcessRunner {
   /** The exit code of a run killed by its timeout, as {@code timeout(1)} reports it. */
@@ -57,6 +60,7 @@ public final class ProcessRunner {
 
   private final String backend;
   private final boolean startOnLastingThreads;
+  private final Optional<SessionSpawner> spawner;
 
   /** @param backend the backend named in provider errors */
   public ProcessRunner(String backend) {
@@ -68,8 +72,14 @@ public final class ProcessRunner {
    * @param startOnLastingThreads start programs from threads that never end (see {@link HostWrapper#diesWithStartingThread})
    */
   public ProcessRunner(String backend, boolean startOnLastingThreads) {
+    this(backend, startOnLastingThreads, SessionSpawner.available());
+  }
+
+  /** @param spawner the native session spawner, or empty to start every program through {@code setsid} */
+  ProcessRunner(String backend, boolean startOnLastingThreads, Optional<SessionSpawner> spawner) {
     this.backend = Objects.requireNonNull(backend, "backend");
     this.startOnLastingThreads = startOnLastingThreads;
+    this.spawner = spawner;
   }
 
   /**
@@ -79,16 +89,15 @@ public final class ProcessRunner {
    * @throws ProviderException {@code execution_failed} when the program cannot be started
    */
   public ExecHandle start(ProcessSpec spec, boolean keepStdin, ExecSink sink, LongConsumer started) {
-    Path setsid = ProcessGroups.setsid()
+    Path setsid = spawner.isPresent() ? null : ProcessGroups.setsid()
         .orElseThrow(() -> failure(ErrorCode.BACKEND_NOT_INSTALLED, ProviderError.Outcome.FAILED, null));
     if (!Files.isDirectory(spec.cwd())) {
       throw new ApiException(422, "cwd must be an existing directory");
     }
-    if (!programExists(spec)) {
-      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
-    }
+    Path program = program(spec)
+        .orElseThrow(() -> failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null));
     long t0 = System.nanoTime();
-    Process process = launch(setsid, spec);
+    Process process = launch(setsid, program, spec);
     Run run = new Run(process, keepStdin, sink, t0);
     started.accept(run.pgid);
     if (!keepStdin) {
@@ -284,40 +293,54 @@ public final class ProcessRunner {
     }
   }
 
-  private Process launch(Path setsid, ProcessSpec spec) {
-    List<String> argv = new ArrayList<>(spec.argv().size() + 1);
-    argv.add(setsid.toString());
-    argv.addAll(spec.argv());
-    try {
+  /** Starts the program as the leader of a new session: natively when possible, else through {@code setsid}. */
+  private Process launch(Path setsid, Path program, ProcessSpec spec) {
+    Callable<Process> start;
+    if (spawner.isPresent()) {
+      SessionSpawner direct = spawner.get();
+      start = () -> direct.start(program, spec.argv(), spec.cwd(), spec.env());
+    } else {
+      List<String> argv = new ArrayList<>(spec.argv().size() + 1);
+      argv.add(setsid.toString());
+      argv.addAll(spec.argv());
       ProcessBuilder pb = new ProcessBuilder(argv).directory(spec.cwd().toFile());
       pb.environment().clear();
       pb.environment().putAll(spec.env());
-      return startOnLastingThreads ? STARTERS.submit(pb::start).get() : pb.start();
-    } catch (IOException | IllegalArgumentException e) {
-      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
-    } catch (java.util.concurrent.ExecutionException e) {
+      start = pb::start;
+    }
+    try {
+      return startOnLastingThreads ? STARTERS.submit(start).get() : start.call();
+    } catch (ExecutionException e) {
       throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
+    } catch (Exception e) { // IOException, IllegalArgumentException: the program could not be started
+      throw failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
     }
   }
 
-  /** Whether argv[0] names an executable file: a path (relative to the cwd) or a name on the spec's PATH. */
-  private static boolean programExists(ProcessSpec spec) {
+  /**
+   * The executable file argv[0] names, as {@code execvp} in the program's cwd would find it: a path (relative
+   * to the cwd), or the first match of a name on the spec's PATH.
+   */
+  private static Optional<Path> program(ProcessSpec spec) {
     String program = spec.argv().isEmpty() ? "" : spec.argv().get(0);
     if (program.isEmpty()) {
-      return false;
+      return Optional.empty();
     }
     try {
       if (program.contains("/")) {
-        return isExecutableFile(spec.cwd().resolve(program));
+        Path p = spec.cwd().resolve(program).toAbsolutePath();
+        return isExecutableFile(p) ? Optional.of(p) : Optional.empty();
       }
       return Stream.of(spec.env().getOrDefault("PATH", "").split(":"))
           .filter(dir -> !dir.isEmpty())
-          .anyMatch(dir -> isExecutableFile(spec.cwd().resolve(dir).resolve(program)));
+          .map(dir -> spec.cwd().resolve(dir).resolve(program).toAbsolutePath())
+          .filter(ProcessRunner::isExecutableFile)
+          .findFirst();
     } catch (InvalidPathException e) {
-      return false;
+      return Optional.empty();
     }
   }
 

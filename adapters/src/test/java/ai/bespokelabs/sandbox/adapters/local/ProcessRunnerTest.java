@@ -20,8 +20,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+/**
+ * Runs with the spawner this runtime uses (natively on Java 22+ on Linux); {@link ProcessRunnerSetsidTest}
+ * runs every case again through the {@code setsid} program, the fallback elsewhere.
+ */
 class ProcessRunnerTest {
-  private final ProcessRunner runner = new ProcessRunner("local");
+  private final ProcessRunner runner = newRunner();
+
+  ProcessRunner newRunner() {
+    return new ProcessRunner("local");
+  }
   private final AtomicLong group = new AtomicLong();
 
   @TempDir
@@ -160,6 +168,46 @@ class ProcessRunnerTest {
 
     assertThatThrownBy(() -> runToEnd(spec))
         .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(422));
+  }
+
+  @Test
+  void theNativeSpawnIsUsedWhereTheRuntimeHasIt() {
+    boolean expected = Runtime.version().feature() >= 22 && System.getProperty("os.name").startsWith("Linux")
+        && System.getenv("BESPOKE_NATIVE_SPAWN") == null;
+    assertThat(SessionSpawner.available().isPresent()).isEqualTo(expected);
+  }
+
+  @Test
+  void theProgramLeadsANewSessionWithOnlyItsThreeStreamsAndItsOwnArgv0() {
+    // fields 5 and 6 of /proc/self/stat (after the command name) are the process group and the session
+    // a name found on PATH keeps the name as argv[0], as execvp leaves it
+    ExecResult r = run(List.of("sh", "-c",
+        "set -- $(sed 's/.*) //' /proc/$$/stat); echo $3 $4; ls /proc/$$/fd; tr '\\0' ' ' < /proc/$$/cmdline"));
+
+    String pid = Long.toString(group.get());
+    List<String> lines = r.stdout().lines().toList();
+    assertThat(lines.get(0)).isEqualTo(pid + " " + pid);
+    assertThat(lines.subList(1, lines.size() - 1)).as("no descriptor of the gateway leaks in")
+        .filteredOn(fd -> !fd.equals("255")) // bash, when it is sh, keeps one of its own
+        .containsExactly("0", "1", "2");
+    assertThat(lines.get(lines.size() - 1)).startsWith("sh -c set");
+  }
+
+  @Test
+  void anExitBySignalReportsOneHundredTwentyEightPlusTheSignal() {
+    assertThat(run(CommandLine.forCommand("kill -9 $$", null)).exitCode()).isEqualTo(137);
+    assertThat(run(CommandLine.forCommand("kill -15 $$", null)).exitCode()).isEqualTo(143);
+  }
+
+  @Test
+  void aFileWithoutAnInterpreterLineRunsUnderSh() throws java.io.IOException {
+    Path script = dir.resolve("plain.sh");
+    java.nio.file.Files.writeString(script, "echo from a plain script $1\n");
+    script.toFile().setExecutable(true);
+
+    ExecResult r = run(List.of("./plain.sh", "arg"));
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).isEqualTo("from a plain script arg\n");
   }
 
   @Test
