@@ -7,14 +7,17 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
- * Process-group control through the host's {@code setsid} and {@code kill} binaries. A child started as
- * {@code setsid program…} leads a new group whose id is its pid, so killing {@code -pgid} reaches every
- * process it spawned, including background ones that outlive it.
+ * Process-group control. A program started as a session leader (see {@link SessionSpawner}) leads a new group
+ * whose id is its pid, so signalling {@code -pgid} reaches every process it spawned, including background
+ * ones that outlive it. Signals go through the native {@code kill} when the native spawner is available,
+ * else through the host's {@code kill} binary.
  */
 final class ProcessGroups {
+  private static final Map<String, Integer> SIGNALS = Map.of("TERM", 15, "KILL", 9, "INT", 2);
   private static final Optional<Path> SETSID = HostWrapper.findExecutable("setsid", HostWrapper.SYSTEM_BIN, List.of());
   private static final Optional<Path> KILL = HostWrapper.findExecutable("kill", HostWrapper.SYSTEM_BIN, List.of());
 
@@ -30,7 +33,16 @@ final class ProcessGroups {
    * binary, falls back to killing the leader and its live descendants (orphaned grandchildren escape).
    */
   static void kill(Collection<Long> groups) {
+    kill(SessionSpawner.available(), groups);
+  }
+
+  /** {@link #kill(Collection)} through {@code spawner}'s signals, or the {@code kill} binary when empty. */
+  static void kill(Optional<SessionSpawner> spawner, Collection<Long> groups) {
     // "-0" is the caller's own group and "-1" every process it may signal: never pass those on
+    if (spawner.isPresent()) {
+      groups.stream().filter(pgid -> pgid > 1).forEach(pgid -> spawner.get().signal(-pgid, SIGNALS.get("KILL")));
+      return;
+    }
     Optional<Set<Long>> live = populatedGroups();
     List<Long> pgids = groups.stream().filter(pgid -> pgid > 1)
         .filter(pgid -> live.map(l -> l.contains(pgid)).orElse(true)).toList();
@@ -72,6 +84,11 @@ final class ProcessGroups {
     if (targets.isEmpty()) {
       return;
     }
+    Optional<SessionSpawner> spawner = SessionSpawner.available();
+    if (spawner.isPresent()) {
+      targets.forEach(pid -> spawner.get().signal(pid, SIGNALS.get("KILL")));
+      return;
+    }
     if (KILL.isEmpty()) {
       targets.forEach(pid -> ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly));
       return;
@@ -81,12 +98,20 @@ final class ProcessGroups {
     runQuietly(argv);
   }
 
-  /** Sends {@code TERM}, {@code KILL} or {@code INT} to group {@code pgid}, if it still has members. */
-  static void signal(long pgid, String signal) {
-    if (pgid <= 1 || KILL.isEmpty() || !java.util.Set.of("TERM", "KILL", "INT").contains(signal)) {
+  /**
+   * Sends {@code TERM}, {@code KILL} or {@code INT} to group {@code pgid}, if it still has members, through
+   * {@code spawner}'s signals or, when empty, the {@code kill} binary.
+   */
+  static void signal(Optional<SessionSpawner> spawner, long pgid, String signal) {
+    Integer number = SIGNALS.get(signal);
+    if (pgid <= 1 || number == null) {
       return;
     }
-    runQuietly(List.of(KILL.get().toString(), "-" + signal, "--", "-" + pgid));
+    if (spawner.isPresent()) {
+      spawner.get().signal(-pgid, number);
+    } else if (KILL.isPresent()) {
+      runQuietly(List.of(KILL.get().toString(), "-" + signal, "--", "-" + pgid));
+    }
   }
 
   private static int runQuietly(List<String> argv) {

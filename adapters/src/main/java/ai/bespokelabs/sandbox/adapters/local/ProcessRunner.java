@@ -136,12 +136,12 @@ public final class ProcessRunner {
       try {
         timedOut = !process.waitFor(timeoutSecs, TimeUnit.SECONDS);
         if (timedOut) {
-          ProcessGroups.kill(List.of(pgid));
+          ProcessGroups.kill(spawner, List.of(pgid));
           process.waitFor();
         }
         drain(progress, out, err);
       } catch (InterruptedException e) {
-        ProcessGroups.kill(List.of(pgid));
+        ProcessGroups.kill(spawner, List.of(pgid));
         Thread.currentThread().interrupt();
       }
       closeStdin();
@@ -209,7 +209,7 @@ public final class ProcessRunner {
     @Override
     public void signal(String signal) {
       signalled = true;
-      ProcessGroups.signal(pgid, signal);
+      ProcessGroups.signal(spawner, pgid, signal);
     }
   }
 

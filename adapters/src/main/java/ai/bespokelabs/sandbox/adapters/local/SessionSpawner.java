@@ -24,6 +24,12 @@ import org.slf4j.LoggerFactory;
 interface SessionSpawner {
   Process start(Path program, List<String> argv, Path cwd, Map<String, String> env) throws IOException;
 
+  /**
+   * Sends {@code signal} (a number) to process {@code target}, or to process group {@code -target} when it is
+   * negative; a target that no longer exists is ignored.
+   */
+  void signal(long target, int signal);
+
   /** The native spawner when this runtime and host have one, else empty. */
   static Optional<SessionSpawner> available() {
     return Native.SPAWNER;

@@ -167,6 +167,18 @@ final class PosixSpawn implements SessionSpawner {
     }
   }
 
+  @Override
+  public void signal(long target, int signal) {
+    if (target == 0 || target == -1 || target < Integer.MIN_VALUE || target > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("not a single process or group: " + target);
+    }
+    try {
+      int ignored = (int) kill.invokeExact((int) target, signal);
+    } catch (Throwable t) {
+      throw new IllegalStateException(t);
+    }
+  }
+
   private static <T extends java.io.Closeable> T add(List<java.io.Closeable> opened, T stream) {
     opened.add(stream);
     return stream;

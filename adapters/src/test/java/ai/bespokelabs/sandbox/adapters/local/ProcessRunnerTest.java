@@ -194,6 +194,33 @@ class ProcessRunnerTest {
   }
 
   @Test
+  void aSignalReachesTheWholeGroupAndEndsTheRunAsCancelled() throws Exception {
+    Map<String, String> env = ProcessSpec.environment(dir, Map.of(), Map.of());
+    ProcessSpec spec = new ProcessSpec(CommandLine.forCommand("sleep 100 & echo $!; wait", null), dir, env, 30, 1024);
+    java.util.concurrent.LinkedBlockingQueue<String> out = new java.util.concurrent.LinkedBlockingQueue<>();
+    CapturingSink sink = new CapturingSink(1024);
+    var handle = runner.start(spec, false, new ai.bespokelabs.sandbox.adapters.ExecSink() {
+      @Override
+      public void output(Stream stream, byte[] data) {
+        sink.output(stream, data);
+        out.add(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+      }
+
+      @Override
+      public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+        sink.exited(exitCode, timedOut, cancelled, durationMs);
+      }
+    }, group::set);
+    long background = Long.parseLong(out.poll(10, java.util.concurrent.TimeUnit.SECONDS).trim());
+
+    handle.signal("TERM");
+    ExecResult r = sink.await();
+    assertThat(r.exitCode()).isEqualTo(143);
+    assertThat(r.cancelled()).isTrue();
+    assertThat(Fixtures.awaitDeath(background)).as("the background child got the signal too").isTrue();
+  }
+
+  @Test
   void anExitBySignalReportsOneHundredTwentyEightPlusTheSignal() {
     assertThat(run(CommandLine.forCommand("kill -9 $$", null)).exitCode()).isEqualTo(137);
     assertThat(run(CommandLine.forCommand("kill -15 $$", null)).exitCode()).isEqualTo(143);
