@@ -30,19 +30,24 @@ import java.util.concurrent.TimeoutException;
  * {@link SessionSpawner} through glibc's {@code posix_spawn} with {@code POSIX_SPAWN_SETSID}, called through
  * the foreign-function API (final in Java 22; this class is compiled for Java 22 and loaded only there). The
  * child gets the three pipes on 0, 1 and 2, every other descriptor closed ({@code addclosefrom_np}), the
- * working directory ({@code addchdir_np}), an empty signal mask and exactly the given environment. The
+ * working directory ({@code addchdir_np}), an empty signal mask, every signal at its default action and
+ * exactly the given environment. The
  * parent's ends are reopened through {@code /proc/self/fd} as Java streams, and a reaper thread per program
  * collects its exit status with {@code waitpid}. The constructor fails when a function is missing (an older
  * glibc, another libc), and the caller then keeps {@code setsid}.
  */
 final class PosixSpawn implements SessionSpawner {
   private static final int O_CLOEXEC = 0x80000;
+  private static final short POSIX_SPAWN_SETSIGDEF = 0x04;
   private static final short POSIX_SPAWN_SETSIGMASK = 0x08;
   private static final short POSIX_SPAWN_SETSID = 0x80;
   private static final int EINTR = 4;
+  private static final int ECHILD = 10;
+  private static final int F_DUPFD_CLOEXEC = 1030;
   private static final int ENOEXEC = 8;
   private static final int SIGTERM = 15;
   private static final int SIGKILL = 9;
+  private static final int SIGSTOP = 19;
   /* glibc's posix_spawn_file_actions_t is 80 bytes, posix_spawnattr_t 336 and sigset_t 128: room to spare */
   private static final long OPAQUE_BYTES = 1024;
   private static final long SIGSET_BYTES = 128;
@@ -51,6 +56,25 @@ final class PosixSpawn implements SessionSpawner {
   private static final AddressLayout PTR = ValueLayout.ADDRESS;
   private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
   private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+  /*
+   * Signals 1-31 but KILL and STOP back to their default action in the child: a gateway started where SIGINT
+   * or SIGHUP is ignored (a background job of a script, nohup) would otherwise pass that on, and the API's
+   * INT would not reach the program. glibc's sigset_t is an array of 64-bit words, signal n at bit n - 1.
+   */
+  private static final MemorySegment DEFAULT_SIGNALS = defaultSignals();
+
+  private static MemorySegment defaultSignals() {
+    MemorySegment set = Arena.global().allocate(SIGSET_BYTES, 8);
+    long bits = 0;
+    for (int sig = 1; sig <= 31; sig++) {
+      if (sig != SIGKILL && sig != SIGSTOP) {
+        bits |= 1L << (sig - 1);
+      }
+    }
+    set.set(ValueLayout.JAVA_LONG, 0, bits);
+    return set;
+  }
 
   private static final ExecutorService REAPERS =
       Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("process-reaper-", 0).factory());
@@ -69,6 +93,8 @@ final class PosixSpawn implements SessionSpawner {
   private final MethodHandle attrDestroy;
   private final MethodHandle attrFlags;
   private final MethodHandle attrMask;
+  private final MethodHandle attrDefaults;
+  private final MethodHandle dupAbove;
 
   PosixSpawn() {
     Linker linker = Linker.nativeLinker();
@@ -88,6 +114,9 @@ final class PosixSpawn implements SessionSpawner {
     attrDestroy = handle(linker, libc, "posix_spawnattr_destroy", FunctionDescriptor.of(INT, PTR));
     attrFlags = handle(linker, libc, "posix_spawnattr_setflags", FunctionDescriptor.of(INT, PTR, ValueLayout.JAVA_SHORT));
     attrMask = handle(linker, libc, "posix_spawnattr_setsigmask", FunctionDescriptor.of(INT, PTR, PTR));
+    attrDefaults = handle(linker, libc, "posix_spawnattr_setsigdefault", FunctionDescriptor.of(INT, PTR, PTR));
+    dupAbove = linker.downcallHandle(libc.find("fcntl").orElseThrow(() -> new UnsatisfiedLinkError("fcntl")),
+        FunctionDescriptor.of(INT, INT, INT, INT), Linker.Option.firstVariadicArg(2));
   }
 
   private static MethodHandle handle(Linker linker, SymbolLookup libc, String name, FunctionDescriptor fd) {
@@ -104,6 +133,16 @@ final class PosixSpawn implements SessionSpawner {
         fds[2 * i] = pair.getAtIndex(INT, 0);
         fds[2 * i + 1] = pair.getAtIndex(INT, 1);
       }
+      for (int i = 0; i < fds.length; i++) {
+        if (fds[i] < 3) { // the gateway runs with a standard stream closed: keep 0-2 free for the child's dup2s
+          int moved = (int) dupAbove.invokeExact(fds[i], F_DUPFD_CLOEXEC, 3);
+          if (moved < 0) {
+            throw new IOException("fcntl(F_DUPFD_CLOEXEC) failed");
+          }
+          closeQuietly(fds[i]);
+          fds[i] = moved;
+        }
+      }
       MemorySegment actions = arena.allocate(OPAQUE_BYTES, 16);
       MemorySegment attr = arena.allocate(OPAQUE_BYTES, 16);
       check((int) actionsInit.invokeExact(actions), "posix_spawn_file_actions_init");
@@ -115,8 +154,10 @@ final class PosixSpawn implements SessionSpawner {
         check((int) addDup2.invokeExact(actions, fds[5], 2), "adddup2");
         check((int) addCloseFrom.invokeExact(actions, 3), "addclosefrom_np");
         check((int) addChdir.invokeExact(actions, arena.allocateFrom(cwd.toString())), "addchdir_np");
-        check((int) attrFlags.invokeExact(attr, (short) (POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK)), "setflags");
+        check((int) attrFlags.invokeExact(attr,
+            (short) (POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)), "setflags");
         check((int) attrMask.invokeExact(attr, arena.allocate(SIGSET_BYTES, 8)), "setsigmask"); // empty set
+        check((int) attrDefaults.invokeExact(attr, DEFAULT_SIGNALS), "setsigdefault");
         MemorySegment envp = strings(arena, env.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toList());
         MemorySegment pidOut = arena.allocate(INT);
         int rc = (int) spawn.invokeExact(pidOut, arena.allocateFrom(program.toString()), actions, attr,
@@ -223,8 +264,12 @@ final class PosixSpawn implements SessionSpawner {
         if (rc == pid) {
           return exitValue(status.get(INT, 0));
         }
-        if ((int) ERRNO.get(state, 0L) != EINTR) {
-          throw new IllegalStateException("waitpid(" + pid + ") failed: errno " + ERRNO.get(state, 0L));
+        int errno = (int) ERRNO.get(state, 0L);
+        if (errno == ECHILD) {
+          return 0; // reaped by the system (SIGCHLD ignored): the status is gone, as for the JDK's processes
+        }
+        if (errno != EINTR) {
+          throw new IllegalStateException("waitpid(" + pid + ") failed: errno " + errno);
         }
       }
     } catch (RuntimeException | Error e) {
