@@ -148,15 +148,20 @@ public final class LocalProvider implements SandboxProvider {
       public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
         if (wrapper.endsWithProgram() && group.get() > 0) {
           runtime.untrack(group.get());
+          records.ended(request.sandboxId(), group.get());
         } else {
-          runtime.prune();
+          runtime.prune().forEach(ended -> records.ended(request.sandboxId(), ended));
         }
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
     return runner.start(spec, request.keepStdin(), pruning, pgid -> {
       group.set(pgid);
-      records.record(request.sandboxId(), pgid);
+      String previous = records.record(request.sandboxId(), pgid);
+      SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
+      if (earlier != null) {
+        earlier.untrack(pgid); // its group with this id has ended: the id is this execution's now
+      }
       if (!runtime.track(pgid)) {
         ProcessGroups.kill(List.of(pgid));
       }

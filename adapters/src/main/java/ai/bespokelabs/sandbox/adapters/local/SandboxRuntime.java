@@ -38,13 +38,19 @@ final class SandboxRuntime {
 
   /**
    * Forgets groups that have no members left, once enough have accumulated to be worth one scan of
-   * {@code /proc}; groups left behind by background processes stay tracked for destroy.
+   * {@code /proc}, and returns them; groups left behind by background processes stay tracked for destroy.
    */
-  synchronized void prune() {
+  synchronized List<Long> prune() {
     if (groups.size() < PRUNE_THRESHOLD) {
-      return;
+      return List.of();
     }
-    ProcessGroups.populatedGroups().ifPresent(groups::retainAll);
+    Set<Long> live = ProcessGroups.populatedGroups().orElse(null);
+    if (live == null) {
+      return List.of();
+    }
+    List<Long> ended = groups.stream().filter(g -> !live.contains(g)).toList();
+    ended.forEach(groups::remove);
+    return ended;
   }
 
   /** Forgets a group known to have no members left. */

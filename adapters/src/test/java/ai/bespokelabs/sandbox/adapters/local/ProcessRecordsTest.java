@@ -1,0 +1,65 @@
+package ai.bespokelabs.sandbox.adapters.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Group ids are pids, which the kernel reuses: a record must never make one sandbox kill another's group. */
+class ProcessRecordsTest {
+  @TempDir
+  Path root;
+
+  private Process group;
+
+  /** A live process group (its leader's pid is its id), as an execution of another sandbox would have. */
+  private long startGroup() throws Exception {
+    group = new ProcessBuilder("setsid", "sleep", "60").start();
+    return group.pid();
+  }
+
+  @AfterEach
+  void stop() {
+    if (group != null) {
+      group.destroyForcibly();
+    }
+  }
+
+  @Test
+  void anIdGivenToAnotherSandboxsGroupIsNoLongerTheFirstSandboxs() throws Exception {
+    long pgid = startGroup();
+    ProcessRecords records = new ProcessRecords(root);
+    assertThat(records.record("sbx_a", pgid)).isNull(); // a's group with this id, long ended (as if)
+    assertThat(records.record("sbx_b", pgid)).as("the id is b's now").isEqualTo("sbx_a");
+
+    assertThat(records.members("sbx_a")).isEmpty();
+    assertThat(records.killAll("sbx_a", List.of())).isZero();
+    assertThat(group.isAlive()).as("destroying a leaves b's program alone").isTrue();
+    assertThat(records.members("sbx_b")).containsExactly(pgid);
+
+    ProcessRecords afterRestart = new ProcessRecords(root);
+    assertThat(afterRestart.members("sbx_a")).isEmpty();
+    assertThat(afterRestart.record("sbx_c", pgid)).as("who holds an id survives a restart").isEqualTo("sbx_b");
+  }
+
+  @Test
+  void aGroupWhoseLeaderPidNowBelongsToALaterProcessIsSkipped() throws Exception {
+    long pgid = startGroup();
+    long start = ProcStats.of(pgid).startTime();
+    Files.createDirectories(root.resolve(".groups"));
+    // recorded for a leader that started before the process that now has this pid
+    Files.writeString(root.resolve(".groups").resolve("sbx_a"), pgid + " " + (start - 1) + "\n");
+    ProcessRecords records = new ProcessRecords(root);
+
+    assertThat(records.members("sbx_a")).isEmpty();
+    assertThat(records.killAll("sbx_a", List.of(pgid))).isZero();
+    assertThat(group.isAlive()).isTrue();
+
+    Files.writeString(root.resolve(".groups").resolve("sbx_b"), pgid + " " + start + "\n");
+    assertThat(new ProcessRecords(root).members("sbx_b")).as("the recorded leader itself").containsExactly(pgid);
+  }
+}
