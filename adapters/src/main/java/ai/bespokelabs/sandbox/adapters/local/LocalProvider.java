@@ -148,9 +148,8 @@ public final class LocalProvider implements SandboxProvider {
       public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
         if (wrapper.endsWithProgram() && group.get() > 0) {
           runtime.untrack(group.get());
-          records.ended(request.sandboxId(), group.get());
         } else {
-          runtime.prune().forEach(ended -> records.ended(request.sandboxId(), ended));
+          runtime.prune();
         }
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }

@@ -26,7 +26,10 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class ProcessRecords {
   private final Path dir;
-  /** Which sandbox recorded each group id, for the records of this root. */
+  /**
+   * Which sandbox recorded each group id, for the records of this root: at most one entry per id, as many as
+   * the record files hold ids (they are forgotten with their sandbox).
+   */
   private final Map<Long, String> owners = new ConcurrentHashMap<>();
   private final Map<String, Object> locks = new ConcurrentHashMap<>();
 
@@ -62,11 +65,6 @@ final class ProcessRecords {
     }
     drop(previous, pgid);
     return previous;
-  }
-
-  /** Forgets a group known to have ended (its id may be reused from now on). */
-  void ended(String sandboxId, long pgid) {
-    owners.remove(pgid, sandboxId);
   }
 
   /** Rewrites the sandbox's record without group {@code pgid}. */

@@ -38,19 +38,13 @@ final class SandboxRuntime {
 
   /**
    * Forgets groups that have no members left, once enough have accumulated to be worth one scan of
-   * {@code /proc}, and returns them; groups left behind by background processes stay tracked for destroy.
+   * {@code /proc}; groups left behind by background processes stay tracked for destroy.
    */
-  synchronized List<Long> prune() {
+  synchronized void prune() {
     if (groups.size() < PRUNE_THRESHOLD) {
-      return List.of();
+      return;
     }
-    Set<Long> live = ProcessGroups.populatedGroups().orElse(null);
-    if (live == null) {
-      return List.of();
-    }
-    List<Long> ended = groups.stream().filter(g -> !live.contains(g)).toList();
-    ended.forEach(groups::remove);
-    return ended;
+    ProcessGroups.populatedGroups().ifPresent(groups::retainAll);
   }
 
   /** Forgets a group known to have no members left. */

@@ -176,7 +176,7 @@ final class PosixSpawn implements SessionSpawner {
         int ignored = (int) actionsDestroy.invokeExact(actions);
         ignored = (int) attrDestroy.invokeExact(attr);
       }
-      // the child holds its ends, so reopening ours through /proc cannot wait for the other side
+      // the child's ends are still open here, so reopening ours through /proc cannot wait for the other side
       java.util.List<java.io.Closeable> opened = new java.util.ArrayList<>(3);
       try {
         OutputStream stdin = add(opened, new FileOutputStream("/proc/self/fd/" + fds[1]));
