@@ -17,7 +17,8 @@ import java.util.Optional;
  * else through the host's {@code kill} binary.
  */
 final class ProcessGroups {
-  private static final Map<String, Integer> SIGNALS = Map.of("TERM", 15, "KILL", 9, "INT", 2);
+  private static final int SIGKILL = 9;
+  private static final Map<String, Integer> SIGNALS = Map.of("TERM", 15, "KILL", SIGKILL, "INT", 2);
   private static final Optional<Path> SETSID = HostWrapper.findExecutable("setsid", HostWrapper.SYSTEM_BIN, List.of());
   private static final Optional<Path> KILL = HostWrapper.findExecutable("kill", HostWrapper.SYSTEM_BIN, List.of());
 
@@ -40,7 +41,7 @@ final class ProcessGroups {
   static void kill(Optional<SessionSpawner> spawner, Collection<Long> groups) {
     // "-0" is the caller's own group and "-1" every process it may signal: never pass those on
     if (spawner.isPresent()) {
-      groups.stream().filter(pgid -> pgid > 1).forEach(pgid -> spawner.get().signal(-pgid, SIGNALS.get("KILL")));
+      groups.stream().filter(pgid -> pgid > 1).forEach(pgid -> spawner.get().signal(-pgid, SIGKILL));
       return;
     }
     Optional<Set<Long>> live = populatedGroups();
@@ -86,7 +87,7 @@ final class ProcessGroups {
     }
     Optional<SessionSpawner> spawner = SessionSpawner.available();
     if (spawner.isPresent()) {
-      targets.forEach(pid -> spawner.get().signal(pid, SIGNALS.get("KILL")));
+      targets.forEach(pid -> spawner.get().signal(pid, SIGKILL));
       return;
     }
     if (KILL.isEmpty()) {

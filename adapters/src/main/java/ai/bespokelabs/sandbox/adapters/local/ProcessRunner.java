@@ -29,7 +29,8 @@ import java.util.stream.Stream;
 /**
  * Runs one {@link ProcessSpec} on the host as the leader of its own process group (a new session, see
  * {@link SessionSpawner}), with exactly the spec's environment, streaming both output pipes to an
- * {@link ExecSink} and killing the whole group on timeout (exit code 124). Nothing blocks the caller: the program is watched by pool threads.
+ * {@link ExecSink} and killing the whole group on timeout (exit code 124). Nothing blocks the caller: the
+ * program is watched by pool threads.
  */
 public final class ProcessRunner {
   /** The exit code of a run killed by its timeout, as {@code timeout(1)} reports it. */

@@ -173,7 +173,8 @@ class ProcessRunnerTest {
   @Test
   void theNativeSpawnIsUsedWhereTheRuntimeHasIt() {
     boolean expected = Runtime.version().feature() >= 22 && System.getProperty("os.name").startsWith("Linux")
-        && System.getenv("BESPOKE_NATIVE_SPAWN") == null;
+        && !"false".equalsIgnoreCase(System.getenv("BESPOKE_NATIVE_SPAWN"))
+        && !"false".equalsIgnoreCase(System.getProperty("bespoke.nativeSpawn"));
     assertThat(SessionSpawner.available().isPresent()).isEqualTo(expected);
   }
 
