@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Clock;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -60,9 +61,11 @@ class RestartTest {
     assertThat(dataDir.resolve("postgres")).isDirectory();
     try (Gateway second = Gateway.start(config, Clock.systemUTC())) {
       assertThat(second.secretsGenerated()).isFalse();
-      assertThat(second.pool().query("SHOW synchronous_commit").execute().await(10, java.util.concurrent.TimeUnit.SECONDS)
-          .iterator().next().getString(0)).as("the embedded server acknowledges a commit once it is on disk")
-          .isEqualTo("on");
+      for (String setting : List.of("synchronous_commit", "fsync", "full_page_writes")) {
+        assertThat(second.pool().query("SHOW " + setting).execute().await(10, java.util.concurrent.TimeUnit.SECONDS)
+            .iterator().next().getString(0)).as("the embedded server acknowledges a commit once it is on disk: "
+                + setting).isEqualTo("on");
+      }
       HttpResponse<String> got = send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + sandboxId))
           .header("Authorization", "Bearer " + key));
       assertThat(got.statusCode()).isEqualTo(200);

@@ -63,9 +63,12 @@ public final class Database implements AutoCloseable {
           .setCleanDataDirectory(false)
           .setRegisterShutdownHook(false)
           .setServerConfig("max_connections", "200")
-          // PostgreSQL's own default, which the embedded server's library turns off: a commit is on disk before
-          // it is acknowledged, so a machine crash loses no acknowledged sandbox, execution or ledger entry
+          // PostgreSQL's own defaults, which the embedded server's library turns off: a commit is flushed to disk
+          // before it is acknowledged and pages are written whole, so a machine crash loses no acknowledged
+          // sandbox, execution or ledger entry and leaves no torn page behind
           .setServerConfig("synchronous_commit", "on")
+          .setServerConfig("fsync", "on")
+          .setServerConfig("full_page_writes", "on")
           .start();
       LOG.info("Embedded PostgreSQL started on port {} with data in {}", pg.getPort(), dir);
       PgConnectOptions opts = new PgConnectOptions()
