@@ -20,9 +20,14 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Group ids are pids, and pids are reused (after 32,768 on many hosts). A recorded group that has ended
  * must never stand for a later one: a new group of any sandbox takes its id away from whichever sandbox
- * recorded that id before ({@link #record} returns it, and drops it from its file; the kernel hands out a pid
- * only while no group has that id), and a group whose leader pid now belongs to a process started at another
- * time than the recorded leader is skipped.
+ * recorded that id before ({@link #record} returns it, and appends a {@code pgid -} line to its file that
+ * drops the id; the kernel hands out a pid only while no group has that id), and a group whose leader pid now
+ * belongs to a process started at another time than the recorded leader is skipped.
+ *
+ * <p>Files are only appended to on the execution path. A file is rewritten with one line per recorded id once
+ * it has twice as many lines as that (and at least {@link #COMPACT_AT}), so a sandbox running millions of
+ * programs keeps a record of at most a few lines per group id, and the rewrite costs O(1) per execution
+ * amortized. A line that cannot be read (a write cut short by a crash) is skipped, never the whole record.
  */
 final class ProcessRecords {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ProcessRecords.class);
@@ -33,12 +38,24 @@ final class ProcessRecords {
    */
   private final Map<Long, String> owners = new ConcurrentHashMap<>();
   private final Map<String, Object> locks = new ConcurrentHashMap<>();
+  /** Per sandbox: lines in its file, and how many it may reach before it is rewritten (under its lock). */
+  private final Map<String, int[]> sizes = new ConcurrentHashMap<>();
+  /** Fewest lines at which a file is rewritten. */
+  static final int COMPACT_AT = 1024;
+  private static final String DROPPED = "-";
 
   ProcessRecords(Path root) {
     this.dir = root.resolve(".groups");
     for (String sandboxId : sandboxes()) {
-      read(sandboxId).keySet().forEach(pgid -> owners.put(pgid, sandboxId));
+      int[] lines = new int[1];
+      Map<Long, Long> groups = read(sandboxId, lines);
+      groups.keySet().forEach(pgid -> owners.put(pgid, sandboxId));
+      sizes.put(sandboxId, new int[] {lines[0], limit(groups.size())});
     }
+  }
+
+  private static int limit(int groups) {
+    return Math.max(COMPACT_AT, 2 * groups);
   }
 
   private Object lock(String sandboxId) {
@@ -51,44 +68,64 @@ final class ProcessRecords {
    */
   String record(String sandboxId, long pgid) {
     OptionalLong start = startTime(pgid);
-    synchronized (lock(sandboxId)) {
-      try {
-        Files.createDirectories(dir);
-        Files.writeString(dir.resolve(sandboxId), pgid + " " + start.orElse(0) + "\n", StandardCharsets.US_ASCII,
-            StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException("cannot record a process group of " + sandboxId, e);
-      }
+    try {
+      append(sandboxId, pgid + " " + start.orElse(0), true);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException("cannot record a process group of " + sandboxId, e);
     }
     String previous = owners.put(pgid, sandboxId);
     if (previous == null || previous.equals(sandboxId)) {
       return null;
     }
-    drop(previous, pgid);
+    // best effort: a new execution must not fail for it, and a leftover line is still skipped once the id's
+    // new leader runs
+    try {
+      append(previous, pgid + " " + DROPPED, false);
+    } catch (java.nio.file.NoSuchFileException gone) {
+      // destroyed meanwhile: nothing to drop from
+    } catch (IOException e) {
+      LOG.warn("Could not drop reused process group {} from the record of {}: {}", pgid, previous, e.toString());
+    }
     return previous;
   }
 
   /**
-   * Rewrites the sandbox's record without group {@code pgid}. Best effort: it runs while a new execution starts,
-   * which must not fail for it, and a leftover line is still skipped once the id's new leader runs.
+   * Appends one line to the sandbox's record ({@code create}: starting it if there is none), and rewrites the
+   * record once it has grown enough.
    */
-  private void drop(String sandboxId, long pgid) {
+  private void append(String sandboxId, String line, boolean create) throws IOException {
     synchronized (lock(sandboxId)) {
       Path file = dir.resolve(sandboxId);
-      try {
-        if (!Files.exists(file)) {
-          return;
-        }
-        List<String> kept = Files.readAllLines(file, StandardCharsets.US_ASCII).stream()
-            .filter(line -> !line.startsWith(pgid + " ")).toList();
-        Path tmp = dir.resolve(sandboxId + ".tmp");
-        Files.write(tmp, kept, StandardCharsets.US_ASCII);
-        Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-            java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-      } catch (IOException e) {
-        LOG.warn("Could not drop reused process group {} from the record of {}: {}", pgid, sandboxId, e.toString());
+      if (create) {
+        Files.createDirectories(dir);
+        Files.writeString(file, line + "\n", StandardCharsets.US_ASCII, StandardOpenOption.CREATE,
+            StandardOpenOption.APPEND, StandardOpenOption.WRITE);
+      } else {
+        Files.writeString(file, line + "\n", StandardCharsets.US_ASCII, StandardOpenOption.APPEND,
+            StandardOpenOption.WRITE);
+      }
+      int[] size = sizes.computeIfAbsent(sandboxId, k -> new int[] {0, COMPACT_AT});
+      if (++size[0] > size[1]) {
+        compact(sandboxId, file, size);
       }
     }
+  }
+
+  /** Rewrites a record as one line per recorded group (its latest leader start), dropped ids left out. */
+  private void compact(String sandboxId, Path file, int[] size) {
+    Map<Long, Long> groups = read(sandboxId, new int[1]);
+    List<String> lines = new ArrayList<>(groups.size());
+    groups.forEach((pgid, start) -> lines.add(pgid + " " + start));
+    Path tmp = dir.resolve(sandboxId + ".tmp");
+    try {
+      Files.write(tmp, lines, StandardCharsets.US_ASCII);
+      Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+          java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      size[0] = lines.size();
+    } catch (IOException e) {
+      LOG.warn("Could not rewrite the process-group record of {}: {}", sandboxId, e.toString());
+    }
+    size[1] = Math.max(limit(groups.size()), size[0] + COMPACT_AT);
   }
 
   /**
@@ -113,7 +150,7 @@ final class ProcessRecords {
    * the recorded leader has ended and had its id reused, and is skipped.
    */
   List<Long> members(String sandboxId) {
-    Map<Long, Long> groups = read(sandboxId);
+    Map<Long, Long> groups = read(sandboxId, new int[1]);
     if (groups.isEmpty()) {
       return List.of();
     }
@@ -134,23 +171,38 @@ final class ProcessRecords {
 
   /**
    * The sandbox's recorded groups: id to the latest recorded leader start (a sandbox may have been given the
-   * same id again; only its latest group with it can still be alive).
+   * same id again; only its latest group with it can still be alive), without the ids dropped since. Counts
+   * the file's lines into {@code lines[0]}.
    */
-  private Map<Long, Long> read(String sandboxId) {
+  private Map<Long, Long> read(String sandboxId, int[] lines) {
     Path file = dir.resolve(sandboxId);
     Map<Long, Long> groups = new HashMap<>();
+    List<String> all;
     try {
       if (!Files.exists(file)) {
         return groups;
       }
-      for (String line : Files.readAllLines(file, StandardCharsets.US_ASCII)) {
-        String[] parts = line.trim().split(" ");
-        if (parts.length == 2) {
-          groups.merge(Long.parseLong(parts[0]), Long.parseLong(parts[1]), Math::max);
-        }
+      all = Files.readAllLines(file, StandardCharsets.US_ASCII);
+    } catch (IOException e) {
+      LOG.warn("Could not read the process-group record of {}: {}", sandboxId, e.toString());
+      return groups;
+    }
+    lines[0] = all.size();
+    for (String line : all) {
+      String[] parts = line.trim().split(" ");
+      if (parts.length != 2) {
+        continue;
       }
-    } catch (IOException | NumberFormatException e) {
-      return new HashMap<>();
+      try {
+        long pgid = Long.parseLong(parts[0]);
+        if (DROPPED.equals(parts[1])) {
+          groups.remove(pgid);
+        } else {
+          groups.merge(pgid, Long.parseLong(parts[1]), Math::max);
+        }
+      } catch (NumberFormatException e) {
+        // a line cut short: the others still count
+      }
     }
     return groups;
   }
@@ -164,6 +216,7 @@ final class ProcessRecords {
       }
     }
     owners.values().removeIf(sandboxId::equals);
+    sizes.remove(sandboxId);
     locks.remove(sandboxId);
   }
 

@@ -62,4 +62,53 @@ class ProcessRecordsTest {
     Files.writeString(root.resolve(".groups").resolve("sbx_b"), pgid + " " + start + "\n");
     assertThat(new ProcessRecords(root).members("sbx_b")).as("the recorded leader itself").containsExactly(pgid);
   }
+
+  /** Ids above any pid_max (2^22): never a live process, as the long-ended groups of a busy sandbox. */
+  private static final long ENDED = 5_000_000L;
+
+  @Test
+  void aBusySandboxsRecordStaysSmallAndKeepsItsLiveGroup() throws Exception {
+    long pgid = startGroup();
+    ProcessRecords records = new ProcessRecords(root);
+    records.record("sbx_a", pgid);
+    for (int i = 0; i < 20_000; i++) {
+      records.record("sbx_a", ENDED + i % 50); // the same few ids over and over, as pids wrap around
+    }
+    Path file = root.resolve(".groups").resolve("sbx_a");
+    assertThat(Files.readAllLines(file)).as("rewritten as one line per id once it grew")
+        .hasSizeLessThanOrEqualTo(ProcessRecords.COMPACT_AT + 51);
+    assertThat(records.members("sbx_a")).containsExactly(pgid);
+    assertThat(new ProcessRecords(root).members("sbx_a")).as("after a restart").containsExactly(pgid);
+  }
+
+  @Test
+  void anIdTakenByAnotherSandboxIsDroppedByAnAppendedLine() throws Exception {
+    long pgid = startGroup();
+    ProcessRecords records = new ProcessRecords(root);
+    records.record("sbx_a", pgid);
+    records.record("sbx_a", ENDED);
+    records.record("sbx_b", pgid);
+    assertThat(Files.readAllLines(root.resolve(".groups").resolve("sbx_a")))
+        .containsExactly(pgid + " " + ProcStats.of(pgid).startTime(), ENDED + " 0", pgid + " -");
+    assertThat(records.members("sbx_a")).isEmpty();
+
+    records.record("sbx_a", pgid); // the id comes back to a (as if b's group ended and a's new one got it)
+    assertThat(records.members("sbx_a")).containsExactly(pgid);
+    assertThat(records.members("sbx_b")).isEmpty();
+
+    Files.delete(root.resolve(".groups").resolve("sbx_a")); // a destroyed while c's group takes the id
+    assertThat(records.record("sbx_c", pgid)).isEqualTo("sbx_a");
+    assertThat(root.resolve(".groups").resolve("sbx_a")).as("no record is started for a destroyed sandbox")
+        .doesNotExist();
+  }
+
+  @Test
+  void aLineCutShortByACrashDoesNotHideTheOthers() throws Exception {
+    long pgid = startGroup();
+    long start = ProcStats.of(pgid).startTime();
+    Files.createDirectories(root.resolve(".groups"));
+    Files.writeString(root.resolve(".groups").resolve("sbx_a"), pgid + " " + start + "\n123 4x\n98");
+
+    assertThat(new ProcessRecords(root).members("sbx_a")).containsExactly(pgid);
+  }
 }
