@@ -59,6 +59,10 @@ public final class ProcessRunner {
   private static final ExecutorService STARTERS =
       Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("process-starter-", 0).factory());
 
+  /** Ends programs that outlive their timeout, for programs whose end is reported by their reaper. */
+  private static final java.util.concurrent.ScheduledExecutorService DEADLINES =
+      Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("process-deadline").factory());
+
   private final String backend;
   private final boolean startOnLastingThreads;
   private final Optional<SessionSpawner> spawner;
@@ -109,7 +113,11 @@ public final class ProcessRunner {
     Reader err = new Reader(process.getErrorStream(), ExecSink.Stream.STDERR, sink, progress);
     THREADS.execute(out);
     THREADS.execute(err);
-    THREADS.execute(() -> run.watch(spec.timeoutSecs(), progress, out, err));
+    if (spawner.isPresent()) {
+      run.finishOnExit(spec.timeoutSecs(), progress, out, err);
+    } else {
+      THREADS.execute(() -> run.watch(spec.timeoutSecs(), progress, out, err));
+    }
     return run;
   }
 
@@ -130,6 +138,56 @@ public final class ProcessRunner {
       this.t0 = t0;
       this.stdin = process.getOutputStream();
       this.stdinClosed = false;
+    }
+
+    /** Set once, under this run's lock: the program ended, or its deadline passed first. */
+    private boolean exited;
+    private boolean deadlinePassed;
+
+    /**
+     * The end of a natively spawned program is reported by the thread that reaped it (one thread less to wake
+     * per execution); the deadline is a timer that kills the group, whose end is then reported the same way.
+     * Should the program have ended already, a pool thread reports it, never the starting thread.
+     */
+    void finishOnExit(int timeoutSecs, Object progress, Reader out, Reader err) {
+      java.util.concurrent.ScheduledFuture<?> deadline = DEADLINES.schedule(() -> {
+        synchronized (this) {
+          if (exited) {
+            return;
+          }
+          deadlinePassed = true;
+        }
+        ProcessGroups.kill(spawner, List.of(pgid));
+      }, timeoutSecs, TimeUnit.SECONDS);
+      Runnable end = () -> {
+        deadline.cancel(false);
+        boolean timedOut;
+        synchronized (this) {
+          exited = true;
+          timedOut = deadlinePassed;
+        }
+        report(timedOut, progress, out, err);
+      };
+      java.util.concurrent.CompletableFuture<Process> ended = process.onExit();
+      if (ended.isDone()) {
+        THREADS.execute(end);
+      } else {
+        ended.whenComplete((p, e) -> end.run());
+      }
+    }
+
+    /** Waits for the output to be read and reports the end. */
+    private void report(boolean timedOut, Object progress, Reader out, Reader err) {
+      try {
+        drain(progress, out, err);
+      } catch (InterruptedException e) {
+        ProcessGroups.kill(spawner, List.of(pgid));
+        Thread.currentThread().interrupt();
+      }
+      closeStdin();
+      long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      int code = timedOut ? TIMEOUT_EXIT_CODE : process.exitValue();
+      sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
     }
 
     void watch(int timeoutSecs, Object progress, Reader out, Reader err) {
