@@ -140,7 +140,11 @@ public final class ProcessRunner {
       this.stdinClosed = false;
     }
 
-    /** Set once, under this run's lock: the program ended, or its deadline passed first. */
+    /**
+     * Set once, under {@link #ending}: the program ended, or its deadline passed first. Not this run's own
+     * monitor, which a stdin write blocked on a full pipe may hold.
+     */
+    private final Object ending = new Object();
     private boolean exited;
     private boolean deadlinePassed;
 
@@ -151,7 +155,7 @@ public final class ProcessRunner {
      */
     void finishOnExit(int timeoutSecs, Object progress, Reader out, Reader err) {
       java.util.concurrent.ScheduledFuture<?> deadline = DEADLINES.schedule(() -> {
-        synchronized (this) {
+        synchronized (ending) {
           if (exited) {
             return;
           }
@@ -162,7 +166,7 @@ public final class ProcessRunner {
       Runnable end = () -> {
         deadline.cancel(false);
         boolean timedOut;
-        synchronized (this) {
+        synchronized (ending) {
           exited = true;
           timedOut = deadlinePassed;
         }

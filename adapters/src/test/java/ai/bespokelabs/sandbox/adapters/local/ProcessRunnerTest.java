@@ -103,6 +103,28 @@ class ProcessRunnerTest {
   }
 
   @Test
+  void aStdinWriteBlockedOnAFullPipeDoesNotHoldUpTheTimeout() throws Exception {
+    ProcessSpec spec = new ProcessSpec(CommandLine.forCommand("sleep 100", null), dir,
+        ProcessSpec.environment(dir, Map.of(), Map.of()), 1, 1024);
+    CapturingSink sink = new CapturingSink(1024);
+    var handle = runner.start(spec, true, sink, group::set);
+    Thread writer = Thread.ofPlatform().daemon().start(() -> {
+      try {
+        handle.writeStdin(new byte[1 << 20]); // sleep reads none of it: blocks once the pipe is full
+      } catch (ApiException closed) {
+        // the program was killed: stdin is closed
+      }
+    });
+
+    ExecResult r = java.util.concurrent.CompletableFuture.supplyAsync(sink::await)
+        .get(10, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(r.exitCode()).isEqualTo(124);
+    assertThat(r.durationMs()).isBetween(1000L, 2500L);
+    writer.join(5_000);
+    assertThat(writer.isAlive()).as("the write ended with the program").isFalse();
+  }
+
+  @Test
   void outputBeyondTheCapIsDrainedAndFlagged() {
     String code = "import sys; sys.stdout.write('x' * 1000000); sys.stderr.write('y' * 1000)";
     ExecResult r = run(CommandLine.forCode(code, "python"), Map.of(), 10, 1000);
