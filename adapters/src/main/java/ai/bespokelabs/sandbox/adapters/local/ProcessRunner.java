@@ -151,7 +151,8 @@ public final class ProcessRunner {
     /**
      * The end of a natively spawned program is reported by the thread that reaped it (one thread less to wake
      * per execution); the deadline is a timer that kills the group, whose end is then reported the same way.
-     * Should the program have ended already, a pool thread reports it, never the starting thread.
+     * Should the program have ended already, a pool thread reports it, never the thread calling start(): a
+     * sink may wait in {@code exited} for start() to have returned.
      */
     void finishOnExit(int timeoutSecs, Object progress, Reader out, Reader err) {
       java.util.concurrent.ScheduledFuture<?> deadline = DEADLINES.schedule(() -> {
@@ -172,12 +173,14 @@ public final class ProcessRunner {
         }
         report(timedOut, progress, out, err);
       };
-      java.util.concurrent.CompletableFuture<Process> ended = process.onExit();
-      if (ended.isDone()) {
-        THREADS.execute(end);
-      } else {
-        ended.whenComplete((p, e) -> end.run());
-      }
+      Thread starting = Thread.currentThread();
+      process.onExit().whenComplete((p, e) -> {
+        if (Thread.currentThread() == starting) {
+          THREADS.execute(end); // it had ended already: the sink may wait for start() to return
+        } else {
+          end.run();
+        }
+      });
     }
 
     /** Waits for the output to be read and reports the end. */

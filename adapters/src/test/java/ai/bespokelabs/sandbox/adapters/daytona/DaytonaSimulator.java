@@ -337,7 +337,21 @@ public final class DaytonaSimulator implements AutoCloseable {
 
   // ------------------------------------------------------------------------------------------ front door
 
+  private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * Nanoseconds spent answering HTTP requests so far, each from its arrival to the end of its response
+   * (WebSocket sessions not counted); a benchmark reads it around a call to see how long the simulator took.
+   */
+  public long answeringNanos() {
+    return answering.get();
+  }
+
   private void handle(HttpServerRequest req) {
+    long t0 = System.nanoTime();
+    if (!"websocket".equalsIgnoreCase(req.getHeader("Upgrade"))) {
+      req.response().endHandler(v -> answering.addAndGet(System.nanoTime() - t0));
+    }
     req.pause();
     String path = req.path();
     boolean upgrade = "websocket".equalsIgnoreCase(req.getHeader("Upgrade"));

@@ -169,10 +169,31 @@ public final class E2bSimulator implements AutoCloseable {
     this.root = root;
     this.api = api;
     this.envd = envd;
-    this.apiServer = vertx.createHttpServer().requestHandler(this::onApi);
-    this.envdServer = vertx.createHttpServer().requestHandler(this::onEnvd);
+    this.apiServer = vertx.createHttpServer().requestHandler(req -> {
+      timed(req);
+      onApi(req);
+    });
+    this.envdServer = vertx.createHttpServer().requestHandler(req -> {
+      timed(req);
+      onEnvd(req);
+    });
     this.expiryTimer = vertx.setPeriodic(100, id -> expire());
     metricsIntervalMs(1_000);
+  }
+
+  private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
+
+  private void timed(io.vertx.core.http.HttpServerRequest req) {
+    long t0 = System.nanoTime();
+    req.response().endHandler(v -> answering.addAndGet(System.nanoTime() - t0));
+  }
+
+  /**
+   * Nanoseconds spent answering requests so far, each from its arrival to the end of its response (a
+   * benchmark reads it around a call to see how long the simulator itself took).
+   */
+  public long answeringNanos() {
+    return answering.get();
   }
 
   /** Starts both servers on free ports of the loopback interface. */

@@ -125,6 +125,37 @@ class ProcessRunnerTest {
   }
 
   @Test
+  void aSinkMayWaitInExitedForStartToReturn() {
+    ProcessSpec spec = new ProcessSpec(List.of("true"), dir, ProcessSpec.environment(dir, Map.of(), Map.of()), 10,
+        1024);
+    org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
+      for (int i = 0; i < 200; i++) { // the program may end before start() returns
+        java.util.concurrent.CountDownLatch returned = new java.util.concurrent.CountDownLatch(1);
+        CapturingSink inner = new CapturingSink(1024);
+        ai.bespokelabs.sandbox.adapters.ExecSink sink = new ai.bespokelabs.sandbox.adapters.ExecSink() {
+          @Override
+          public void output(Stream stream, byte[] data) throws InterruptedException {
+            inner.output(stream, data);
+          }
+
+          @Override
+          public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+            try {
+              returned.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            inner.exited(exitCode, timedOut, cancelled, durationMs);
+          }
+        };
+        runner.start(spec, false, sink, group::set);
+        returned.countDown();
+        assertThat(inner.await().exitCode()).isZero();
+      }
+    });
+  }
+
+  @Test
   void outputBeyondTheCapIsDrainedAndFlagged() {
     String code = "import sys; sys.stdout.write('x' * 1000000); sys.stderr.write('y' * 1000)";
     ExecResult r = run(CommandLine.forCode(code, "python"), Map.of(), 10, 1000);

@@ -91,10 +91,10 @@ public final class ProviderBenchmark {
             + "microseconds:%n", n);
         System.out.printf("  %-34s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
         if (only.contains("e2b")) {
-          run(gw, "e2b", new E2bDirect(e2b), n);
+          run(gw, "e2b", new E2bDirect(e2b), e2b::answeringNanos, n);
         }
         if (only.contains("daytona")) {
-          run(gw, "daytona", new DaytonaDirect(daytona), n);
+          run(gw, "daytona", new DaytonaDirect(daytona), daytona::answeringNanos, n);
         }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
@@ -108,15 +108,17 @@ public final class ProviderBenchmark {
     System.exit(code);
   }
 
-  private static void run(BenchGateway gw, String backend, Direct direct, int n) {
+  /** @param sim the simulator's nanoseconds spent answering requests so far */
+  private static void run(BenchGateway gw, String backend, Direct direct, java.util.function.LongSupplier sim,
+      int n) {
     // a gateway serves many requests: warm both paths up (JIT) before measuring
     for (int i = 0; i < Math.max(WARMUP_ROUNDS, n / 10); i++) {
-      round(direct, new long[2]);
-      viaGateway(gw, backend, new long[2]);
+      round(direct, sim, new long[4]);
+      viaGateway(gw, backend, sim, new long[4]);
     }
-    long[][] d = new long[2][n];
-    long[][] g = new long[2][n];
-    long[] one = new long[2];
+    long[][] d = new long[4][n];
+    long[][] g = new long[4][n];
+    long[] one = new long[4];
     long[] hop = new long[n];
     long[] commits = new long[n];
     for (int i = 0; i < n; i++) { // interleaved, alternating which goes first
@@ -129,21 +131,16 @@ public final class ProviderBenchmark {
         throw new IllegalStateException(e);
       }
       if (i % 2 == 0) {
-        round(direct, one);
-        d[0][i] = one[0];
-        d[1][i] = one[1];
-        viaGateway(gw, backend, one);
+        round(direct, sim, one);
+        copy(one, d, i);
+        viaGateway(gw, backend, sim, one);
+        copy(one, g, i);
       } else {
-        viaGateway(gw, backend, one);
-        g[0][i] = one[0];
-        g[1][i] = one[1];
-        round(direct, one);
-        d[0][i] = one[0];
-        d[1][i] = one[1];
-        continue;
+        viaGateway(gw, backend, sim, one);
+        copy(one, g, i);
+        round(direct, sim, one);
+        copy(one, d, i);
       }
-      g[0][i] = one[0];
-      g[1][i] = one[1];
     }
     Arrays.sort(hop);
     System.out.printf("  %-34s %9d %9d%n", "one HTTP round trip (GET /healthz)", hop[n / 2], p99(hop));
@@ -163,33 +160,61 @@ public final class ProviderBenchmark {
       System.out.printf("  %-34s %9d %9d %9d %9.2f%n", backend + " " + ops[op] + " through the gateway", g50,
           p99(g[op]), g50 - d50, (double) g50 / d50);
     }
+    // the simulator shares this machine's cores with the gateway and its database: how long it took to answer
+    // the same requests on each path shows how much of the difference is the simulator slowed down
+    for (int op = 0; op < 2; op++) {
+      Arrays.sort(d[2 + op]);
+      Arrays.sort(g[2 + op]);
+      System.out.printf("  %-34s %9d %9d %9d%n", backend + " " + ops[op] + ", simulator answering",
+          d[2 + op][n / 2], g[2 + op][n / 2], g[2 + op][n / 2] - d[2 + op][n / 2]);
+    }
   }
 
-  /** Create and exec directly, timing each; destroy off the clock. */
-  private static void round(Direct direct, long[] times) {
+  private static void copy(long[] one, long[][] into, int i) {
+    for (int k = 0; k < one.length; k++) {
+      into[k][i] = one[k];
+    }
+  }
+
+  /**
+   * Create and exec directly, timing each (and the simulator's answering time during each, in {@code times[2]}
+   * and {@code [3]}); destroy off the clock.
+   */
+  private static void round(Direct direct, java.util.function.LongSupplier sim, long[] times) {
+    long s0 = sim.getAsLong();
     long t0 = System.nanoTime();
     String id = direct.create();
     long t1 = System.nanoTime();
+    long s1 = sim.getAsLong();
     direct.exec(id);
     long t2 = System.nanoTime();
+    long s2 = sim.getAsLong();
     direct.destroy(id);
     times[0] = (t1 - t0) / 1000;
     times[1] = (t2 - t1) / 1000;
+    times[2] = (s1 - s0) / 1000;
+    times[3] = (s2 - s1) / 1000;
   }
 
   /** The same through the gateway's API. */
-  private static void viaGateway(BenchGateway gw, String backend, long[] times) {
+  private static void viaGateway(BenchGateway gw, String backend, java.util.function.LongSupplier sim,
+      long[] times) {
+    long s0 = sim.getAsLong();
     long t0 = System.nanoTime();
     String id = gw.call("POST", "/v1/sandboxes", new JsonObject().put("backend", backend), 201).getString("id");
     long t1 = System.nanoTime();
+    long s1 = sim.getAsLong();
     JsonObject r = gw.call("POST", "/v1/sandboxes/" + id + "/execute", new JsonObject().put("command", "true"), 200);
     long t2 = System.nanoTime();
+    long s2 = sim.getAsLong();
     if (r.getInteger("exit_code") != 0) {
       throw new IllegalStateException(backend + ": true exited " + r.getInteger("exit_code"));
     }
     gw.call("DELETE", "/v1/sandboxes/" + id, null, 200);
     times[0] = (t1 - t0) / 1000;
     times[1] = (t2 - t1) / 1000;
+    times[2] = (s1 - s0) / 1000;
+    times[3] = (s2 - s1) / 1000;
   }
 
   private static long p99(long[] sorted) {
