@@ -43,7 +43,9 @@ import java.util.stream.Collectors;
  * <p>Each round also times one {@code GET /healthz} and one committed insert on the gateway's database, so the
  * floor (what any call through a gateway that makes its state durable before answering must add) is seen under
  * the same load. Both paths are warmed up first ({@value #WARMUP_ROUNDS} rounds at least), as a serving
- * gateway is. Destroys are done for both paths but not reported. Both simulators validate every request against the
+ * gateway is. The simulators share the machine's cores with the gateway and its database, so the time each
+ * took to answer the requests of an operation (arrival to end of response) is printed for both paths too.
+ * Destroys are done for both paths but not reported. Both simulators validate every request against the
  * provider's spec; the run fails if any request, direct or the gateway's, did not conform. The simulators are
  * test code, so this lives in the test sources; {@code bin/benchmark providers} runs it on the gateway
  * module's test classpath.
@@ -162,11 +164,12 @@ public final class ProviderBenchmark {
     }
     // the simulator shares this machine's cores with the gateway and its database: how long it took to answer
     // the same requests on each path shows how much of the difference is the simulator slowed down
+    System.out.printf("  %-34s %9s %9s %9s%n", "simulator answering, p50", "direct", "gateway", "added");
     for (int op = 0; op < 2; op++) {
       Arrays.sort(d[2 + op]);
       Arrays.sort(g[2 + op]);
-      System.out.printf("  %-34s %9d %9d %9d%n", backend + " " + ops[op] + ", simulator answering",
-          d[2 + op][n / 2], g[2 + op][n / 2], g[2 + op][n / 2] - d[2 + op][n / 2]);
+      System.out.printf("  %-34s %9d %9d %9d%n", "  " + backend + " " + ops[op], d[2 + op][n / 2],
+          g[2 + op][n / 2], g[2 + op][n / 2] - d[2 + op][n / 2]);
     }
   }
 
