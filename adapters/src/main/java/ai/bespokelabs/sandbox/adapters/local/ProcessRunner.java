@@ -197,6 +197,7 @@ public final class ProcessRunner {
       sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
     }
 
+    /** Waits for the program's end on a pool thread (programs started through {@code setsid}). */
     void watch(int timeoutSecs, Object progress, Reader out, Reader err) {
       boolean timedOut = false;
       try {
@@ -205,15 +206,11 @@ public final class ProcessRunner {
           ProcessGroups.kill(spawner, List.of(pgid));
           process.waitFor();
         }
-        drain(progress, out, err);
       } catch (InterruptedException e) {
         ProcessGroups.kill(spawner, List.of(pgid));
         Thread.currentThread().interrupt();
       }
-      closeStdin();
-      long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-      int code = timedOut ? TIMEOUT_EXIT_CODE : process.exitValue();
-      sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
+      report(timedOut, progress, out, err);
     }
 
     /**
