@@ -59,9 +59,23 @@ public final class ProcessRunner {
   private static final ExecutorService STARTERS =
       Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("process-starter-", 0).factory());
 
-  /** Ends programs that outlive their timeout, for programs whose end is reported by their reaper. */
-  private static final java.util.concurrent.ScheduledExecutorService DEADLINES =
-      Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("process-deadline").factory());
+  /**
+   * Ends programs that outlive their timeout, for programs whose end is reported by their reaper. A deadline
+   * cancelled by the program's end leaves the queue at once: it holds the run (and its sink's output) until then.
+   */
+  private static final java.util.concurrent.ScheduledThreadPoolExecutor DEADLINES = deadlines();
+
+  /** Deadlines waiting (programs still running under one), for tests. */
+  static int pendingDeadlines() {
+    return DEADLINES.getQueue().size();
+  }
+
+  private static java.util.concurrent.ScheduledThreadPoolExecutor deadlines() {
+    var timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+        Thread.ofPlatform().daemon().name("process-deadline").factory());
+    timer.setRemoveOnCancelPolicy(true);
+    return timer;
+  }
 
   private final String backend;
   private final boolean startOnLastingThreads;

@@ -156,6 +156,14 @@ class ProcessRunnerTest {
   }
 
   @Test
+  void programsThatEndLeaveNoDeadlineBehind() {
+    for (int i = 0; i < 50; i++) {
+      assertThat(run(List.of("true"), Map.of(), 3600, 1024).exitCode()).isZero();
+    }
+    assertThat(ProcessRunner.pendingDeadlines()).as("each holds its run until the hour is up").isZero();
+  }
+
+  @Test
   void outputBeyondTheCapIsDrainedAndFlagged() {
     String code = "import sys; sys.stdout.write('x' * 1000000); sys.stderr.write('y' * 1000)";
     ExecResult r = run(CommandLine.forCode(code, "python"), Map.of(), 10, 1000);
