@@ -19,6 +19,15 @@ class ProcessRecordsTest {
   /** A live process group (its leader's pid is its id), as an execution of another sandbox would have. */
   private long startGroup() throws Exception {
     group = new ProcessBuilder("setsid", "sleep", "60").start();
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    ProcStats.Stat stat;
+    // until setsid made it the leader of its own group (just started, it is still in ours)
+    while ((stat = ProcStats.of(group.pid())) == null || stat.pgrp() != group.pid()) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("setsid did not make the program a group leader");
+      }
+      Thread.sleep(5);
+    }
     return group.pid();
   }
 
