@@ -8,4 +8,9 @@ class ProcessRunnerSetsidTest extends ProcessRunnerTest {
   ProcessRunner newRunner() {
     return new ProcessRunner("local", false, Optional.empty());
   }
+
+  @Override
+  boolean usesTheDeadlineTimer() {
+    return false;
+  }
 }
