@@ -143,7 +143,8 @@ class BwrapTest {
     String other = sandbox(new JsonObject()).getString("id");
     CompletableFuture<Resp> detonated = CompletableFuture.supplyAsync(() -> gw.post(
         "/v1/sandboxes/" + bomb.getString("id") + "/execute", key,
-        new JsonObject().put("command", "b() { b | b & }; b; sleep 30").put("timeout_secs", 4)));
+        // the waiting sleep is started first: once the limit is hit, sh cannot fork it and would exit at once
+        new JsonObject().put("command", "sleep 30 & b() { b | b & }; b; wait").put("timeout_secs", 4)));
     Thread.sleep(1500);
     JsonObject fine = run(other, "echo fine");
     assertThat(fine.getString("stdout")).as(fine.encode()).isEqualTo("fine\n");
