@@ -41,6 +41,9 @@ final class TestGateway implements AutoCloseable {
   TestGateway(Map<String, String> overrides) {
     try {
       dataDir = Files.createTempDirectory("gateway-test-");
+      // as on a data directory under /var/lib: local programs, unprivileged when the gateway is root, reach
+      // their own directory by its path
+      Files.setPosixFilePermissions(dataDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

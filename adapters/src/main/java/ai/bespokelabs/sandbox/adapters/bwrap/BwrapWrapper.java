@@ -1,14 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.bwrap;
 
+import ai.bespokelabs.sandbox.adapters.local.EnvHandOff;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,14 +14,18 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * Runs every program under bubblewrap as an unprivileged user with no capabilities in new pid, mount, ipc, uts
- * and cgroup namespaces, and a new network namespace unless the sandbox allows internet access. As an ordinary
- * user the gateway adds a user namespace (uid 65534 inside); as root it drops each program to its sandbox's own
- * host uid instead, so the process limit counts that sandbox alone; a read-only view of the system directories only, the
- * sandbox directory writable at {@code /sandbox}, a private {@code /tmp}, an environment made only of the
- * sandbox's variables, and resource limits (address space from {@code memory_mb}, CPU seconds, processes, open
- * files, file size) set with {@code prlimit}. Nothing of the gateway — its data directory, database, secrets
- * or other sandboxes — is mounted inside.
+ * Runs every program under bubblewrap in new pid, mount, ipc, uts and cgroup namespaces, and a new network
+ * namespace unless the sandbox allows internet access, with a read-only view of the system directories only,
+ * the sandbox directory writable at {@code /sandbox}, a private {@code /tmp}, and resource limits (address
+ * space from {@code memory_mb}, CPU seconds, processes, open files, file size) set with {@code prlimit}.
+ * Nothing of the gateway — its data directory, database socket, secrets or other sandboxes — is mounted inside.
+ *
+ * <p>As an ordinary user the gateway adds a user namespace (uid 65534 inside, no capabilities). As root,
+ * bubblewrap builds the namespaces with only the capabilities needed to change user, and {@code setpriv}
+ * drops the program to its sandbox's own host uid with no capabilities and {@code no_new_privs}, so the
+ * process limit counts that sandbox alone. In both cases the tenant's environment is neither on a command
+ * line nor seen by any helper that runs before the drop: it is copied into the sandbox as a read-only file
+ * ({@link EnvHandOff}) and read back by the shell that starts the program.
  */
 public final class BwrapWrapper implements HostWrapper {
   public static final String BACKEND = "bwrap";
@@ -33,45 +35,17 @@ public final class BwrapWrapper implements HostWrapper {
   static final long MAX_OPEN_FILES = 4096;
   static final long MAX_FILE_BYTES = 4L << 30;
 
-  /** First host uid of the per-sandbox range used when the gateway runs as root. */
-  static final int HOST_UID_BASE = 1_000_000;
-
   private final Optional<Path> bwrap;
   private final Optional<Path> prlimit;
-  /** Present when the gateway runs as root: programs then run as a per-sandbox unprivileged host uid. */
-  private final Optional<Path> setpriv;
 
   public BwrapWrapper() {
     this(HostWrapper.findExecutable("bwrap", HostWrapper.SYSTEM_BIN, List.of()),
-        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()),
-        isRoot() ? HostWrapper.findExecutable("setpriv", HostWrapper.SYSTEM_BIN, List.of()) : Optional.empty());
+        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()));
   }
 
-  BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit, Optional<Path> setpriv) {
+  BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit) {
     this.bwrap = bwrap;
     this.prlimit = prlimit;
-    this.setpriv = setpriv;
-  }
-
-  private static boolean isRoot() {
-    try {
-      return ((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid")) == 0;
-    } catch (IOException | UnsupportedOperationException e) {
-      return false;
-    }
-  }
-
-  /** The unprivileged host uid (and gid) a sandbox's programs run as when the gateway is root. */
-  static int hostUid(Path sandboxDir) {
-    return HOST_UID_BASE + Math.floorMod(sandboxDir.getFileName().toString().hashCode(), 1 << 16);
-  }
-
-  /** As root, the sandbox directory belongs to the sandbox's uid from the start (files put in it follow). */
-  @Override
-  public void prepare(Path dir, SandboxConfig config) {
-    if (setpriv.isPresent() && (config == null || config.workdir() == null)) {
-      own(dir, hostUid(dir));
-    }
   }
 
   @Override
@@ -99,12 +73,27 @@ public final class BwrapWrapper implements HostWrapper {
     return true;
   }
 
+  /** Always: bubblewrap's own {@code --setenv} would put the values on its command line. */
   @Override
-  public ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config) {
+  public boolean envThroughFile(boolean dropping) {
+    return true;
+  }
+
+  @Override
+  public Map<String, String> environment(Map<String, String> env, Path dir) {
+    return inside(env, dir.toAbsolutePath().normalize());
+  }
+
+  @Override
+  public ProcessSpec wrap(ProcessSpec spec, HostSandbox sandbox) {
     check();
-    Path dir = sandboxDir.toAbsolutePath().normalize();
+    if (sandbox.envFile() == null) {
+      throw new IllegalArgumentException("bwrap programs get their environment through a file");
+    }
+    SandboxConfig config = sandbox.config();
+    Path dir = sandbox.dir().toAbsolutePath().normalize();
     String cwd = INSIDE + "/" + dir.relativize(spec.cwd().toAbsolutePath().normalize());
-    List<String> argv = new ArrayList<>();
+    List<String> argv = new ArrayList<>(EnvHandOff.open(sandbox.envFile()));
     argv.add(prlimit.get().toString());
     if (config != null && config.memoryMb() != null) {
       argv.add("--as=" + ((long) config.memoryMb() << 20));
@@ -117,11 +106,12 @@ public final class BwrapWrapper implements HostWrapper {
     argv.add(bwrap.get().toString());
     boolean online = config == null || config.allowInternet() == null || config.allowInternet();
     argv.addAll(List.of("--die-with-parent", "--hostname", "sandbox"));
-    if (setpriv.isPresent()) {
+    if (!sandbox.dropTo().isEmpty()) {
       // As root a user namespace would map the sandbox to host root, which no process limit binds. Instead bwrap
-      // builds the namespaces with its privileges and setpriv drops to the sandbox's own uid with no capabilities,
+      // builds the namespaces keeping only what changing user needs, and setpriv drops to the sandbox's own uid,
       // so --nproc counts this sandbox's processes only (a fork bomb stays inside its sandbox).
-      argv.addAll(List.of("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"));
+      argv.addAll(List.of("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+          "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"));
       if (!online) {
         argv.add("--unshare-net");
       }
@@ -135,35 +125,13 @@ public final class BwrapWrapper implements HostWrapper {
       argv.addAll(List.of("--ro-bind-try", d, d));
     }
     argv.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-        "--bind", dir.toString(), INSIDE, "--chdir", cwd.endsWith("/") ? cwd.substring(0, cwd.length() - 1) : cwd,
-        "--clearenv"));
-    for (Map.Entry<String, String> e : inside(spec.env(), dir).entrySet()) {
-      argv.addAll(List.of("--setenv", e.getKey(), e.getValue()));
-    }
-    argv.add("--");
-    if (setpriv.isPresent()) {
-      int uid = hostUid(dir);
-      if (config == null || config.workdir() == null) {
-        own(dir, uid); // a workdir the caller gave keeps its owner and permissions
-      }
-      argv.addAll(List.of(setpriv.get().toString(), "--reuid=" + uid, "--regid=" + uid, "--clear-groups",
-          "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"));
-    }
-    argv.addAll(spec.argv());
+        "--bind", dir.toString(), INSIDE, "--perms", "0444", "--ro-bind-data", "3", EnvHandOff.INSIDE_FILE,
+        "--clearenv", "--setenv", "PATH", ProcessSpec.BASE_PATH, "--"));
+    argv.addAll(sandbox.dropTo());
+    // the working directory is entered after the drop: as root, bwrap keeps no right to enter the sandbox's
+    argv.addAll(EnvHandOff.loadFile(cwd.endsWith("/") ? cwd.substring(0, cwd.length() - 1) : cwd, spec.argv()));
     return new ProcessSpec(argv, dir, Map.of("PATH", ProcessSpec.BASE_PATH), spec.timeoutSecs(),
         spec.outputLimitBytes());
-  }
-
-  /** Gives the sandbox directory to the uid its programs run as (once; their files are theirs already). */
-  private static void own(Path dir, int uid) {
-    try {
-      if (((Integer) Files.getAttribute(dir, "unix:uid")) != uid) {
-        Files.setAttribute(dir, "unix:uid", uid);
-        Files.setAttribute(dir, "unix:gid", uid);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot hand the sandbox directory to its uid", e);
-    }
   }
 
   /** The environment as seen inside: the sandbox directory is {@code /sandbox}, temporary files in /tmp. */

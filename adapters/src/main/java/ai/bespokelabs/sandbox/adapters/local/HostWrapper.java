@@ -14,26 +14,58 @@ import java.util.stream.Stream;
  * process groups, streaming, stdin, signals, timeouts — is shared.
  */
 public interface HostWrapper {
-  /** Runs programs directly on the host. */
+  /**
+   * What a wrapper needs to know of the sandbox a program runs in.
+   *
+   * @param dir the sandbox directory on the host
+   * @param config the sandbox's settings; null for health probes
+   * @param dropTo the command that drops to the sandbox's own uid ({@link HostUsers#dropTo}); empty when
+   *     the gateway is not root
+   * @param envFile the program's environment handed over by {@link EnvHandOff}; null when the program gets
+   *     it directly
+   */
+  record HostSandbox(Path dir, SandboxConfig config, List<String> dropTo, Path envFile) {
+    public HostSandbox {
+      dropTo = List.copyOf(dropTo);
+    }
+  }
+
+  /**
+   * Runs programs directly on the host: as they are when the gateway is an ordinary user, else dropped to
+   * the sandbox's uid with the environment read back only after the drop.
+   */
   HostWrapper NONE = new HostWrapper() {
     @Override
     public void check() {
     }
 
     @Override
-    public ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config) {
-      return spec;
+    public ProcessSpec wrap(ProcessSpec spec, HostSandbox sandbox) {
+      if (sandbox.envFile() == null) {
+        return spec;
+      }
+      List<String> argv = new java.util.ArrayList<>(EnvHandOff.open(sandbox.envFile()));
+      argv.addAll(sandbox.dropTo());
+      argv.addAll(EnvHandOff.loadFd(spec.argv()));
+      return new ProcessSpec(argv, spec.cwd(), java.util.Map.of("PATH", ProcessSpec.BASE_PATH), spec.timeoutSecs(),
+          spec.outputLimitBytes());
     }
   };
+
+  /** Whether programs get their environment through a file ({@link EnvHandOff}) rather than directly. */
+  default boolean envThroughFile(boolean dropping) {
+    return dropping;
+  }
+
+  /** The environment as the program sees it (paths inside the sandbox, for instance). */
+  default java.util.Map<String, String> environment(java.util.Map<String, String> env, Path dir) {
+    return env;
+  }
 
   /**
    * Fails with the contract's {@code backend_not_installed} error when the host cannot run this backend.
    */
   void check();
-
-  /** Readies a new sandbox's directory (e.g. its owner) before anything is run or put in it. */
-  default void prepare(Path sandboxDir, SandboxConfig config) {
-  }
 
   /**
    * Where programs see the sandbox directory ({@code /sandbox} under bubblewrap); null when they see it at
@@ -59,8 +91,8 @@ public interface HostWrapper {
     return false;
   }
 
-  /** The spec to run for a program of a sandbox rooted at {@code sandboxDir} created with {@code config}. */
-  ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config);
+  /** The spec to run for a program of {@code sandbox}. */
+  ProcessSpec wrap(ProcessSpec spec, HostSandbox sandbox);
 
   /** Where system tools live; searched before {@code PATH} so a user's PATH cannot substitute them. */
   List<String> SYSTEM_BIN = List.of("/usr/bin", "/bin");

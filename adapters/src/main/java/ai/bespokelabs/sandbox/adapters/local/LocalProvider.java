@@ -49,6 +49,9 @@ public final class LocalProvider implements SandboxProvider {
   private final HostWrapper wrapper;
   private final ProcessRunner runner;
   private final ProcessRecords records;
+  private final HostUsers users;
+  /** Where environments wait for the programs they belong to ({@link EnvHandOff}); private to the gateway. */
+  private final Path runDir;
   private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
 
   /**
@@ -61,12 +64,76 @@ public final class LocalProvider implements SandboxProvider {
 
   /** A host-process backend named {@code backend} whose programs run through {@code wrapper}. */
   public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper) {
+    this(backend, root, clock, wrapper, HostUsers.detect());
+  }
+
+  LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, HostUsers users) {
+    this.users = users;
     this.backend = backend;
     this.wrapper = wrapper;
     this.runner = new ProcessRunner(backend, wrapper.diesWithStartingThread());
     this.root = root.toAbsolutePath().normalize();
     this.records = new ProcessRecords(this.root);
     this.clock = clock;
+    this.runDir = this.root.resolve(".run");
+    EnvHandOff.clear(runDir);
+    if (users.dropping()) {
+      claimExisting();
+    }
+  }
+
+  /**
+   * As root: the sandboxes root is traversable (programs reach their own directory by its path) but not
+   * listable, and the uids of the directories left by an earlier run stay taken.
+   */
+  private void claimExisting() {
+    try {
+      Files.createDirectories(root);
+      Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+      try (var dirs = Files.newDirectoryStream(root, p -> Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
+        for (Path d : dirs) {
+          if (SANDBOX_ID.matcher(d.getFileName().toString()).matches()) {
+            HostUsers.claim(ownerUid(d));
+          }
+        }
+      }
+    } catch (IOException e) {
+      LOG.warn("cannot prepare the {} sandboxes directory {}: {}", backend, root, e.toString());
+    }
+    if (wrapper.insidePath() == null) {
+      for (Path p = root.getParent(); p != null; p = p.getParent()) {
+        try {
+          if (!Files.getPosixFilePermissions(p).contains(java.nio.file.attribute.PosixFilePermission.OTHERS_EXECUTE)) {
+            LOG.warn("{} programs run as unprivileged uids, which cannot traverse {}: they reach their sandbox"
+                + " directory only as their working directory (keep BESPOKE_DATA_DIR on a traversable path)", backend, p);
+            break;
+          }
+        } catch (IOException | UnsupportedOperationException ignored) {
+          break;
+        }
+      }
+    }
+  }
+
+  private static int ownerUid(Path p) throws IOException {
+    return (Integer) Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+  }
+
+  /**
+   * As root, gives an owned sandbox directory to the uid its programs run as, readable by nobody else; a
+   * workdir the operator allowed keeps its owner and permissions.
+   */
+  private void own(Path dir, int uid) {
+    try {
+      if (ownerUid(dir) != uid) {
+        Files.setAttribute(dir, "unix:uid", uid, LinkOption.NOFOLLOW_LINKS);
+        Files.setAttribute(dir, "unix:gid", uid, LinkOption.NOFOLLOW_LINKS);
+      }
+      Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+    } catch (IOException e) {
+      throw new ProviderException(
+          ProviderError.of(ErrorCode.CREATION_FAILED, backend, "create", false, ProviderError.Outcome.FAILED), e);
+    }
   }
 
   @Override
@@ -88,8 +155,8 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public String create(CreateSandbox request) {
     wrapper.check();
+    users.check(backend);
     SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(), id -> newRuntime(id, request));
-    wrapper.prepare(runtime.dir, runtime.config);
     return runtime.dir.toString();
   }
 
@@ -97,7 +164,9 @@ public final class LocalProvider implements SandboxProvider {
     Map<String, String> env = request.config().envVars() == null ? Map.of() : request.config().envVars();
     String workdir = request.config().workdir();
     if (workdir != null) {
-      return new SandboxRuntime(existingWorkdir(workdir), false, env, request.config(), clock.instant());
+      Path dir = existingWorkdir(workdir);
+      return new SandboxRuntime(dir, false, env, request.config(), clock.instant(),
+          users.dropping() ? HostUsers.allocate() : -1);
     }
     if (!SANDBOX_ID.matcher(sandboxId).matches()) {
       throw new IllegalArgumentException("sandbox id is not a safe directory name");
@@ -109,7 +178,17 @@ public final class LocalProvider implements SandboxProvider {
       throw new ProviderException(
           ProviderError.of(ErrorCode.CREATION_FAILED, backend, "create", false, ProviderError.Outcome.FAILED), e);
     }
-    return new SandboxRuntime(dir, true, env, request.config(), clock.instant());
+    int uid = -1;
+    if (users.dropping()) {
+      uid = HostUsers.allocate();
+      try {
+        own(dir, uid);
+      } catch (RuntimeException e) {
+        HostUsers.release(uid);
+        throw e;
+      }
+    }
+    return new SandboxRuntime(dir, true, env, request.config(), clock.instant(), uid);
   }
 
   private static Path existingWorkdir(String workdir) {
@@ -136,7 +215,19 @@ public final class LocalProvider implements SandboxProvider {
     if (runtime == null) {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
-    ProcessSpec spec = wrapper.wrap(ProcessSpec.of(runtime.dir, runtime.env, request), runtime.dir, runtime.config);
+    ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
+    Path envFile = wrapper.envThroughFile(users.dropping())
+        ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), runtime.dir), runtime.uid) : null;
+    ProcessSpec spec;
+    try {
+      spec = wrapper.wrap(plain, new HostWrapper.HostSandbox(runtime.dir, runtime.config,
+          users.dropTo(runtime.uid), envFile));
+    } catch (RuntimeException e) {
+      if (envFile != null) {
+        EnvHandOff.discard(envFile);
+      }
+      throw e;
+    }
     java.util.concurrent.atomic.AtomicLong group = new java.util.concurrent.atomic.AtomicLong();
     ExecSink pruning = new ExecSink() {
       @Override
@@ -154,17 +245,24 @@ public final class LocalProvider implements SandboxProvider {
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
-    return runner.start(spec, request.keepStdin(), pruning, pgid -> {
-      group.set(pgid);
-      String previous = records.record(request.sandboxId(), pgid);
-      SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
-      if (earlier != null) {
-        earlier.untrack(pgid); // its group with this id has ended: the id is this execution's now
+    try {
+      return runner.start(spec, request.keepStdin(), pruning, pgid -> {
+        group.set(pgid);
+        String previous = records.record(request.sandboxId(), pgid);
+        SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
+        if (earlier != null) {
+          earlier.untrack(pgid); // its group with this id has ended: the id is this execution's now
+        }
+        if (!runtime.track(pgid)) {
+          ProcessGroups.kill(List.of(pgid));
+        }
+      });
+    } catch (RuntimeException e) {
+      if (envFile != null) {
+        EnvHandOff.discard(envFile); // its shell never ran to remove it
       }
-      if (!runtime.track(pgid)) {
-        ProcessGroups.kill(List.of(pgid));
-      }
-    });
+      throw e;
+    }
   }
 
   // ---- metrics ---------------------------------------------------------------------------------------
@@ -235,9 +333,27 @@ public final class LocalProvider implements SandboxProvider {
     }
     Path found = dir;
     SandboxRuntime runtime = runtimes.computeIfAbsent(request.sandboxId(),
-        id -> new SandboxRuntime(found, owned, Map.of(), request.config(), clock.instant()));
-    wrapper.prepare(runtime.dir, runtime.config);
+        id -> new SandboxRuntime(found, owned, Map.of(), request.config(), clock.instant(), adoptedUid(found, owned)));
     return runtime.dir.toString();
+  }
+
+  /** As root, the uid an adopted directory's programs run as: its owner's when in range, else a new one. */
+  private int adoptedUid(Path dir, boolean owned) {
+    if (!users.dropping()) {
+      return -1;
+    }
+    try {
+      if (owned && HostUsers.claim(ownerUid(dir))) {
+        return ownerUid(dir);
+      }
+    } catch (IOException e) {
+      // given a new uid below
+    }
+    int uid = HostUsers.allocate();
+    if (owned) {
+      own(dir, uid);
+    }
+    return uid;
   }
 
   // ---- files -----------------------------------------------------------------------------------------
@@ -325,14 +441,25 @@ public final class LocalProvider implements SandboxProvider {
   public void checkHealth() {
     ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
     wrapper.check();
-    ProcessSpec spec = wrapper.wrap(
-        new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5, 1024), root, null);
+    users.check(backend);
     try {
       Files.createDirectories(root);
     } catch (IOException e) {
       throw new IllegalStateException("the sandboxes directory cannot be created", e);
     }
-    runner.start(spec, false, sink, pgid -> { });
+    ProcessSpec plain = new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5,
+        1024);
+    Path envFile = wrapper.envThroughFile(users.dropping())
+        ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), root), HostUsers.PROBE_UID) : null;
+    try {
+      runner.start(wrapper.wrap(plain, new HostWrapper.HostSandbox(root, null, users.dropTo(HostUsers.PROBE_UID),
+          envFile)), false, sink, pgid -> { });
+    } catch (RuntimeException e) {
+      if (envFile != null) {
+        EnvHandOff.discard(envFile);
+      }
+      throw e;
+    }
     ExecResult r = sink.await();
     if (r.exitCode() != 0) {
       throw new IllegalStateException("a test process exited with " + r.exitCode());
@@ -360,6 +487,9 @@ public final class LocalProvider implements SandboxProvider {
     if (runtime != null) {
       if (runtime.owned) {
         deleteTree(runtime.dir);
+      }
+      if (runtime.uid >= 0) {
+        HostUsers.release(runtime.uid);
       }
       LOG.debug("destroyed local sandbox {} after {}", request.sandboxId(),
           Duration.between(runtime.createdAt, clock.instant()));

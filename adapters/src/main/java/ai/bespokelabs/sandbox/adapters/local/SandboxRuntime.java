@@ -18,12 +18,15 @@ final class SandboxRuntime {
   final Map<String, String> env;
   final ai.bespokelabs.sandbox.core.model.SandboxConfig config;
   final Instant createdAt;
+  /** The host uid its programs run as when the gateway is root ({@link HostUsers}); -1 otherwise. */
+  final int uid;
   static final int PRUNE_THRESHOLD = 32;
   private final Set<Long> groups = new HashSet<>();
   private boolean closed;
 
   SandboxRuntime(Path dir, boolean owned, Map<String, String> env, ai.bespokelabs.sandbox.core.model.SandboxConfig config,
-      Instant createdAt) {
+      Instant createdAt, int uid) {
+    this.uid = uid;
     this.config = config;
     this.dir = dir;
     this.owned = owned;

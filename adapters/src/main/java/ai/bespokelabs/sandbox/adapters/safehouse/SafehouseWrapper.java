@@ -32,6 +32,11 @@ public final class SafehouseWrapper implements HostWrapper {
   }
 
   @Override
+  public boolean envThroughFile(boolean dropping) {
+    return false; // macOS: the environment reaches safehouse directly, never through a command line
+  }
+
+  @Override
   public void check() {
     if (cli.isEmpty()) {
       throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, BACKEND, "create", false,
@@ -40,9 +45,9 @@ public final class SafehouseWrapper implements HostWrapper {
   }
 
   @Override
-  public ProcessSpec wrap(ProcessSpec spec, Path sandboxDir, SandboxConfig config) {
+  public ProcessSpec wrap(ProcessSpec spec, HostSandbox sandbox) {
     check();
-    return new ProcessSpec(command(cli.get(), sandboxDir, spec.argv()), spec.cwd(), spec.env(), spec.timeoutSecs(),
+    return new ProcessSpec(command(cli.get(), sandbox.dir(), spec.argv()), spec.cwd(), spec.env(), spec.timeoutSecs(),
         spec.outputLimitBytes());
   }
 

@@ -44,7 +44,10 @@ class LocalAdapterVerticleTest {
   void deploy() throws Exception {
     vertx = Vertx.vertx();
     Messages.registerCodecs(vertx.eventBus());
-    await(vertx.deployVerticle(new AdapterVerticle(new LocalProvider(data, Clock.systemUTC()), "node1", 1 << 20)));
+    await(vertx.deployVerticle(new AdapterVerticle(
+        // the bus contract under test, not privileges: programs start directly, so a missing one fails to spawn
+        new LocalProvider("local", data, Clock.systemUTC(), HostWrapper.NONE, new HostUsers(java.util.Optional.empty(), false)),
+        "node1", 1 << 20)));
   }
 
   @AfterEach

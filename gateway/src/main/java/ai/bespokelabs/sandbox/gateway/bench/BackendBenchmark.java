@@ -1,6 +1,8 @@
 package ai.bespokelabs.sandbox.gateway.bench;
 
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
+import ai.bespokelabs.sandbox.adapters.local.EnvHandOff;
+import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import io.vertx.core.buffer.Buffer;
@@ -201,8 +203,13 @@ public final class BackendBenchmark {
   private static long direct(Path scratch, HostWrapper wrapper, int i) throws IOException, InterruptedException {
     long t0 = System.nanoTime();
     Path dir = Files.createDirectory(scratch.resolve("s" + System.nanoTime() + "-" + i));
-    ProcessSpec spec = wrapper.wrap(new ProcessSpec(List.of("/bin/sh", "-c", "true"), dir,
-        Map.of("PATH", ProcessSpec.BASE_PATH), 60, 1 << 20), dir, null);
+    // the same launch the gateway makes: environment through a file, dropped to an unprivileged uid as root
+    HostUsers users = HostUsers.detect();
+    Map<String, String> env = wrapper.environment(Map.of("PATH", ProcessSpec.BASE_PATH), dir);
+    Path envFile = wrapper.envThroughFile(users.dropping())
+        ? EnvHandOff.write(scratch.resolve(".run"), env, HostUsers.PROBE_UID) : null;
+    ProcessSpec spec = wrapper.wrap(new ProcessSpec(List.of("/bin/sh", "-c", "true"), dir, env, 60, 1 << 20),
+        new HostWrapper.HostSandbox(dir, null, users.dropTo(HostUsers.PROBE_UID), envFile));
     ProcessBuilder pb = new ProcessBuilder(spec.argv()).directory(dir.toFile())
         .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
     pb.environment().clear();

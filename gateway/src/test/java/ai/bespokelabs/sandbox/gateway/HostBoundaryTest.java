@@ -1,0 +1,183 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.vertx.core.json.JsonObject;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Attacks on the host from a sandbox's programs, on every host backend: nothing the tenant controls runs with
+ * the gateway's privileges, programs hold no capabilities, their environment is on no command line, and as
+ * root every sandbox has a uid of its own.
+ */
+@Tag("security")
+class HostBoundaryTest {
+  static TestGateway gw;
+  static String key;
+  static Path secret;
+  static final boolean ROOT = BwrapTest.GATEWAY_UID == 0;
+
+  /** A library that records, in every process that loads it, its uid, capabilities and whether it read a secret. */
+  static final String PROBE_C = """
+      #include <fcntl.h>
+      #include <stdio.h>
+      #include <stdlib.h>
+      #include <string.h>
+      #include <unistd.h>
+      __attribute__((constructor)) static void probe(void) {
+        const char *log = getenv("PROBE_LOG"), *target = getenv("PROBE_TARGET");
+        char caps[64] = "?", line[256], comm[64] = "?";
+        FILE *s = fopen("/proc/self/status", "r");
+        if (s) {
+          while (fgets(line, sizeof line, s)) {
+            if (!strncmp(line, "CapEff:", 7)) sscanf(line + 7, "%63s", caps);
+            if (!strncmp(line, "Name:", 5)) sscanf(line + 5, "%63s", comm);
+          }
+          fclose(s);
+        }
+        int readable = target && open(target, O_RDONLY) >= 0;
+        FILE *f = log ? fopen(log, "a") : NULL;
+        if (f) {
+          fprintf(f, "%s uid=%d caps=%s secret=%s\\n", comm, (int) getuid(), caps, readable ? "READ" : "denied");
+          fclose(f);
+        }
+      }
+      """;
+
+  @BeforeAll
+  static void start() throws Exception {
+    gw = new TestGateway();
+    key = gw.bootstrap("Hostile");
+    // stands for the gateway's own secrets (admin token, pepper): a root-only file in the data directory
+    secret = gw.dataDir.resolve("admin-token-probe");
+    Files.writeString(secret, "gateway-secret");
+    Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
+  }
+
+  @AfterAll
+  static void stop() {
+    gw.close();
+  }
+
+  static JsonObject exec(String id, JsonObject body) {
+    Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key, body);
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    return r.json();
+  }
+
+  /** Where the sandbox's programs see their directory. */
+  static String inside(String backend, JsonObject sbx) {
+    return "bwrap".equals(backend) ? "/sandbox" : sbx.getString("provider_resource_id");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void a_preloaded_library_runs_only_in_the_unprivileged_program(String backend) throws Exception {
+    String token = "sekrit-" + UUID.randomUUID();
+    JsonObject sbx = gw.sandbox(key, new JsonObject().put("backend", backend).put("env_vars",
+        new JsonObject().put("TOKEN", token)));
+    String id = sbx.getString("id");
+    String dir = inside(backend, sbx);
+    JsonObject built = exec(id, new JsonObject().put("command", "cat > probe.c <<'EOF'\n" + PROBE_C
+        + "EOF\ngcc -shared -fPIC -o probe.so probe.c && echo built"));
+    assertThat(built.getString("stdout")).as(built.encode()).contains("built");
+
+    JsonObject r = exec(id, new JsonObject().put("command", "grep -E '^(Uid|CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs)'"
+        + " /proc/self/status; cat " + secret + " 2>&1; echo TOKEN=$TOKEN")
+        .put("env", new JsonObject().put("LD_PRELOAD", dir + "/probe.so").put("PROBE_LOG", dir + "/probe.log")
+            .put("PROBE_TARGET", secret.toString())));
+    String status = r.getString("stdout");
+    assertThat(status).contains("CapEff:\t0000000000000000").contains("CapPrm:\t0000000000000000")
+        .contains("CapAmb:\t0000000000000000").doesNotContain("gateway-secret").contains("TOKEN=" + token);
+    if (ROOT) {
+      assertThat(status).contains("CapBnd:\t0000000000000000").contains("NoNewPrivs:\t1")
+          .doesNotContainPattern("Uid:\\s+0\\s");
+    }
+    List<String> loaded = Files.readAllLines(Path.of(sbx.getString("provider_resource_id")).resolve("probe.log"));
+    assertThat(loaded).as("the library ran in the tenant's program").isNotEmpty();
+    for (String line : loaded) {
+      assertThat(line).as("every process that loaded the tenant's library").contains("caps=0000000000000000")
+          .contains("secret=denied").doesNotContain("uid=0 ");
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void environment_values_are_on_no_command_line(String backend) throws Exception {
+    String value = "env-" + UUID.randomUUID();
+    JsonObject sbx = gw.sandbox(key, new JsonObject().put("backend", backend)
+        .put("env_vars", new JsonObject().put("CREATE_SECRET", value + "-c")));
+    CompletableFuture<JsonObject> running = CompletableFuture.supplyAsync(() -> exec(sbx.getString("id"),
+        new JsonObject().put("command", "echo started > started; sleep 3; echo $EXEC_SECRET $CREATE_SECRET")
+            .put("env", new JsonObject().put("EXEC_SECRET", value + "-e"))));
+    Path started = Path.of(sbx.getString("provider_resource_id")).resolve("started");
+    long deadline = System.currentTimeMillis() + 10_000;
+    while (!Files.exists(started) && System.currentTimeMillis() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(started).exists();
+    List<String> seen = new ArrayList<>();
+    try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path p : procs) {
+        try {
+          String cmdline = new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8);
+          if (cmdline.contains(value)) {
+            seen.add(cmdline.replace('\0', ' '));
+          }
+        } catch (java.io.IOException vanished) {
+          // ended while we looked
+        }
+      }
+    }
+    assertThat(seen).as("command lines holding an environment value").isEmpty();
+    assertThat(running.get(30, TimeUnit.SECONDS).getString("stdout")).isEqualTo(value + "-e " + value + "-c\n");
+    Path runDir = gw.dataDir.resolve("bwrap".equals(backend) ? "bwrap-sandboxes" : "sandboxes").resolve(".run");
+    try (var left = Files.list(runDir)) {
+      assertThat(left.toList()).as("handed-over environments left behind").isEmpty();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void as_root_each_sandbox_has_its_own_uid_and_reads_nothing_of_another(String backend) throws Exception {
+    assumeTrue(ROOT, "the gateway runs as root");
+    Set<Integer> uids = new HashSet<>();
+    List<JsonObject> made = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      JsonObject sbx = gw.sandbox(key, new JsonObject().put("backend", backend));
+      made.add(sbx);
+      Path dir = Path.of(sbx.getString("provider_resource_id"));
+      assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir))).isEqualTo("rwx------");
+      int uid = BwrapTest.uidOf(dir);
+      assertThat(uid).isGreaterThanOrEqualTo(1_000_000);
+      assertThat(uids.add(uid)).as("uid %d given twice", uid).isTrue();
+      JsonObject id = exec(sbx.getString("id"), new JsonObject().put("command", "id -u"));
+      assertThat(id.getString("stdout").trim()).isEqualTo(String.valueOf(uid));
+    }
+    Path victim = Path.of(made.get(0).getString("provider_resource_id"));
+    Files.writeString(victim.resolve("private.txt"), "victim-data");
+    JsonObject r = exec(made.get(1).getString("id"), new JsonObject().put("command",
+        "cat " + victim.resolve("private.txt") + " 2>&1; ls " + victim + " 2>&1; cat " + secret + " 2>&1"));
+    assertThat(r.getString("stdout")).doesNotContain("victim-data").doesNotContain("gateway-secret");
+    for (JsonObject sbx : made) {
+      assertThat(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key).status()).isEqualTo(200);
+    }
+  }
+}
