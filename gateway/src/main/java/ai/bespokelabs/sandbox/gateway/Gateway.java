@@ -105,6 +105,12 @@ public final class Gateway implements AutoCloseable {
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
       Backends backends = new Backends(registered, config.allowedBackends(), nodeId);
+      if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.host())) {
+        LOG.warn("The local backend is enabled for every organization on a gateway reachable beyond this host"
+            + " ({}): its programs run on the host with no isolation beyond an unprivileged uid. Leave it out of"
+            + " BESPOKE_ALLOWED_BACKENDS or restrict it with organization policies unless every tenant is trusted.",
+            config.host());
+      }
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
           PricingCatalog.load(config.pricingFile()));
 
@@ -161,6 +167,15 @@ public final class Gateway implements AutoCloseable {
 
   public Pool pool() {
     return pool;
+  }
+
+  /** Whether {@code host} binds the loopback interface only. */
+  static boolean loopbackOnly(String host) {
+    try {
+      return java.net.InetAddress.getByName(host).isLoopbackAddress();
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
   }
 
   /** True when this start generated the pepper or the admin token (first run). */

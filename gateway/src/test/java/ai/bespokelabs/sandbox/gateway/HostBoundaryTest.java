@@ -180,4 +180,26 @@ class HostBoundaryTest {
       assertThat(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key).status()).isEqualTo(200);
     }
   }
+
+  @org.junit.jupiter.api.Test
+  void a_gateway_reachable_beyond_loopback_warns_when_every_organization_may_use_local() {
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs =
+        new ch.qos.logback.core.read.ListAppender<>();
+    logs.start();
+    ch.qos.logback.classic.Logger root =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    root.addAppender(logs);
+    try {
+      try (TestGateway open = new TestGateway(java.util.Map.of("HOST", "0.0.0.0"))) {
+        assertThat(logs.list).anyMatch(e -> e.getFormattedMessage().startsWith("The local backend is enabled"));
+      }
+      logs.list.clear();
+      try (TestGateway narrowed = new TestGateway(java.util.Map.of("HOST", "0.0.0.0", "BESPOKE_ALLOWED_BACKENDS", "bwrap"));
+          TestGateway loopback = new TestGateway()) {
+        assertThat(logs.list).noneMatch(e -> e.getFormattedMessage().startsWith("The local backend is enabled"));
+      }
+    } finally {
+      root.detachAppender(logs);
+    }
+  }
 }
