@@ -11,7 +11,9 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
+import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
+import ai.bespokelabs.sandbox.adapters.local.LoopbackGuard;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
@@ -105,6 +107,9 @@ public final class Gateway implements AutoCloseable {
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
       Backends backends = new Backends(registered, config.allowedBackends(), nodeId);
+      if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
+        LoopbackGuard.install(HostUsers.detect());
+      }
       if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.host())) {
         LOG.warn("The local backend is enabled for every organization on a gateway reachable beyond this host"
             + " ({}): its programs run on the host with no isolation beyond an unprivileged uid. Leave it out of"

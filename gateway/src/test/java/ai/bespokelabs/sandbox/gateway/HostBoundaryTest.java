@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
@@ -200,6 +201,44 @@ class HostBoundaryTest {
       }
     } finally {
       root.detachAppender(logs);
+    }
+  }
+
+  /** Every local address of this host: loopback and the addresses of its interfaces. */
+  static List<String> hostAddresses() throws Exception {
+    List<String> out = new ArrayList<>(List.of("127.0.0.1"));
+    for (var nif : java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces())) {
+      for (var a : java.util.Collections.list(nif.getInetAddresses())) {
+        if (a instanceof java.net.Inet4Address && !a.isLoopbackAddress()) {
+          out.add(a.getHostAddress());
+        }
+      }
+    }
+    return out;
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void programs_with_network_access_cannot_reach_services_of_the_host(String backend) throws Exception {
+    assumeTrue(ROOT, "the gateway runs as root: sandbox programs have uids of their own");
+    assumeTrue(ai.bespokelabs.sandbox.adapters.local.LoopbackGuard.inForce(),
+        "this host lets root change its firewall (nftables, CAP_NET_ADMIN); otherwise the gateway warns at start");
+    try (java.net.ServerSocket service = new java.net.ServerSocket()) {
+      service.bind(new java.net.InetSocketAddress("0.0.0.0", 0));
+      service.setSoTimeout(200);
+      String id = gw.sandbox(key, new JsonObject().put("backend", backend).put("allow_internet", true)).getString("id");
+      StringBuilder probe = new StringBuilder();
+      for (String address : hostAddresses()) {
+        probe.append("(echo hi > /dev/tcp/").append(address).append('/').append(service.getLocalPort())
+            .append(") 2>/dev/null && echo REACHED ").append(address).append(" || echo refused;");
+      }
+      JsonObject r = exec(id, new JsonObject().put("command", "bash -c '" + probe + "'"));
+      assertThat(r.getString("stdout")).as(r.encode()).doesNotContain("REACHED").contains("refused");
+      assertThatThrownBy(service::accept).isInstanceOf(java.net.SocketTimeoutException.class);
+      // the gateway's own user still reaches it: only the sandboxes' uids are refused
+      try (java.net.Socket s = new java.net.Socket("127.0.0.1", service.getLocalPort())) {
+        assertThat(s.isConnected()).isTrue();
+      }
     }
   }
 }

@@ -216,6 +216,10 @@ public final class LocalProvider implements SandboxProvider {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
     ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
+    if (users.dropping() && wrapper.insidePath() == null && ProcessRunner.program(plain).isEmpty()) {
+      // started by a shell after the drop, a missing program would only exit 127: fail as a direct start does
+      throw runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
+    }
     Path envFile = wrapper.envThroughFile(users.dropping())
         ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), runtime.dir), runtime.uid) : null;
     ProcessSpec spec;

@@ -401,7 +401,7 @@ public final class ProcessRunner {
    * The executable file argv[0] names, as {@code execvp} in the program's cwd would find it: a path (relative
    * to the cwd), or the first match of a name on the spec's PATH.
    */
-  private static Optional<Path> program(ProcessSpec spec) {
+  static Optional<Path> program(ProcessSpec spec) {
     String program = spec.argv().isEmpty() ? "" : spec.argv().get(0);
     if (program.isEmpty()) {
       return Optional.empty();
@@ -425,7 +425,7 @@ public final class ProcessRunner {
     return Files.isRegularFile(p) && Files.isExecutable(p);
   }
 
-  private ProviderException failure(ErrorCode code, ProviderError.Outcome outcome, Throwable cause) {
+  ProviderException failure(ErrorCode code, ProviderError.Outcome outcome, Throwable cause) {
     return new ProviderException(ProviderError.of(code, backend, "execute", false, outcome), cause);
   }
 }
