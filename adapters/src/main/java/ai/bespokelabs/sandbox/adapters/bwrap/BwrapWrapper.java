@@ -93,7 +93,7 @@ public final class BwrapWrapper implements HostWrapper {
     SandboxConfig config = sandbox.config();
     Path dir = sandbox.dir().toAbsolutePath().normalize();
     String cwd = INSIDE + "/" + dir.relativize(spec.cwd().toAbsolutePath().normalize());
-    List<String> argv = new ArrayList<>(EnvHandOff.open(sandbox.envFile()));
+    List<String> argv = new ArrayList<>();
     argv.add(prlimit.get().toString());
     if (config != null && config.memoryMb() != null) {
       argv.add("--as=" + ((long) config.memoryMb() << 20));
@@ -131,7 +131,7 @@ public final class BwrapWrapper implements HostWrapper {
     // the working directory is entered after the drop: as root, bwrap keeps no right to enter the sandbox's
     argv.addAll(EnvHandOff.loadFile(cwd.endsWith("/") ? cwd.substring(0, cwd.length() - 1) : cwd, spec.argv()));
     return new ProcessSpec(argv, dir, Map.of("PATH", ProcessSpec.BASE_PATH), spec.timeoutSecs(),
-        spec.outputLimitBytes());
+        spec.outputLimitBytes(), sandbox.envFile());
   }
 
   /** The environment as seen inside: the sandbox directory is {@code /sandbox}, temporary files in /tmp. */

@@ -16,9 +16,10 @@ import java.util.regex.Pattern;
 /**
  * Hands a program its environment without putting a value on any command line or in the environment of
  * a helper that runs before privileges are dropped ({@code LD_PRELOAD} and the like must reach the tenant's
- * program only). The variables go into a file of the gateway's private run directory; a shell of the
- * gateway's own user opens it as descriptor 3 and removes its name ({@link #OPEN}); after the drop, a second
- * shell reads it as {@code export} statements and runs the program ({@link #LOAD_FD}, or {@link #LOAD_FILE}
+ * program only). The variables go into a file of the gateway's private run directory, which the program
+ * is started with open as descriptor 3 (a native spawn opens it, and the gateway removes its name at once;
+ * otherwise a shell of the gateway's own user opens it and removes the name, {@link #OPEN}); after the drop,
+ * a shell reads it as {@code export} statements and runs the program ({@link #LOAD_FD}, or {@link #LOAD_FILE}
  * where bubblewrap has copied it into the sandbox).
  */
 public final class EnvHandOff {

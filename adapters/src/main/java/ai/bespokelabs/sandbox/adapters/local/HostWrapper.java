@@ -44,11 +44,10 @@ public interface HostWrapper {
       if (sandbox.envFile() == null) {
         return spec;
       }
-      List<String> argv = new java.util.ArrayList<>(EnvHandOff.open(sandbox.envFile()));
-      argv.addAll(sandbox.dropTo());
+      List<String> argv = new java.util.ArrayList<>(sandbox.dropTo());
       argv.addAll(EnvHandOff.loadFd(spec.argv()));
       return new ProcessSpec(argv, spec.cwd(), java.util.Map.of("PATH", ProcessSpec.BASE_PATH), spec.timeoutSecs(),
-          spec.outputLimitBytes());
+          spec.outputLimitBytes(), sandbox.envFile());
     }
   };
 

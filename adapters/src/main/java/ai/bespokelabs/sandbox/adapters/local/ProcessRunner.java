@@ -373,12 +373,24 @@ public final class ProcessRunner {
   /** Starts the program as the leader of a new session: natively when possible, else through {@code setsid}. */
   private Process launch(Path setsid, Path program, ProcessSpec spec) {
     Callable<Process> start;
+    Path handOff = spec.handOff();
     if (spawner.isPresent()) {
       SessionSpawner direct = spawner.get();
-      start = () -> direct.start(program, spec.argv(), spec.cwd(), spec.env());
+      start = () -> {
+        try {
+          return direct.start(program, spec.argv(), spec.cwd(), spec.env(), handOff);
+        } finally {
+          if (handOff != null) {
+            EnvHandOff.discard(handOff); // open in the child by now, or never to be
+          }
+        }
+      };
     } else {
-      List<String> argv = new ArrayList<>(spec.argv().size() + 1);
+      List<String> argv = new ArrayList<>(spec.argv().size() + 6);
       argv.add(setsid.toString());
+      if (handOff != null) {
+        argv.addAll(EnvHandOff.open(handOff)); // a shell opens it as descriptor 3 and removes its name
+      }
       argv.addAll(spec.argv());
       ProcessBuilder pb = new ProcessBuilder(argv).directory(spec.cwd().toFile());
       pb.environment().clear();

@@ -12,16 +12,22 @@ import java.util.Map;
  * Everything needed to run one program on the host: its argv, working directory, complete environment
  * (nothing is inherited from the gateway), timeout and per-stream output cap. Built purely, run by
  * {@link ProcessRunner}; host-process backends that wrap the program (bubblewrap, safehouse) rewrite
- * {@link #argv()} before running.
+ * {@link #argv()} before running. {@code handOff}, when not null, is a file the program finds open read-only as
+ * its descriptor 3 and whose name is gone by then ({@link EnvHandOff}).
  */
 public record ProcessSpec(List<String> argv, Path cwd, Map<String, String> env, int timeoutSecs,
-    int outputLimitBytes) {
+    int outputLimitBytes, Path handOff) {
   /** The only {@code PATH} a sandbox gets unless its own env overrides it. */
   public static final String BASE_PATH = "/usr/local/bin:/usr/bin:/bin";
 
   public ProcessSpec {
     argv = List.copyOf(argv);
     env = Map.copyOf(env);
+  }
+
+  /** A program that needs no file handed over ({@link #handOff()} null). */
+  public ProcessSpec(List<String> argv, Path cwd, Map<String, String> env, int timeoutSecs, int outputLimitBytes) {
+    this(argv, cwd, env, timeoutSecs, outputLimitBytes, null);
   }
 
   /** The spec of {@code request} in a sandbox rooted at {@code sandboxDir} with the sandbox's env vars. */

@@ -22,7 +22,13 @@ import org.slf4j.LoggerFactory;
  * {@link ProcessBuilder} as before.
  */
 interface SessionSpawner {
-  Process start(Path program, List<String> argv, Path cwd, Map<String, String> env) throws IOException;
+  /** Starts {@code program}; {@code descriptor3}, when not null, is opened read-only as the child's descriptor 3. */
+  Process start(Path program, List<String> argv, Path cwd, Map<String, String> env, Path descriptor3)
+      throws IOException;
+
+  default Process start(Path program, List<String> argv, Path cwd, Map<String, String> env) throws IOException {
+    return start(program, argv, cwd, env, null);
+  }
 
   /**
    * Sends {@code signal} (a number) to process {@code target}, or to process group {@code -target} when it is

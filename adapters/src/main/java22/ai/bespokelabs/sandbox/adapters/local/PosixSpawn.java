@@ -38,6 +38,7 @@ import java.util.concurrent.TimeoutException;
  */
 final class PosixSpawn implements SessionSpawner {
   private static final int O_CLOEXEC = 0x80000;
+  private static final int O_RDONLY = 0;
   private static final short POSIX_SPAWN_SETSIGDEF = 0x04;
   private static final short POSIX_SPAWN_SETSIGMASK = 0x08;
   private static final short POSIX_SPAWN_SETSID = 0x80;
@@ -89,6 +90,7 @@ final class PosixSpawn implements SessionSpawner {
   private final MethodHandle addDup2;
   private final MethodHandle addCloseFrom;
   private final MethodHandle addChdir;
+  private final MethodHandle addOpen;
   private final MethodHandle attrInit;
   private final MethodHandle attrDestroy;
   private final MethodHandle attrFlags;
@@ -110,6 +112,8 @@ final class PosixSpawn implements SessionSpawner {
     addDup2 = handle(linker, libc, "posix_spawn_file_actions_adddup2", FunctionDescriptor.of(INT, PTR, INT, INT));
     addCloseFrom = handle(linker, libc, "posix_spawn_file_actions_addclosefrom_np", FunctionDescriptor.of(INT, PTR, INT));
     addChdir = handle(linker, libc, "posix_spawn_file_actions_addchdir_np", FunctionDescriptor.of(INT, PTR, PTR));
+    addOpen = handle(linker, libc, "posix_spawn_file_actions_addopen",
+        FunctionDescriptor.of(INT, PTR, INT, PTR, INT, INT));
     attrInit = handle(linker, libc, "posix_spawnattr_init", FunctionDescriptor.of(INT, PTR));
     attrDestroy = handle(linker, libc, "posix_spawnattr_destroy", FunctionDescriptor.of(INT, PTR));
     attrFlags = handle(linker, libc, "posix_spawnattr_setflags", FunctionDescriptor.of(INT, PTR, ValueLayout.JAVA_SHORT));
@@ -124,7 +128,8 @@ final class PosixSpawn implements SessionSpawner {
   }
 
   @Override
-  public Process start(Path program, List<String> argv, Path cwd, Map<String, String> env) throws IOException {
+  public Process start(Path program, List<String> argv, Path cwd, Map<String, String> env, Path descriptor3)
+      throws IOException {
     int[] fds = {-1, -1, -1, -1, -1, -1}; // stdin r/w, stdout r/w, stderr r/w
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment pair = arena.allocate(INT, 2);
@@ -152,7 +157,11 @@ final class PosixSpawn implements SessionSpawner {
         check((int) addDup2.invokeExact(actions, fds[0], 0), "adddup2");
         check((int) addDup2.invokeExact(actions, fds[3], 1), "adddup2");
         check((int) addDup2.invokeExact(actions, fds[5], 2), "adddup2");
-        check((int) addCloseFrom.invokeExact(actions, 3), "addclosefrom_np");
+        if (descriptor3 != null) {
+          check((int) addOpen.invokeExact(actions, 3, arena.allocateFrom(descriptor3.toString()), O_RDONLY, 0),
+              "addopen");
+        }
+        check((int) addCloseFrom.invokeExact(actions, descriptor3 == null ? 3 : 4), "addclosefrom_np");
         check((int) addChdir.invokeExact(actions, arena.allocateFrom(cwd.toString())), "addchdir_np");
         check((int) attrFlags.invokeExact(attr,
             (short) (POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)), "setflags");

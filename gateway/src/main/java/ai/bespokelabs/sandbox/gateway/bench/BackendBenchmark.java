@@ -210,7 +210,11 @@ public final class BackendBenchmark {
         ? EnvHandOff.write(scratch.resolve(".run"), env, HostUsers.PROBE_UID) : null;
     ProcessSpec spec = wrapper.wrap(new ProcessSpec(List.of("/bin/sh", "-c", "true"), dir, env, 60, 1 << 20),
         new HostWrapper.HostSandbox(dir, null, users.dropTo(HostUsers.PROBE_UID), envFile));
-    ProcessBuilder pb = new ProcessBuilder(spec.argv()).directory(dir.toFile())
+    List<String> argv = new java.util.ArrayList<>(spec.argv());
+    if (spec.handOff() != null) {
+      argv.addAll(0, EnvHandOff.open(spec.handOff()));
+    }
+    ProcessBuilder pb = new ProcessBuilder(argv).directory(dir.toFile())
         .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD);
     pb.environment().clear();
     pb.environment().putAll(spec.env());
