@@ -100,7 +100,7 @@ public final class LocalProvider implements SandboxProvider {
     } catch (IOException e) {
       LOG.warn("cannot prepare the {} sandboxes directory {}: {}", backend, root, e.toString());
     }
-    if (wrapper.insidePath() == null) {
+    if (wrapper == HostWrapper.NONE) {
       for (Path p = root.getParent(); p != null; p = p.getParent()) {
         try {
           if (!Files.getPosixFilePermissions(p).contains(java.nio.file.attribute.PosixFilePermission.OTHERS_EXECUTE)) {

@@ -61,6 +61,8 @@ final class BenchGateway implements AutoCloseable {
   /** As {@link #start()}, with provider settings (e.g. {@code DAYTONA_API_URL}) over the environment's. */
   static BenchGateway start(Map<String, String> providers) throws IOException {
     Path dataDir = Files.createTempDirectory("gateway-bench-");
+    // traversable, as a data directory under /var/lib: local programs of a root gateway run as their own uids
+    Files.setPosixFilePermissions(dataDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
