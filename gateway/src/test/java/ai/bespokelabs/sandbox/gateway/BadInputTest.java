@@ -88,7 +88,7 @@ class BadInputTest {
         new JsonObject().put("code", "x").put("language", "../../bin/sh"));
     assertThat(lang.status()).isEqualTo(422);
     Resp missingProgram = gw.post("/v1/sandboxes/" + id + "/execute", key,
-        new JsonObject().put("command", "/no/such/program").put("args", new JsonArray()));
+        new JsonObject().put("command", "/no/such/program").put("args", new JsonArray().add("x")));
     assertThat(missingProgram.status()).isEqualTo(502);
     assertThat(missingProgram.json().getJsonObject("detail").getString("code")).isEqualTo("execution_failed");
     assertThat(missingProgram.json().getJsonObject("detail").fieldNames())

@@ -80,8 +80,9 @@ class BwrapTest {
     assertThat(lines[1]).isEqualTo("sandbox");
     assertThat(lines[2]).isEqualTo("/sandbox");
     assertThat(Integer.parseInt(lines[3])).as("a new pid namespace").isLessThan(10);
+    // bash adds SHLVL and _ as it does for the seed's command lines
     assertThat(lines[4]).isEqualTo("GREETING=hola HOME=/sandbox LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin"
-        + " PWD=/sandbox TMPDIR=/tmp ");
+        + " PWD=/sandbox SANDBOX_ROOT=/sandbox SHLVL=1 TMPDIR=/tmp _=/usr/bin/env ");
     assertThat(r.getString("stdout")).doesNotContain("DATA-VISIBLE").doesNotContain("TMP-SHARED");
     assertThat(lines[5]).as("only the loopback interface").isEqualTo("1");
     assertThat(lines[6]).isEqualTo("usr-read-only");

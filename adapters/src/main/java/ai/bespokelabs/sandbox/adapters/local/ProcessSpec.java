@@ -30,10 +30,17 @@ public record ProcessSpec(List<String> argv, Path cwd, Map<String, String> env, 
     this(argv, cwd, env, timeoutSecs, outputLimitBytes, null);
   }
 
+  /**
+   * The shell of host command lines: bash where it is installed, as the seed runs them ({@code [[ … ]]},
+   * {@code printf '\xff'}, arrays), else POSIX sh.
+   */
+  public static final String SHELL = java.nio.file.Files.isExecutable(Path.of("/bin/bash")) ? "/bin/bash"
+      : CommandLine.SH;
+
   /** The spec of {@code request} in a sandbox rooted at {@code sandboxDir} with the sandbox's env vars. */
   public static ProcessSpec of(Path sandboxDir, Map<String, String> sandboxEnv, ExecSandbox request) {
     return new ProcessSpec(
-        CommandLine.of(request.code(), request.language(), request.command(), request.args()),
+        CommandLine.of(request.code(), request.language(), request.command(), request.args(), SHELL),
         resolveCwd(sandboxDir, request.cwd()),
         environment(sandboxDir, sandboxEnv, request.env()),
         request.timeoutSecs(),
@@ -41,14 +48,15 @@ public record ProcessSpec(List<String> argv, Path cwd, Map<String, String> env, 
   }
 
   /**
-   * A clean base ({@code PATH}, {@code HOME} and {@code TMPDIR} = the sandbox dir, {@code LANG=C.UTF-8}),
-   * overlaid by the sandbox's env vars, then by the execution's.
+   * A clean base ({@code PATH}, {@code HOME}, {@code SANDBOX_ROOT} and {@code TMPDIR} = the sandbox dir,
+   * {@code LANG=C.UTF-8}), overlaid by the sandbox's env vars, then by the execution's.
    */
   public static Map<String, String> environment(Path sandboxDir, Map<String, String> sandboxEnv,
       Map<String, String> execEnv) {
     Map<String, String> env = new LinkedHashMap<>();
     env.put("PATH", BASE_PATH);
     env.put("HOME", sandboxDir.toString());
+    env.put("SANDBOX_ROOT", sandboxDir.toString());
     env.put("LANG", "C.UTF-8");
     env.put("TMPDIR", sandboxDir.toString());
     env.putAll(sandboxEnv);

@@ -21,6 +21,7 @@ class ProcessSpecTest {
     assertThat(env).containsOnly(
         Map.entry("PATH", "/usr/local/bin:/usr/bin:/bin"),
         Map.entry("HOME", DIR.toString()),
+        Map.entry("SANDBOX_ROOT", DIR.toString()),
         Map.entry("LANG", "C.UTF-8"),
         Map.entry("TMPDIR", DIR.toString()),
         Map.entry("A", "sandbox"),
