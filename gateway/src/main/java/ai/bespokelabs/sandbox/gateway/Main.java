@@ -43,7 +43,26 @@ public final class Main {
     } catch (ConfigException e) {
       System.err.println("sandbox-gateway: " + e.getMessage());
       System.exit(2);
+    } catch (RuntimeException e) {
+      if (!portInUse(e, env)) {
+        throw e;
+      }
+      System.exit(2);
     }
+  }
+
+  /** Says in one line that the port is taken, and how to choose another, when that is why the start failed. */
+  private static boolean portInUse(Throwable e, Map<String, String> env) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof java.net.BindException) {
+        String host = env.getOrDefault("HOST", "127.0.0.1");
+        String port = env.getOrDefault("PORT", "8000");
+        System.err.println("sandbox-gateway: cannot listen on " + host + ":" + port + " (" + t.getMessage()
+            + "); choose another port with PORT=<port> or --port <port>");
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String require(String flag, String value) {
