@@ -23,6 +23,14 @@ public interface SandboxProvider extends AutoCloseable {
    */
   boolean nodeBound();
 
+  /**
+   * Whether this node has what creating a sandbox needs (the isolation tool, the engine's socket, the
+   * credentials): false when a create would answer {@code backend_not_installed}. Cheap: no network call.
+   */
+  default boolean installed() {
+    return true;
+  }
+
   /** Creates the sandbox and returns the provider's id for it (its "provider resource id"). */
   String create(CreateSandbox request);
 

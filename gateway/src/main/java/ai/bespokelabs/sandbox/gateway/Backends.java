@@ -14,8 +14,16 @@ import java.util.TreeMap;
 public final class Backends {
   private final Map<String, Boolean> enabled;
   private final String nodeId;
+  private final java.util.Set<String> installed;
 
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
+    this(registeredNodeBound, allowList, nodeId, registeredNodeBound.keySet());
+  }
+
+  /** @param installed the registered backends whose prerequisites this node has */
+  public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId,
+      java.util.Set<String> installed) {
+    this.installed = java.util.Set.copyOf(installed);
     Map<String, Boolean> on = new TreeMap<>();
     if (allowList.isPresent()) {
       for (String b : allowList.get()) {
@@ -39,6 +47,11 @@ public final class Backends {
 
   public boolean isEnabled(String backend) {
     return enabled.containsKey(backend);
+  }
+
+  /** Whether this node has what a create of {@code backend} needs (its tool, engine or credentials). */
+  public boolean isInstalled(String backend) {
+    return installed.contains(backend);
   }
 
   public List<String> names() {

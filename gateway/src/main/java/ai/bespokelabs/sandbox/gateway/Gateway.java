@@ -106,7 +106,8 @@ public final class Gateway implements AutoCloseable {
       List<SandboxProvider> providers = providers(vertx, config, clock);
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
-      Backends backends = new Backends(registered, config.allowedBackends(), nodeId);
+      Backends backends = new Backends(registered, config.allowedBackends(), nodeId, providers.stream()
+          .filter(SandboxProvider::installed).map(SandboxProvider::backend).collect(java.util.stream.Collectors.toSet()));
       if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
         LoopbackGuard.install(HostUsers.detect());
       }

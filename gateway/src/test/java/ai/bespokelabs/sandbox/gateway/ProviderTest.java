@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -24,6 +25,23 @@ class ProviderTest {
   @AfterAll
   static void stop() {
     gw.close();
+  }
+
+  /** {@code configured} says what a create would meet: a backend whose tool or engine is missing is not. */
+  @Test
+  void configured_is_false_where_a_create_would_meet_backend_not_installed() {
+    Map<String, Boolean> configured = new java.util.TreeMap<>();
+    for (Object o : gw.get("/v1/providers", key).json().getJsonArray("items")) {
+      JsonObject item = (JsonObject) o;
+      configured.put(item.getString("backend"), item.getBoolean("configured"));
+    }
+    assertThat(configured).containsEntry("local", true).containsEntry("bwrap", true)
+        .containsEntry("safehouse", false); // macOS only
+    Resp safehouse = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "safehouse"));
+    assertThat(safehouse.status()).isEqualTo(422);
+    assertThat(safehouse.body()).contains("backend_not_installed");
+    boolean engine = Files.exists(Path.of("/var/run/docker.sock")) || System.getenv("DOCKER_HOST") != null;
+    assertThat(configured).containsEntry("docker", engine);
   }
 
   @Test

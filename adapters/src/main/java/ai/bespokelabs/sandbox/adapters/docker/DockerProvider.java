@@ -93,6 +93,17 @@ public final class DockerProvider implements SandboxProvider {
     return true;
   }
 
+  /** Whether the engine's socket exists (a create answers {@code backend_not_installed} otherwise). */
+  @Override
+  public boolean installed() {
+    try {
+      engine.requirePresent("create");
+      return true;
+    } catch (ProviderException e) {
+      return false;
+    }
+  }
+
   // ---- create ----------------------------------------------------------------------------------------
 
   /**

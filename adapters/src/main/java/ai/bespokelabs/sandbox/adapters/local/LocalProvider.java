@@ -146,6 +146,17 @@ public final class LocalProvider implements SandboxProvider {
     return true;
   }
 
+  @Override
+  public boolean installed() {
+    try {
+      wrapper.check();
+      users.check(backend);
+      return true;
+    } catch (ProviderException e) {
+      return false;
+    }
+  }
+
   /**
    * Uses {@code config.workdir} as is (never deleted) or creates {@code <root>/<sandboxId>} (owned);
    * repeating a create for the same sandbox returns the same directory.

@@ -64,7 +64,7 @@ public final class ProviderApi {
     return health.all().map(rows -> {
       JsonArray items = new JsonArray();
       for (String backend : s.backends().names()) {
-        items.add(item(backend, rows.get(backend)));
+        items.add(item(backend, s.backends().isInstalled(backend), rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
     });
@@ -85,13 +85,14 @@ public final class ProviderApi {
                   ? s.alerts().providerDegraded(backend, now) : Future.succeededFuture());
         })
         .compose(v -> health.all())
-        .map(rows -> Reply.ok(item(backend, rows.get(backend))));
+        .map(rows -> Reply.ok(item(backend, s.backends().isInstalled(backend), rows.get(backend))));
   }
 
-  static JsonObject item(String backend, JsonObject row) {
+  /** {@code configured}: whether a create on this node would meet what it needs, not merely that it is enabled. */
+  static JsonObject item(String backend, boolean installed, JsonObject row) {
     return new JsonObject()
         .put("backend", backend)
-        .put("configured", true)
+        .put("configured", installed)
         .put("status", row == null ? "unknown" : row.getString("status"))
         .put("checked_at", row == null ? null : row.getString("checked_at"))
         .put("message", row == null ? "Not checked yet." : row.getString("message"));
