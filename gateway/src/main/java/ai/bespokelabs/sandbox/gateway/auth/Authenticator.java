@@ -47,7 +47,8 @@ public final class Authenticator {
 
   public Future<Principal> authenticate(String authorization) {
     if (authorization == null) {
-      return Future.failedFuture(ApiException.unauthorized("Bearer API key or dashboard session required"));
+      // the seed says "Bearer API key or dashboard session required"; there are no dashboard sessions yet
+      return Future.failedFuture(ApiException.unauthorized("Bearer API key required"));
     }
     if (!authorization.startsWith("Bearer ")) {
       return Future.failedFuture(ApiException.unauthorized("Bearer API key required"));
