@@ -117,6 +117,9 @@ public final class ProcessRunner {
         .orElseThrow(() -> failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null));
     long t0 = System.nanoTime();
     Process process = launch(setsid, program, spec);
+    if (setsid != null) {
+      awaitOwnGroup(process);
+    }
     Run run = new Run(process, keepStdin, sink, t0);
     started.accept(run.pgid);
     if (!keepStdin) {
@@ -413,6 +416,28 @@ public final class ProcessRunner {
    * The executable file argv[0] names, as {@code execvp} in the program's cwd would find it: a path (relative
    * to the cwd), or the first match of a name on the spec's PATH.
    */
+  /**
+   * Waits until a program started through {@code setsid} leads its own process group: until then its group
+   * does not exist, and a signal or kill sent to it right after start would be lost.
+   */
+  static void awaitOwnGroup(Process process) {
+    Path stat = Path.of("/proc", Long.toString(process.pid()), "stat");
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (process.isAlive() && System.nanoTime() < deadline) {
+      try {
+        String line = Files.readString(stat);
+        String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
+        if (Long.parseLong(fields[2]) == process.pid()) { // state ppid pgrp …
+          return;
+        }
+      } catch (IOException | RuntimeException e) {
+        return; // no /proc (the program's group cannot be checked), or it has ended
+      }
+      Thread.onSpinWait();
+      java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+    }
+  }
+
   static Optional<Path> program(ProcessSpec spec) {
     String program = spec.argv().isEmpty() ? "" : spec.argv().get(0);
     if (program.isEmpty()) {

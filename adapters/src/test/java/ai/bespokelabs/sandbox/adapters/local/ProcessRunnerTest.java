@@ -172,6 +172,24 @@ class ProcessRunnerTest {
     assertThat(ProcessRunner.pendingDeadlines()).as("each would hold its run until the hour is up").isZero();
   }
 
+  /**
+   * A kill sent the moment start returns reaches the program: on the setsid path the group did not exist yet
+   * until setsid had run, and such a kill was lost (a 100 s sleep then ran to its end).
+   */
+  @Test
+  void aKillRightAfterStartIsNeverLost() throws Exception {
+    for (int i = 0; i < 100; i++) {
+      ProcessSpec spec = new ProcessSpec(CommandLine.forCommand("sleep 100", null), dir,
+          ProcessSpec.environment(dir, Map.of(), Map.of()), 3600, 1024);
+      CapturingSink sink = new CapturingSink(1024);
+      runner.start(spec, false, sink, group::set);
+      ProcessGroups.kill(List.of(group.get()));
+      ExecResult r = java.util.concurrent.CompletableFuture.supplyAsync(sink::await)
+          .get(10, java.util.concurrent.TimeUnit.SECONDS);
+      assertThat(r.exitCode()).as("round %d", i).isNotZero();
+    }
+  }
+
   /** Whether this runner's programs have their deadline kept by the shared timer (the native spawn's way). */
   boolean usesTheDeadlineTimer() {
     return SessionSpawner.available().isPresent();
@@ -211,6 +229,7 @@ class ProcessRunnerTest {
         Map.entry("HOME", dir.toString()),
         Map.entry("LANG", "C.UTF-8"),
         Map.entry("TMPDIR", dir.toString()),
+        Map.entry("SANDBOX_ROOT", dir.toString()),
         Map.entry("GREETING", "hello world"));
     Set<String> gatewayOnly = new HashSet<>(System.getenv().keySet());
     gatewayOnly.removeAll(seen.keySet());
