@@ -44,7 +44,7 @@ public final class AccountApi {
     if (!Hmac.constantTimeEquals(given, expected)) {
       throw ApiException.unauthorized("invalid control-plane admin token");
     }
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 200);
     body.check();
     OffsetDateTime now = s.now();
@@ -65,7 +65,7 @@ public final class AccountApi {
   }
 
   private Future<Reply> createKey(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 200);
     List<String> scopes = body.stringList("scopes");
     OffsetDateTime expiresAt = body.datetime("expires_at");

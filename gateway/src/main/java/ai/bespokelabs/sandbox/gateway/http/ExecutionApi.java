@@ -139,7 +139,7 @@ public final class ExecutionApi {
 
   private Future<Reply> execute(RoutingContext ctx, Principal p) {
     String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
+    ExecRequest req = ExecRequest.parse(Body.parse(Api.body(ctx)));
     String requestId = SandboxApi.idempotencyKey(ctx);
     String accept = ctx.request().getHeader("Accept");
     if (accept != null && accept.contains("text/event-stream")) {
@@ -243,7 +243,7 @@ public final class ExecutionApi {
 
   private Future<Reply> start(RoutingContext ctx, Principal p) {
     String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
+    ExecRequest req = ExecRequest.parse(Body.parse(Api.body(ctx)));
     String requestId = SandboxApi.idempotencyKey(ctx);
     return prepare(p, sandboxId, req, requestId, true, null).compose(l -> l.existing() != null
         ? Future.succeededFuture(Reply.of(202, executionJson(l.existing())))
@@ -564,13 +564,13 @@ public final class ExecutionApi {
 
   private Future<Reply> stdin(RoutingContext ctx, Principal p) {
     boolean eof = "true".equalsIgnoreCase(ctx.queryParams().get("eof"));
-    Buffer body = ctx.body().buffer();
+    Buffer body = Api.body(ctx);
     byte[] data = body == null ? new byte[0] : body.getBytes();
     return controlRest(ctx, p, Addresses.STDIN, e -> new StdinExec(e.id(), data, eof), true);
   }
 
   private Future<Reply> signal(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String sig = body.string("signal", true, 1, 8);
     body.check();
     if (!SIGNALS.contains(sig)) {

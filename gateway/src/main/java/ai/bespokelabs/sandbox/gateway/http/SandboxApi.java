@@ -98,7 +98,7 @@ public final class SandboxApi {
    * from then on. The sandbox must be running and the caller's organization's.
    */
   private Future<Reply> adopt(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String version = body.string("version", true, 1, 8);
     String id = body.string("sandbox_id", true, 1, 64);
     String org = body.string("organization_id", true, 1, 64);
@@ -158,7 +158,7 @@ public final class SandboxApi {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(ctx.body().buffer()), s.backends());
+    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends());
     String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);
@@ -363,7 +363,7 @@ public final class SandboxApi {
    */
   private Future<Reply> timeout(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     Integer secs = body.integer("timeout_secs", 0, null);
     body.check();
     if (secs == null) {
