@@ -31,7 +31,8 @@ public final class ExecutionRepository {
 
   /**
    * The result of {@link #start}: {@code started} when a new running row was inserted; otherwise
-   * {@code existing} holds the earlier execution with the same request id, if any.
+   * {@code existing} holds the earlier execution with the same request id and body, if any (whatever the
+   * sandbox's status now, so a finished request replays after the sandbox ended).
    */
   public record Start(Target target, boolean started, Optional<ExecutionRecord> existing) {}
 
@@ -42,9 +43,9 @@ public final class ExecutionRepository {
         FROM sandboxes WHERE id = $1 AND organization_id = $2),
       ins AS (
         INSERT INTO executions (id, organization_id, sandbox_id, request_id, api_key_id, status, created_at,
-          node_id, stdin_open)
+          node_id, stdin_open, request_fingerprint)
         SELECT $3, $2, s.id, $4, $5, 'running', $6,
-               CASE WHEN s.backend = ANY($8::text[]) THEN s.node_id ELSE $9 END, $10
+               CASE WHEN s.backend = ANY($8::text[]) THEN s.node_id ELSE $9 END, $10, $11
         FROM s WHERE s.status = 'running'
         ON CONFLICT (organization_id, sandbox_id, request_id) DO NOTHING
         RETURNING id),
@@ -55,13 +56,14 @@ public final class ExecutionRepository {
 
   /**
    * Looks up the sandbox and, if it is running, inserts the running execution, in one statement. The
-   * execution runs on the sandbox's node for {@code nodeBoundBackends}, else on {@code nodeId}.
+   * execution runs on the sandbox's node for {@code nodeBoundBackends}, else on {@code nodeId}. An earlier
+   * execution with the same request id but another {@code fingerprint} is a 409.
    */
   public Future<Start> start(String orgId, String sandboxId, String executionId, String requestId, String keyId,
-      OffsetDateTime now, String[] nodeBoundBackends, String nodeId, boolean stdinOpen) {
+      OffsetDateTime now, String[] nodeBoundBackends, String nodeId, boolean stdinOpen, String fingerprint) {
     return pool.preparedQuery(START)
         .execute(Tuple.of(sandboxId, orgId, executionId, requestId, keyId, now, Ids.newId("evt"))
-            .addArrayOfString(nodeBoundBackends).addString(nodeId).addBoolean(stdinOpen))
+            .addArrayOfString(nodeBoundBackends).addString(nodeId).addBoolean(stdinOpen).addString(fingerprint))
         .compose(rows -> {
           Row r = ApiKeyRepository.first(rows).orElseThrow(() -> ApiException.notFound("sandbox not found"));
           Target t = new Target(r.getString("id"), r.getString("status"), r.getString("backend"),
@@ -70,11 +72,23 @@ public final class ExecutionRepository {
           if (r.getLong("inserted") == 1) {
             return Future.succeededFuture(new Start(t, true, Optional.empty()));
           }
-          if (!"running".equals(t.status())) {
-            return Future.succeededFuture(new Start(t, false, Optional.empty()));
-          }
-          return find(orgId, sandboxId, requestId).map(e -> new Start(t, false, e));
+          return sameRequest(orgId, sandboxId, requestId, fingerprint).map(e -> new Start(t, false, e));
         });
+  }
+
+  /** The execution of this request id, unless it was made with another body (409); rows without one replay. */
+  private Future<Optional<ExecutionRecord>> sameRequest(String orgId, String sandboxId, String requestId,
+      String fingerprint) {
+    return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS + ", request_fingerprint IS NOT NULL"
+            + " AND request_fingerprint <> $4 AS differs"
+            + " FROM executions WHERE organization_id = $1 AND sandbox_id = $2 AND request_id = $3")
+        .execute(Tuple.of(orgId, sandboxId, requestId, fingerprint))
+        .map(rows -> ApiKeyRepository.first(rows).map(row -> {
+          if (row.getBoolean("differs")) {
+            throw ApiException.conflict("idempotency key was already used with a different request");
+          }
+          return ExecutionRecord.from(row);
+        }));
   }
 
   public Future<Optional<ExecutionRecord>> find(String orgId, String sandboxId, String requestId) {
