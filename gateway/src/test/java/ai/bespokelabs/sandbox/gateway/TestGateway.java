@@ -75,7 +75,7 @@ public final class TestGateway implements AutoCloseable {
     return new TestGateway(this);
   }
 
-  static int freePort() {
+  public static int freePort() {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
     } catch (IOException e) {

@@ -147,6 +147,67 @@ public final class ExecutionRepository {
         .mapEmpty();
   }
 
+  /** The stored error of an execution that ended without a result: it may have done part of its work. */
+  public static JsonObject strandedError(String message) {
+    return new JsonObject().put("message", message).put("code", "execution_failed").put("op", "execute")
+        .put("retryable", false).put("outcome", "unknown");
+  }
+
+  /**
+   * Ends the running executions that {@code ended} (a CTE of {@code id} and end time {@code at}, parameters
+   * from {@code $3}) selects as failed with {@code $1} as their error, runtime up to their end, and their
+   * {@code execution.failed} event (data {@code $2}), so the ledger meters them as any other end.
+   */
+  private static String endAll(String ended) {
+    return """
+        WITH ended AS (%s),
+        e AS (
+          UPDATE executions x SET status = 'failed', error = $1, completed_at = ended.at,
+            duration_ms = (extract(epoch FROM ended.at - x.created_at) * 1000)::bigint
+          FROM ended WHERE x.id = ended.id AND x.status = 'running'
+          RETURNING x.id, x.organization_id, x.sandbox_id, x.completed_at)
+        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, execution_id, type, status, occurred_at, data)
+        SELECT 'evt_' || replace(gen_random_uuid()::text, '-', ''), e.organization_id, e.sandbox_id, e.id,
+               'execution.failed', 'failed', e.completed_at, $2
+        FROM e""".formatted(ended);
+  }
+
+  private static final String END_OF_NODE = endAll("""
+      SELECT x.id, GREATEST(x.created_at, LEAST($4, COALESCE(n.heartbeat_at, $4))) AS at
+      FROM executions x LEFT JOIN gateway_nodes n ON n.node_id = x.node_id
+      WHERE x.node_id = $3 AND x.status = 'running'""");
+
+  private static final String END_OF_SANDBOXES = endAll("""
+      SELECT x.id, GREATEST(x.created_at, COALESCE(s.terminated_at, s.failed_at, x.created_at)) AS at
+      FROM executions x JOIN sandboxes s ON s.id = x.sandbox_id
+      WHERE x.status = 'running' AND s.status IN ('destroyed', 'failed')
+        AND COALESCE(s.terminated_at, s.failed_at, x.created_at) < $3
+      LIMIT 1000""");
+
+  /**
+   * At start, before this node runs anything: the executions it ran before (a crash, a kill) can no longer
+   * end, since their adapter and its handles died with the process. Each ends as failed, its runtime counted
+   * up to the node's last heartbeat (the crash's latest known moment). Returns how many.
+   */
+  public Future<Integer> endLeftByNode(String nodeId, OffsetDateTime now) {
+    return pool.preparedQuery(END_OF_NODE)
+        .execute(Tuple.of(strandedError("the gateway restarted while the execution ran"),
+            new JsonObject().put("code", "execution_failed"), nodeId, now))
+        .map(r -> r.rowCount());
+  }
+
+  /**
+   * Ends the executions still running in sandboxes that ended (destroyed or failed) before
+   * {@code endedBefore}, a grace that lets results reported as the sandbox ended be stored first; their
+   * runtime counts up to the sandbox's end. Returns how many (at most 1,000 a call).
+   */
+  public Future<Integer> endWithSandboxes(OffsetDateTime endedBefore) {
+    return pool.preparedQuery(END_OF_SANDBOXES)
+        .execute(Tuple.of(strandedError("the sandbox ended while the execution ran"),
+            new JsonObject().put("code", "execution_failed"), endedBefore))
+        .map(r -> r.rowCount());
+  }
+
   /** The sandbox's executions, newest first. */
   public Future<List<ExecutionRecord>> list(String sandboxId, int limit) {
     return pool.preparedQuery("SELECT " + ExecutionRecord.COLUMNS
