@@ -36,7 +36,9 @@ public final class HttpVerticle extends VerticleBase {
     Router router = Router.router(vertx);
     router.route().handler(new SecurityHeaders());
     // A body stays unread until its endpoint is known and its caller authenticated; then the endpoint reads
-    // it as bytes (Api), never as a form. Whatever no endpoint read is drained once the answer is sent.
+    // it as bytes (Api), never as a form. What no endpoint read (or the rest of one that was too large) is
+    // drained once the answer is sent, up to the body limit again; beyond that the connection is closed.
+    long limit = services.config().maxRequestBodyBytes();
     router.route().handler(ctx -> {
       HttpServerRequest req = ctx.request();
       if (Api.hasBody(req.method())) {
@@ -44,6 +46,13 @@ public final class HttpVerticle extends VerticleBase {
         if (!FilesApi.streamsBody(req)) {
           ctx.addHeadersEndHandler(v -> {
             if (!req.isEnded()) {
+              long[] left = {limit};
+              req.handler(chunk -> {
+                left[0] -= chunk.length();
+                if (left[0] < 0) {
+                  req.connection().close();
+                }
+              });
               req.resume();
             }
           });

@@ -31,7 +31,7 @@ class FormBodyTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
+    gw = new TestGateway(java.util.Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "65536"));
     key = gw.bootstrap("Acme");
   }
 
@@ -99,5 +99,29 @@ class FormBodyTest {
     }
     assertThat(logs.list).as("no request above logs an error or a stack trace")
         .noneMatch(e -> e.getLevel().isGreaterOrEqual(Level.ERROR) || e.getThrowableProxy() != null);
+  }
+
+  /** A body no route reads is drained only up to the body limit; a client that sends more is disconnected. */
+  @Test
+  void an_endless_body_to_an_unknown_path_is_cut_off() throws Exception {
+    int port = Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(("POST /no/such/path HTTP/1.1\r\nHost: x\r\nContent-Type: " + FORM
+          + "\r\nContent-Length: 100000000\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      byte[] chunk = new byte[16_384];
+      java.util.Arrays.fill(chunk, (byte) 'x');
+      long sent = 0;
+      try {
+        for (; sent < 8_000_000; sent += chunk.length) {
+          s.getOutputStream().write(chunk);
+        }
+      } catch (java.io.IOException closed) {
+        // the gateway hung up: expected once the limit is passed
+      }
+      byte[] answer = s.getInputStream().readAllBytes(); // ends only when the gateway closes the connection
+      assertThat(new String(answer, java.nio.charset.StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 404");
+      assertThat(sent).as("cut off long before the 100 MB it announced").isLessThan(8_000_000);
+    }
   }
 }
