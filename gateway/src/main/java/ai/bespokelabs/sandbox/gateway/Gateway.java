@@ -120,7 +120,7 @@ public final class Gateway implements AutoCloseable {
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
           PricingCatalog.load(config.pricingFile()));
 
-      Future<?> deployed = Database.ping(pool).compose(v -> vertx.eventBus()
+      Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(services, nodeId)).compose(v -> vertx.eventBus()
           .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
           .completion())
           .compose(v -> vertx.eventBus()
@@ -153,6 +153,19 @@ public final class Gateway implements AutoCloseable {
         database.isEmbedded() ? "embedded" : "external");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
         httpDeployment);
+  }
+
+  /**
+   * Before this node runs anything (and before its supervisor's first heartbeat): executions its previous
+   * run left running can no longer end, so they end as failed now and the ledger meters them.
+   */
+  private static Future<Void> endLeftRunning(Services services, String nodeId) {
+    return services.executions().endLeftByNode(nodeId, services.now()).map(n -> {
+      if (n > 0) {
+        LOG.info("Ended {} execution(s) left running when this node last stopped", n);
+      }
+      return null;
+    });
   }
 
   /** Every enabled backend, reconciled by this node: node-bound ones for their sandboxes on this node. */

@@ -139,8 +139,8 @@ class BadInputTest {
     pending.get();
     Resp replay = null;
     for (int i = 0; i < 100; i++) {
-      replay = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true"),
-          "Idempotency-Key", "gone-client");
+      replay = gw.post("/v1/sandboxes/" + id + "/execute", key,
+          new JsonObject().put("command", "sleep 1; echo finished"), "Idempotency-Key", "gone-client");
       if (replay.status() == 200) {
         break;
       }

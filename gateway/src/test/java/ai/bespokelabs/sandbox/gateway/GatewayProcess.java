@@ -10,16 +10,16 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /** The real entry point ({@link Main}) in its own JVM, as an operator runs it. */
-final class GatewayProcess {
-  final Process process;
-  final String base;
+public final class GatewayProcess {
+  public final Process process;
+  public final String base;
 
   private GatewayProcess(Process process, int port) {
     this.process = process;
     this.base = "http://127.0.0.1:" + port;
   }
 
-  static GatewayProcess start(Path dataDir, int port, Map<String, String> env) throws IOException, InterruptedException {
+  public static GatewayProcess start(Path dataDir, int port, Map<String, String> env) throws IOException, InterruptedException {
     return start(dataDir, port, env, java.util.List.of());
   }
 

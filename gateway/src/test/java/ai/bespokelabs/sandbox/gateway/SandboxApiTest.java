@@ -168,7 +168,7 @@ class SandboxApiTest {
           .map(JsonObject.class::cast).anyMatch(e -> e.getString("request_id").equals("dup"));
       Thread.sleep(10);
     }
-    Resp dup = exec(id, new JsonObject().put("command", "true"), "Idempotency-Key", "dup");
+    Resp dup = exec(id, new JsonObject().put("command", "sleep 1; echo done"), "Idempotency-Key", "dup");
     assertThat(dup.status()).isEqualTo(409);
     assertThat(dup.detail()).isEqualTo("execution is already in progress");
     assertThat(slow.get().json().getString("stdout")).isEqualTo("done\n");

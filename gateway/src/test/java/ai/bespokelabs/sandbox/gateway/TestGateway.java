@@ -20,25 +20,25 @@ import java.util.HashMap;
 import java.util.Map;
 
 /** A real gateway on a free port, with its own database on the shared embedded PostgreSQL. */
-final class TestGateway implements AutoCloseable {
-  static final String PEPPER = "test-pepper-0123456789abcdef0123456789";
-  static final String ADMIN = "test-admin-token-0123456789abcdef";
+public final class TestGateway implements AutoCloseable {
+  public static final String PEPPER = "test-pepper-0123456789abcdef0123456789";
+  public static final String ADMIN = "test-admin-token-0123456789abcdef";
 
-  final OffsetClock clock = new OffsetClock();
-  final Path dataDir;
-  final String databaseUrl;
-  final Gateway gateway;
-  final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
+  public final OffsetClock clock = new OffsetClock();
+  public final Path dataDir;
+  public final String databaseUrl;
+  public final Gateway gateway;
+  public final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
       .version(HttpClient.Version.HTTP_2).build();
-  final String base;
+  public final String base;
 
-  TestGateway() {
+  public TestGateway() {
     this(Map.of());
   }
 
   private final Map<String, String> env;
 
-  TestGateway(Map<String, String> overrides) {
+  public TestGateway(Map<String, String> overrides) {
     try {
       dataDir = Files.createTempDirectory("gateway-test-");
       // as on a data directory under /var/lib: local programs, unprivileged when the gateway is root, reach
@@ -73,12 +73,12 @@ final class TestGateway implements AutoCloseable {
   }
 
   /** Stops this gateway (its data stays) and starts another on the same port, data directory and database. */
-  TestGateway restarted() {
+  public TestGateway restarted() {
     gateway.close();
     return new TestGateway(this);
   }
 
-  static int freePort() {
+  public static int freePort() {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
     } catch (IOException e) {
@@ -87,29 +87,29 @@ final class TestGateway implements AutoCloseable {
   }
 
   /** A response with its body parsed lazily. */
-  record Resp(int status, HttpResponse<String> raw) {
-    String body() {
+  public record Resp(int status, HttpResponse<String> raw) {
+    public String body() {
       return raw.body();
     }
 
-    JsonObject json() {
+    public JsonObject json() {
       return new JsonObject(raw.body());
     }
 
-    JsonArray array() {
+    public JsonArray array() {
       return new JsonArray(raw.body());
     }
 
-    Object detail() {
+    public Object detail() {
       return json().getValue("detail");
     }
 
-    String header(String name) {
+    public String header(String name) {
       return raw.headers().firstValue(name).orElse(null);
     }
   }
 
-  Resp send(String method, String path, String key, String body, String... headers) {
+  public Resp send(String method, String path, String key, String body, String... headers) {
     HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60));
     if (key != null) {
       b.header("Authorization", "Bearer " + key);
@@ -132,20 +132,20 @@ final class TestGateway implements AutoCloseable {
     }
   }
 
-  Resp get(String path, String key) {
+  public Resp get(String path, String key) {
     return send("GET", path, key, null);
   }
 
-  Resp post(String path, String key, Object body, String... headers) {
+  public Resp post(String path, String key, Object body, String... headers) {
     return send("POST", path, key, body == null ? null : body.toString(), headers);
   }
 
-  Resp delete(String path, String key, String... headers) {
+  public Resp delete(String path, String key, String... headers) {
     return send("DELETE", path, key, null, headers);
   }
 
   /** Bootstraps an organization and returns its initial ({@code *}) product key. */
-  String bootstrap(String name) {
+  public String bootstrap(String name) {
     Resp r = post("/v1/organizations", null, new JsonObject().put("name", name), "X-Control-Plane-Admin", ADMIN);
     if (r.status() != 201) {
       throw new IllegalStateException("bootstrap failed: " + r.status() + " " + r.body());
@@ -154,7 +154,7 @@ final class TestGateway implements AutoCloseable {
   }
 
   /** Issues a key with the given scopes using an admin key of the same organization. */
-  String key(String adminKey, String... scopes) {
+  public String key(String adminKey, String... scopes) {
     Resp r = post("/v1/api-keys", adminKey, new JsonObject().put("name", "k-" + String.join("-", scopes))
         .put("scopes", new JsonArray(java.util.List.of(scopes))));
     if (r.status() != 201) {
@@ -164,7 +164,7 @@ final class TestGateway implements AutoCloseable {
   }
 
   /** Creates a running local sandbox and returns its JSON. */
-  JsonObject sandbox(String key, JsonObject extra) {
+  public JsonObject sandbox(String key, JsonObject extra) {
     JsonObject body = new JsonObject().put("backend", "local");
     if (extra != null) {
       body.mergeIn(extra);

@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Claimed;
 import io.vertx.core.Future;
@@ -37,9 +38,12 @@ public final class SupervisorVerticle extends VerticleBase {
   static final int BATCH = 100;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   static final long COALESCE_MS = 20;
+  /** How long after its sandbox ended an execution may still report its own end. */
+  static final Duration STRANDED_GRACE = Duration.ofSeconds(5);
 
   private final Pool pool;
   private final SandboxRepository sandboxes;
+  private final ExecutionRepository executions;
   private final String nodeId;
   private final Clock clock;
   private final long intervalMs;
@@ -72,6 +76,7 @@ public final class SupervisorVerticle extends VerticleBase {
     this.reconciler = reconciler;
     this.pool = pool;
     this.sandboxes = new SandboxRepository(pool);
+    this.executions = new ExecutionRepository(pool);
     this.nodeId = nodeId;
     this.clock = clock;
     this.intervalMs = intervalSecs * 1000L;
@@ -135,7 +140,7 @@ public final class SupervisorVerticle extends VerticleBase {
             return Future.succeededFuture();
           }));
     }
-    Future<Void> pass = chain.compose(v -> alerts.evaluateAll(now));
+    Future<Void> pass = chain.compose(v -> endStrandedExecutions(now)).compose(v -> alerts.evaluateAll(now));
     reconcileInFlight = pass;
     pass.onComplete(ar -> {
       reconciling = false;
@@ -143,6 +148,23 @@ public final class SupervisorVerticle extends VerticleBase {
         LOG.warn("Evaluating alerts failed: {}", ar.cause().toString());
       }
       vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
+    });
+  }
+
+  /**
+   * Executions still running in sandboxes that ended more than {@link #STRANDED_GRACE} ago can never report
+   * an end (their node died, or their result was lost): they end as failed, and the ledger meters them.
+   */
+  private Future<Void> endStrandedExecutions(OffsetDateTime now) {
+    return executions.endWithSandboxes(now.minus(STRANDED_GRACE)).<Void>map(n -> {
+      if (n > 0) {
+        LOG.info("Ended {} execution(s) left running in sandboxes that ended", n);
+        vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
+      }
+      return null;
+    }).recover(e -> {
+      LOG.warn("Ending executions of ended sandboxes failed: {}", e.toString());
+      return Future.succeededFuture();
     });
   }
 

@@ -60,6 +60,14 @@ public final class ApiKeyRepository {
         });
   }
 
+  /** An active (not revoked) key of the organization. */
+  public Future<Optional<ApiKeyRecord>> findActive(String orgId, String keyId) {
+    return pool.preparedQuery("SELECT " + ApiKeyRecord.COLUMNS
+            + " FROM api_keys WHERE id = $1 AND organization_id = $2 AND revoked_at IS NULL")
+        .execute(Tuple.of(keyId, orgId))
+        .map(rows -> first(rows).map(ApiKeyRecord::from));
+  }
+
   /** Revokes an active key of the organization; false when there was none. */
   public Future<Boolean> revoke(String orgId, String keyId, OffsetDateTime now) {
     return pool.preparedQuery("UPDATE api_keys SET revoked_at = $3"

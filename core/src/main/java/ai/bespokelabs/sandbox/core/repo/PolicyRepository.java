@@ -80,6 +80,12 @@ public final class PolicyRepository {
         .mapEmpty();
   }
 
+  /** Records a denial outside a create (a deadline moved past the lifetime limit). */
+  public Future<Void> recordDenial(String orgId, String keyId, PolicyDecision.Request r, PolicyDecision.Denial d,
+      OffsetDateTime now) {
+    return recordDenial(pool, orgId, keyId, r, d, now);
+  }
+
   /** The organization's most recent denials, newest first, with the name of the key that asked. */
   public Future<List<JsonObject>> recentDenials(String orgId, int limit) {
     return pool.preparedQuery("""

@@ -1,6 +1,8 @@
 package ai.bespokelabs.sandbox.gateway.auth;
 
+import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 /** The seventeen scopes, the {@code *} wildcard and the legacy {@code sandboxes:write} expansion. */
@@ -49,5 +51,24 @@ public final class Scopes {
       }
     }
     return false;
+  }
+
+  /**
+   * The first of {@code wanted} (in its order) that a key holding {@code held} does not cover: a key hands out
+   * and revokes only what it holds itself. {@code *} is covered only by {@code *}; the legacy
+   * {@code sandboxes:write} by keys granting each scope it expands to.
+   */
+  public static Optional<String> firstNotCovered(List<String> held, Collection<String> wanted) {
+    for (String w : wanted) {
+      boolean covered = switch (w) {
+        case ALL -> held.contains(ALL);
+        case LEGACY_SANDBOXES_WRITE -> LEGACY_GRANTS.stream().allMatch(g -> grants(held, g));
+        default -> grants(held, w);
+      };
+      if (!covered) {
+        return Optional.of(w);
+      }
+    }
+    return Optional.empty();
   }
 }

@@ -44,7 +44,7 @@ public final class AccountApi {
     if (!Hmac.constantTimeEquals(given, expected)) {
       throw ApiException.unauthorized("invalid control-plane admin token");
     }
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 200);
     body.check();
     OffsetDateTime now = s.now();
@@ -65,7 +65,7 @@ public final class AccountApi {
   }
 
   private Future<Reply> createKey(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 200);
     List<String> scopes = body.stringList("scopes");
     OffsetDateTime expiresAt = body.datetime("expires_at");
@@ -79,6 +79,9 @@ public final class AccountApi {
         throw ApiException.invalid("unknown scope: " + scope);
       }
     }
+    Scopes.firstNotCovered(p.scopes(), unique).ifPresent(missing -> {
+      throw ApiException.forbidden("API key requires scope: " + missing + " to issue a key with it");
+    });
     OffsetDateTime now = s.now();
     if (expiresAt != null && !expiresAt.isAfter(now)) {
       throw ApiException.invalid("expires_at must be in the future");
@@ -90,7 +93,13 @@ public final class AccountApi {
 
   private Future<Reply> revokeKey(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "key_id", "key", "API key not found");
-    return s.keys().revoke(p.organizationId(), id, s.now()).map(done -> {
+    return s.keys().findActive(p.organizationId(), id).compose(target -> {
+      ApiKeyRecord key = target.orElseThrow(() -> ApiException.notFound("API key not found"));
+      Scopes.firstNotCovered(p.scopes(), key.scopes()).ifPresent(missing -> {
+        throw ApiException.forbidden("API key requires scope: " + missing + " to revoke a key with it");
+      });
+      return s.keys().revoke(p.organizationId(), id, s.now());
+    }).map(done -> {
       if (!done) {
         throw ApiException.notFound("API key not found");
       }

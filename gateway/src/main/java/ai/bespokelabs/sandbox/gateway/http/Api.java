@@ -4,7 +4,11 @@ import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.Json;
 import io.vertx.ext.web.Router;
@@ -22,6 +26,8 @@ public final class Api {
     Future<Reply> handle(RoutingContext ctx, Principal principal);
   }
 
+  private static final String BODY = "api.body";
+
   private final Router router;
   private final Services services;
 
@@ -32,7 +38,7 @@ public final class Api {
 
   /** An endpoint open to anyone (or doing its own authentication). */
   public void open(HttpMethod method, String path, Function<RoutingContext, Future<Reply>> endpoint) {
-    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> endpoint.apply(ctx)));
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> readBody(ctx).compose(v -> endpoint.apply(ctx))));
   }
 
   /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
@@ -46,8 +52,54 @@ public final class Api {
           if (scope != null) {
             p.require(scope);
           }
-          return endpoint.handle(ctx, p);
+          return readBody(ctx).compose(v -> endpoint.handle(ctx, p));
         })));
+  }
+
+  /** Whether requests of this method carry a body the router leaves unread for the endpoint. */
+  static boolean hasBody(HttpMethod m) {
+    return m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.PATCH || m == HttpMethod.DELETE;
+  }
+
+  /** The request's bytes, read before the endpoint ran (null for a method without a body). */
+  public static Buffer body(RoutingContext ctx) {
+    return ctx.get(BODY);
+  }
+
+  /**
+   * Reads the body the router paused, as bytes whatever its content type says, up to the configured limit
+   * (413 beyond); only once the endpoint is known and its caller authenticated. Uploads stream theirs.
+   */
+  private Future<Void> readBody(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    if (!hasBody(req.method()) || FilesApi.streamsBody(req)) {
+      return Future.succeededFuture();
+    }
+    long limit = services.config().maxRequestBodyBytes();
+    String length = req.getHeader("Content-Length");
+    if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 19
+        && Long.parseLong(length) > limit) {
+      return Future.failedFuture(new ApiException(413, ErrorMapper.reason(413)));
+    }
+    if (ctx.response().closed()) {
+      return Future.failedFuture(new HttpClosedException("the client left before its body was read"));
+    }
+    Promise<Void> done = Promise.promise();
+    Buffer body = Buffer.buffer();
+    req.handler(chunk -> {
+      if (body.length() + chunk.length() > limit) {
+        done.tryFail(new ApiException(413, ErrorMapper.reason(413)));
+      } else if (!done.future().isComplete()) {
+        body.appendBuffer(chunk);
+      }
+    });
+    req.exceptionHandler(done::tryFail);
+    req.endHandler(v -> {
+      ctx.put(BODY, body);
+      done.tryComplete();
+    });
+    req.resume();
+    return done.future();
   }
 
   /** A WebSocket handshake must still be unread when the endpoint upgrades it after asynchronous checks. */

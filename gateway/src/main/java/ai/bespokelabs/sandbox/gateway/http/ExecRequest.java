@@ -1,8 +1,11 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Pattern;
 
 /**
@@ -47,5 +50,15 @@ public record ExecRequest(String code, String language, String command, List<Str
     }
     return new ExecRequest(code, language == null ? "python" : language, command, args,
         env == null ? Map.of() : env, cwd, timeout, Boolean.TRUE.equals(stdin));
+  }
+
+  /** Canonical JSON of the request (sorted keys, defaults applied, raw env values), for the fingerprint. */
+  public String fingerprintInput() {
+    JsonObject all = new JsonObject(new TreeMap<>());
+    all.put("code", code).put("language", language).put("command", command)
+        .put("args", args == null ? null : new JsonArray(args))
+        .put("env", new JsonObject(new TreeMap<String, Object>(env))).put("cwd", cwd)
+        .put("timeout_secs", timeoutSecs).put("stdin", stdin);
+    return all.encode();
   }
 }

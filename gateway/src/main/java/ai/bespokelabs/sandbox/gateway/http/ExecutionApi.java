@@ -84,22 +84,29 @@ public final class ExecutionApi {
     String rid = requestId != null ? requestId : Ids.newId("req");
     java.time.OffsetDateTime now = s.now();
     return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,
-            s.backends().nodeBound(), s.backends().nodeId(), req.stdin())
+            s.backends().nodeBound(), s.backends().nodeId(), req.stdin(), fingerprint(req))
         .map(start -> {
           ExecutionRepository.Target t = start.target();
+          if (start.existing().isPresent()) {
+            ExecutionRecord existing = start.existing().get();
+            return new Launch(existing.id(), rid, t, existing, null, null, existing.createdAt());
+          }
           if (!"running".equals(t.status())) {
             throw ApiException.conflict("sandbox is " + t.status());
           }
           if (!start.started()) {
-            ExecutionRecord existing = start.existing()
-                .orElseThrow(() -> ApiException.conflict("execution is already in progress"));
-            return new Launch(existing.id(), rid, t, existing, null, null, existing.createdAt());
+            throw ApiException.conflict("execution is already in progress");
           }
           if (!async) {
             s.routes().remember(p.organizationId(), t);
           }
           return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress, now);
         });
+  }
+
+  /** What an {@code Idempotency-Key} is bound to: the keyed HMAC of the request, so env values stay unreadable. */
+  private String fingerprint(ExecRequest req) {
+    return s.hmac().hex(req.fingerprintInput());
   }
 
   /** The adapter message of a new execution and where it goes. */
@@ -139,7 +146,7 @@ public final class ExecutionApi {
 
   private Future<Reply> execute(RoutingContext ctx, Principal p) {
     String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
+    ExecRequest req = ExecRequest.parse(Body.parse(Api.body(ctx)));
     String requestId = SandboxApi.idempotencyKey(ctx);
     String accept = ctx.request().getHeader("Accept");
     if (accept != null && accept.contains("text/event-stream")) {
@@ -178,7 +185,7 @@ public final class ExecutionApi {
             SandboxApi.action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
         .map(Message::body);
     return s.executions().start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
-            s.backends().nodeBound(), s.backends().nodeId(), req.stdin())
+            s.backends().nodeBound(), s.backends().nodeId(), req.stdin(), fingerprint(req))
         .transform(started -> {
           if (started.succeeded() && started.result().started()) {
             return ran.transform(ar -> {
@@ -243,7 +250,7 @@ public final class ExecutionApi {
 
   private Future<Reply> start(RoutingContext ctx, Principal p) {
     String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    ExecRequest req = ExecRequest.parse(Body.parse(ctx.body().buffer()));
+    ExecRequest req = ExecRequest.parse(Body.parse(Api.body(ctx)));
     String requestId = SandboxApi.idempotencyKey(ctx);
     return prepare(p, sandboxId, req, requestId, true, null).compose(l -> l.existing() != null
         ? Future.succeededFuture(Reply.of(202, executionJson(l.existing())))
@@ -564,13 +571,13 @@ public final class ExecutionApi {
 
   private Future<Reply> stdin(RoutingContext ctx, Principal p) {
     boolean eof = "true".equalsIgnoreCase(ctx.queryParams().get("eof"));
-    Buffer body = ctx.body().buffer();
+    Buffer body = Api.body(ctx);
     byte[] data = body == null ? new byte[0] : body.getBytes();
     return controlRest(ctx, p, Addresses.STDIN, e -> new StdinExec(e.id(), data, eof), true);
   }
 
   private Future<Reply> signal(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String sig = body.string("signal", true, 1, 8);
     body.check();
     if (!SIGNALS.contains(sig)) {

@@ -7,9 +7,9 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
-import io.vertx.ext.web.handler.BodyHandler;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -35,20 +35,30 @@ public final class HttpVerticle extends VerticleBase {
   public static Router router(io.vertx.core.Vertx vertx, Services services) {
     Router router = Router.router(vertx);
     router.route().handler(new SecurityHeaders());
-    // bodies are read for POST/PUT/PATCH/DELETE only: streams and WebSocket upgrades must keep their request
-    BodyHandler bodies = BodyHandler.create(false).setBodyLimit(services.config().maxRequestBodyBytes())
-        .setHandleFileUploads(false);
+    // A body stays unread until its endpoint is known and its caller authenticated; then the endpoint reads
+    // it as bytes (Api), never as a form. What no endpoint read (or the rest of one that was too large) is
+    // drained once the answer is sent, up to the body limit again; beyond that the connection is closed.
+    long limit = services.config().maxRequestBodyBytes();
     router.route().handler(ctx -> {
-      HttpMethod m = ctx.request().method();
-      if (FilesApi.streamsBody(ctx.request())) {
-        // an upload streams its body itself, once authenticated; keep it unread until then
-        ctx.request().pause();
-        ctx.next();
-      } else if (m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.PATCH || m == HttpMethod.DELETE) {
-        bodies.handle(ctx);
-      } else {
-        ctx.next();
+      HttpServerRequest req = ctx.request();
+      if (Api.hasBody(req.method())) {
+        req.pause();
+        if (!FilesApi.streamsBody(req)) {
+          ctx.addHeadersEndHandler(v -> {
+            if (!req.isEnded()) {
+              long[] left = {limit};
+              req.handler(chunk -> {
+                left[0] -= chunk.length();
+                if (left[0] < 0) {
+                  req.connection().close();
+                }
+              });
+              req.resume();
+            }
+          });
+        }
       }
+      ctx.next();
     });
     Api api = new Api(router, services);
     JsonObject openapi = openApiDocument().toJsonObject();

@@ -35,7 +35,7 @@ public final class OperationsApi {
 
   /** Full replace; an empty body resets every rule to its default. */
   private Future<Reply> configureAlerts(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     Integer budget = body.integer("budget_threshold_percent", 0, null);
     Integer failures = body.integer("repeated_failures_count", 0, null);
     Integer window = body.integer("repeated_failures_window_minutes", 0, null);
@@ -64,7 +64,7 @@ public final class OperationsApi {
   }
 
   private Future<Reply> configureRetention(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     Integer operational = body.integer("operational_days", 0, null);
     Integer audit = body.integer("audit_days", 0, null);
     body.check();

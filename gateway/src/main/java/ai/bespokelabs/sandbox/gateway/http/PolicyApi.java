@@ -51,7 +51,7 @@ public final class PolicyApi {
 
   /** Full replace: omitted fields become null (not enforced). Nothing changes when any field is invalid. */
   private Future<Reply> put(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     Integer concurrent = body.integer("max_concurrent_sandboxes", null, 0);
     BigDecimal hourly = body.decimal("hourly_spend_limit_usd");
     BigDecimal daily = body.decimal("daily_spend_limit_usd");

@@ -76,7 +76,7 @@ public final class Presets {
   }
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 63);
     String description = body.string("description", false, 0, 1000);
     Double cpu = body.positiveNumber("cpu");

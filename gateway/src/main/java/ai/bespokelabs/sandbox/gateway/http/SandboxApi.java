@@ -98,7 +98,7 @@ public final class SandboxApi {
    * from then on. The sandbox must be running and the caller's organization's.
    */
   private Future<Reply> adopt(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     String version = body.string("version", true, 1, 8);
     String id = body.string("sandbox_id", true, 1, 64);
     String org = body.string("organization_id", true, 1, 64);
@@ -158,7 +158,7 @@ public final class SandboxApi {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(ctx.body().buffer()), s.backends());
+    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends());
     String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);
@@ -355,28 +355,37 @@ public final class SandboxApi {
   }
 
   /**
-   * Sets a new deadline {@code timeout_secs} from now (shorter or longer), bounded by the organization's
-   * {@code max_sandbox_lifetime_secs}; the supervisor terminates the sandbox then. Once the deadline is
+   * Sets a new deadline {@code timeout_secs} from now (shorter or longer); the supervisor terminates the
+   * sandbox then. The organization's {@code max_sandbox_lifetime_secs} bounds the sandbox's whole life: a
+   * deadline past {@code created_at} plus the limit is denied (403, recorded like a create's denial), so
+   * repeated extensions cannot keep it alive longer. Once the deadline is
    * stored the backend is told ({@link Addresses#SET_TIMEOUT}), so a provider with its own lifetime for the
    * sandbox keeps it alive that long; if that fails the provider error is answered and the stored deadline
    * stays.
    */
   private Future<Reply> timeout(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    Body body = Body.parse(ctx.body().buffer());
+    Body body = Body.parse(Api.body(ctx));
     Integer secs = body.integer("timeout_secs", 0, null);
     body.check();
     if (secs == null) {
       throw ApiException.invalid("timeout_secs is required");
     }
-    return find(ctx, p).compose(found -> s.policies().current(p.organizationId())).compose(policy -> {
-      if (policy.maxSandboxLifetimeSecs() != null && secs > policy.maxSandboxLifetimeSecs()) {
-        throw new ApiException(403, new PolicyDecision.Denial("max_sandbox_lifetime_secs",
-            "Requested sandbox lifetime exceeds organization policy.", secs, policy.maxSandboxLifetimeSecs()).detail());
-      }
+    return find(ctx, p).compose(found -> s.policies().current(p.organizationId()).compose(policy -> {
       OffsetDateTime now = s.now();
-      return s.sandboxes().setDeadline(p.organizationId(), id, now.plusSeconds(secs), now);
-    }).compose(updated -> {
+      OffsetDateTime deadline = now.plusSeconds(secs);
+      Integer max = policy.maxSandboxLifetimeSecs();
+      if (max != null && deadline.isAfter(found.createdAt().plusSeconds(max))) {
+        java.time.Duration life = java.time.Duration.between(found.createdAt(), deadline);
+        long lifeSecs = life.getSeconds() + (life.getNano() > 0 ? 1 : 0);
+        PolicyDecision.Denial denial = new PolicyDecision.Denial("max_sandbox_lifetime_secs",
+            "Requested sandbox lifetime exceeds organization policy.", lifeSecs, max);
+        return s.policies().recordDenial(p.organizationId(), p.keyId(),
+                new PolicyDecision.Request(found.backend(), null, secs), denial, now)
+            .compose(v -> Future.<java.util.Optional<SandboxRecord>>failedFuture(new ApiException(403, denial.detail())));
+      }
+      return s.sandboxes().setDeadline(p.organizationId(), id, deadline, now);
+    })).compose(updated -> {
       if (updated.isEmpty()) {
         return s.sandboxes().find(p.organizationId(), id).map(found -> {
           SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
