@@ -751,7 +751,7 @@ class E2bProviderTest {
   @Test
   void a_program_envd_cannot_start_fails_the_start_and_a_refused_start_maps_its_status() {
     String id = create();
-    ProviderError missing = error(() -> provider.start(exec(id, null, null, "no-such-program", List.of(), 10, false),
+    ProviderError missing = error(() -> provider.start(exec(id, null, null, "no-such-program", List.of("x"), 10, false),
         new Recording(null)));
     assertThat(missing.code()).isEqualTo(ErrorCode.EXECUTION_FAILED);
     assertThat(missing.outcome()).isEqualTo(ProviderError.Outcome.FAILED);

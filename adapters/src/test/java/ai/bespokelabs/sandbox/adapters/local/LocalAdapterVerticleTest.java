@@ -100,7 +100,7 @@ class LocalAdapterVerticleTest {
     request(Addresses.CREATE, Fixtures.create("sbx_a", null, null));
 
     RuntimeException decoded =
-        failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of(), Map.of(), null));
+        failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of("x"), Map.of(), null));
 
     assertThat(decoded).isInstanceOfSatisfying(ProviderException.class, e -> assertThat(e.error()).isEqualTo(
         ProviderError.of(ErrorCode.EXECUTION_FAILED, "local", "execute", false, ProviderError.Outcome.FAILED)));
