@@ -122,7 +122,7 @@ public final class Gateway implements AutoCloseable {
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),
-              new Materializer(new GitCloner(config.gitAllowFileUrls())))));
+              new Materializer(new GitCloner(config.gitAllowFileUrls(), config.gitAllowPrivate())))));
         }
       }
       httpDeployment = deployed
