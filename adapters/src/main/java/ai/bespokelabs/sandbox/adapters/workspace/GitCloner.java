@@ -70,17 +70,20 @@ public final class GitCloner {
     try {
       URI uri = GitUrls.check("git_repo", repo, allowFileUrls, allowPrivate);
       if (!"file".equalsIgnoreCase(uri.getScheme())) {
-        int port = uri.getPort() != -1 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
-        StringBuilder pin = new StringBuilder(uri.getHost()).append(':').append(port).append(':');
         InetAddress[] addresses = GitUrls.destinations("git_repo", uri, allowPrivate, resolver);
-        for (int i = 0; i < addresses.length; i++) {
-          String a = addresses[i].getHostAddress();
-          pin.append(i == 0 ? "" : ",").append(a.contains(":") ? "[" + a + "]" : a);
+        if (!GitUrls.hostIsAddress(uri)) {
+          // git (curl) connects to exactly these addresses instead of looking the name up again
+          int port = uri.getPort() != -1 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+          StringBuilder pin = new StringBuilder(uri.getHost()).append(':').append(port).append(':');
+          for (int i = 0; i < addresses.length; i++) {
+            String a = addresses[i].getHostAddress();
+            pin.append(i == 0 ? "" : ",").append(a.contains(":") ? "[" + a + "]" : a);
+          }
+          clone.addAll(List.of("-c", "http.curloptResolve=" + pin));
         }
-        clone.addAll(List.of("-c", "http.curloptResolve=" + pin));
       }
     } catch (GitUrls.Refused e) {
-      throw new CloneFailed(e.getMessage(), "git_destination_refused");
+      throw e.destination() ? new CloneFailed(e.getMessage(), "git_destination_refused") : new CloneFailed(e.getMessage());
     }
     if (ref != null && (!REF.matcher(ref).matches() || ref.startsWith("-"))) {
       throw new CloneFailed("git_ref is not a valid branch, tag or commit name");

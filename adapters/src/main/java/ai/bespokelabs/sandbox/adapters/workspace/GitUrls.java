@@ -33,8 +33,20 @@ public final class GitUrls {
 
   /** A refused URL, with a message safe to show the caller. */
   public static final class Refused extends Exception {
+    private final boolean destination;
+
     public Refused(String message) {
+      this(message, false);
+    }
+
+    Refused(String message, boolean destination) {
       super(message, null, false, false);
+      this.destination = destination;
+    }
+
+    /** Whether the URL is well-formed but its host is not a destination allowed to this gateway. */
+    public boolean destination() {
+      return destination;
     }
   }
 
@@ -136,7 +148,13 @@ public final class GitUrls {
 
   private static Refused privateDestination(String field) {
     return new Refused(field + " must be a public host: loopback, private, link-local and other non-public "
-        + "destinations are refused unless the operator sets BESPOKE_GIT_ALLOW_PRIVATE");
+        + "destinations are refused unless the operator sets BESPOKE_GIT_ALLOW_PRIVATE", true);
+  }
+
+  /** Whether {@code uri}'s host is written as an address (nothing to look up or pin). */
+  public static boolean hostIsAddress(URI uri) {
+    String host = uri.getHost();
+    return host != null && (host.startsWith("[") || DOTTED_QUAD.matcher(host).matches());
   }
 
   /** Whether {@code a} is a public unicast address. */
