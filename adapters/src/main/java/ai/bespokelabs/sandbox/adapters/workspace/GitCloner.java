@@ -83,7 +83,8 @@ public final class GitCloner {
         }
       }
     } catch (GitUrls.Refused e) {
-      throw e.destination() ? new CloneFailed(e.getMessage(), "git_destination_refused") : new CloneFailed(e.getMessage());
+      throw e.destination() ? new CloneFailed(e.getMessage(), "git_destination_refused")
+          : new CloneFailed(e.getMessage());
     }
     if (ref != null && (!REF.matcher(ref).matches() || ref.startsWith("-"))) {
       throw new CloneFailed("git_ref is not a valid branch, tag or commit name");

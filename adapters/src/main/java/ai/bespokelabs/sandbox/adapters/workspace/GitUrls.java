@@ -20,8 +20,10 @@ import java.util.regex.Pattern;
 public final class GitUrls {
   /** Characters of RFC 3986 URLs; anything else (spaces, backslashes, controls) parses differently in git. */
   private static final Pattern URL_CHARS = Pattern.compile("[A-Za-z0-9._~:/?\\[\\]@!$&'()*+,;=%-]+");
-  private static final Pattern HOST_NAME = Pattern.compile("[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\\.?");
-  private static final Pattern DOTTED_QUAD = Pattern.compile("(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(\\.(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}");
+  private static final String LABEL = "[A-Za-z0-9][A-Za-z0-9-]{0,62}";
+  private static final Pattern HOST_NAME = Pattern.compile(LABEL + "(\\." + LABEL + ")*\\.?");
+  private static final String OCTET = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+  private static final Pattern DOTTED_QUAD = Pattern.compile(OCTET + "(\\." + OCTET + "){3}");
 
   private GitUrls() {}
 
