@@ -12,8 +12,10 @@ import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
+import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.adapters.local.LoopbackGuard;
+import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
@@ -74,11 +76,13 @@ public final class Gateway implements AutoCloseable {
    */
   static List<SandboxProvider> providers(Vertx vertx, GatewayConfig config, Clock clock) {
     List<SandboxProvider> out = new java.util.ArrayList<>();
-    out.add(new LocalProvider(config.dataDir().resolve("sandboxes"), clock));
+    Workdirs workdirs = new Workdirs(config.workdirRoots(), config.dataDir());
+    out.add(new LocalProvider(LocalProvider.BACKEND, config.dataDir().resolve("sandboxes"), clock, HostWrapper.NONE,
+        workdirs));
     out.add(new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
-        new BwrapWrapper()));
+        new BwrapWrapper(), workdirs));
     out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
-        new SafehouseWrapper()));
+        new SafehouseWrapper(), workdirs));
     out.add(new DockerProvider(vertx, config.providers()));
     E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(config.providers());
@@ -130,7 +134,7 @@ public final class Gateway implements AutoCloseable {
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),
-              new Materializer(new GitCloner(config.gitAllowFileUrls())))));
+              new Materializer(new GitCloner(config.gitAllowFileUrls(), config.gitAllowPrivate())))));
         }
       }
       httpDeployment = deployed

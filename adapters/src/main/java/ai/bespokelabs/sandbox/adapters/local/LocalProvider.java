@@ -47,6 +47,7 @@ public final class LocalProvider implements SandboxProvider {
   private final Clock clock;
   private final String backend;
   private final HostWrapper wrapper;
+  private final Workdirs workdirs;
   private final ProcessRunner runner;
   private final ProcessRecords records;
   private final HostUsers users;
@@ -62,15 +63,25 @@ public final class LocalProvider implements SandboxProvider {
     this(BACKEND, root, clock, HostWrapper.NONE);
   }
 
-  /** A host-process backend named {@code backend} whose programs run through {@code wrapper}. */
+  /** A host-process backend named {@code backend} whose programs run through {@code wrapper}; no workdirs. */
   public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper) {
-    this(backend, root, clock, wrapper, HostUsers.detect());
+    this(backend, root, clock, wrapper, Workdirs.NONE);
+  }
+
+  /** As {@link #LocalProvider(String, Path, Clock, HostWrapper)}, with the host directories allowed as workdirs. */
+  public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, Workdirs workdirs) {
+    this(backend, root, clock, wrapper, workdirs, HostUsers.detect());
   }
 
   LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, HostUsers users) {
+    this(backend, root, clock, wrapper, Workdirs.NONE, users);
+  }
+
+  LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, Workdirs workdirs, HostUsers users) {
     this.users = users;
     this.backend = backend;
     this.wrapper = wrapper;
+    this.workdirs = workdirs;
     this.runner = new ProcessRunner(backend, wrapper.diesWithStartingThread());
     this.root = root.toAbsolutePath().normalize();
     this.records = new ProcessRecords(this.root);
@@ -158,10 +169,10 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Uses {@code config.workdir} as is (never deleted) or creates {@code <root>/<sandboxId>} (owned);
-   * repeating a create for the same sandbox returns the same directory.
+   * Uses {@code config.workdir} (never deleted) or creates {@code <root>/<sandboxId>} (owned); repeating a
+   * create for the same sandbox returns the same directory.
    *
-   * @throws ApiException 422 when the workdir is not an existing absolute directory
+   * @throws ApiException 422 when the workdir is not an existing directory the operator allowed ({@link Workdirs})
    */
   @Override
   public String create(CreateSandbox request) {
@@ -175,8 +186,7 @@ public final class LocalProvider implements SandboxProvider {
     Map<String, String> env = request.config().envVars() == null ? Map.of() : request.config().envVars();
     String workdir = request.config().workdir();
     if (workdir != null) {
-      Path dir = existingWorkdir(workdir);
-      return new SandboxRuntime(dir, false, env, request.config(), clock.instant(),
+      return new SandboxRuntime(workdirs.resolve(workdir), false, env, request.config(), clock.instant(),
           users.dropping() ? HostUsers.allocate() : -1);
     }
     if (!SANDBOX_ID.matcher(sandboxId).matches()) {
@@ -200,18 +210,6 @@ public final class LocalProvider implements SandboxProvider {
       }
     }
     return new SandboxRuntime(dir, true, env, request.config(), clock.instant(), uid);
-  }
-
-  private static Path existingWorkdir(String workdir) {
-    try {
-      Path dir = Path.of(workdir);
-      if (dir.isAbsolute() && Files.isDirectory(dir)) {
-        return dir.normalize();
-      }
-    } catch (InvalidPathException ignored) {
-      // rejected below like any other unusable workdir
-    }
-    throw new ApiException(422, "workdir must be an existing absolute directory");
   }
 
   /**
@@ -329,18 +327,23 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Takes the sandbox's directory back (an owned one directly under the root, or the workdir it was created
-   * with), so executions work again after a restart. Env vars are not restored: they were never stored.
+   * Takes the sandbox's directory back (its own {@code <root>/<sandboxId>}, or the workdir it was created with
+   * when the operator still allows it), so executions work again after a restart. A workdir is never owned.
+   * Env vars are not restored: they were never stored.
    */
   @Override
   public String adopt(CreateSandbox request, String providerResourceId) {
     wrapper.check();
-    Path dir = ownedDirectory(providerResourceId);
-    boolean owned = dir != null;
-    if (!owned && request.config().workdir() != null && providerResourceId != null
-        && Path.of(providerResourceId).normalize().equals(Path.of(request.config().workdir()).normalize())
-        && Files.isDirectory(Path.of(providerResourceId))) {
-      dir = Path.of(providerResourceId).normalize();
+    String workdir = request.config().workdir();
+    boolean owned = workdir == null;
+    Path dir = owned ? ownedDirectory(request.sandboxId(), providerResourceId) : null;
+    if (!owned && providerResourceId != null) {
+      try {
+        Path allowed = workdirs.resolve(workdir);
+        dir = allowed.equals(workdirs.resolve(providerResourceId)) ? allowed : null;
+      } catch (ApiException refused) {
+        // no longer a directory the operator allows: nothing to take back
+      }
     }
     if (dir == null) {
       throw new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, backend, "adopt", false,
@@ -484,7 +487,8 @@ public final class LocalProvider implements SandboxProvider {
   /**
    * Kills every process the sandbox's executions started and deletes its directory when owned. Works from
    * the durable process records too, so after the gateway was killed and restarted nothing the sandbox
-   * started survives its destroy; without a runtime only a directory directly under the root is deleted.
+   * started survives its destroy; without a runtime only the sandbox's own {@code <root>/<sandboxId>} is
+   * deleted, never a workdir.
    */
   @Override
   public SandboxDestroyed destroy(DestroySandbox request) {
@@ -510,7 +514,7 @@ public final class LocalProvider implements SandboxProvider {
           Duration.between(runtime.createdAt, clock.instant()));
       return new SandboxDestroyed(false);
     }
-    Path dir = ownedDirectory(request.providerResourceId());
+    Path dir = ownedDirectory(request.sandboxId(), request.providerResourceId());
     if (dir == null) {
       return new SandboxDestroyed(killed == 0);
     }
@@ -533,15 +537,18 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
-  /** The resource id as a directory directly under the root, or null when it is not one. */
-  private Path ownedDirectory(String resourceId) {
-    if (resourceId == null) {
+  /**
+   * The resource id as the directory this backend created for the sandbox ({@code <root>/<sandboxId>}), or null
+   * when it is anything else: another sandbox's directory or a workdir is never the sandbox's to delete.
+   */
+  private Path ownedDirectory(String sandboxId, String resourceId) {
+    if (resourceId == null || !SANDBOX_ID.matcher(sandboxId).matches()) {
       return null;
     }
     try {
       Path dir = Path.of(resourceId).toAbsolutePath().normalize();
-      boolean under = root.equals(dir.getParent()) && Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS);
-      return under ? dir : null;
+      boolean own = dir.equals(root.resolve(sandboxId)) && Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS);
+      return own ? dir : null;
     } catch (InvalidPathException e) {
       return null;
     }

@@ -1,6 +1,8 @@
 package ai.bespokelabs.sandbox.adapters.workspace;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,38 +16,83 @@ import java.util.regex.Pattern;
  * Clones a git repository on this node, with the host's {@code git} and nothing of the gateway's identity:
  * an empty home, no system or global configuration, no prompts, and only the protocols allowed
  * ({@code https} and {@code http}; {@code file} only when the operator enables it, since it reads this
- * host's disk). The tree is then copied into the sandbox, so images need no git.
+ * host's disk). The URL must pass {@link GitUrls}: its host is looked up here, every address must be public
+ * (unless the operator allows private ones), and git is pinned to those addresses
+ * ({@code http.curloptResolve}) and follows no redirects, so a second lookup or a redirect cannot send it to
+ * a loopback or internal service. The tree is then copied into the sandbox, so images need no git.
  */
 public final class GitCloner {
   static final long TIMEOUT_SECS = 600;
   private static final Pattern REF = Pattern.compile("[A-Za-z0-9._/@+-]{1,255}");
 
   private final boolean allowFileUrls;
+  private final boolean allowPrivate;
+  private final GitUrls.Resolver resolver;
 
   public GitCloner(boolean allowFileUrls) {
+    this(allowFileUrls, false);
+  }
+
+  /** A cloner that also reaches private destinations when {@code allowPrivate}. */
+  public GitCloner(boolean allowFileUrls, boolean allowPrivate) {
+    this(allowFileUrls, allowPrivate, InetAddress::getAllByName);
+  }
+
+  /** As {@link #GitCloner(boolean, boolean)}, looking host names up with {@code resolver}. */
+  public GitCloner(boolean allowFileUrls, boolean allowPrivate, GitUrls.Resolver resolver) {
     this.allowFileUrls = allowFileUrls;
+    this.allowPrivate = allowPrivate;
+    this.resolver = resolver;
   }
 
   /** Why a clone failed, in words safe to show the caller (never git's own output). */
   public static final class CloneFailed extends Exception {
+    private final String code;
+
     public CloneFailed(String message) {
+      this(message, message.contains("git_ref") ? "git_ref_not_found" : "git_clone_failed");
+    }
+
+    /** A failure reported with {@code code} as the workspace step's {@code provider_code}. */
+    public CloneFailed(String message, String code) {
       super(message, null, false, false);
+      this.code = code;
+    }
+
+    public String code() {
+      return code;
     }
   }
 
   /** Clones {@code repo} (at {@code ref} when given: a branch, tag or commit) into the new directory {@code into}. */
   public void cloneInto(String repo, String ref, Path into) throws CloneFailed, IOException, InterruptedException {
-    String protocols = allowFileUrls ? "https:http:file" : "https:http";
-    String scheme = repo.contains("://") ? repo.substring(0, repo.indexOf("://")) : "";
-    if (!List.of(protocols.split(":")).contains(scheme) || repo.startsWith("-")) {
-      throw new CloneFailed("git_repo must be an " + (allowFileUrls ? "https, http or file" : "https or http") + " URL");
+    List<String> clone = new ArrayList<>(List.of("git", "-c", "http.followRedirects=false"));
+    try {
+      URI uri = GitUrls.check("git_repo", repo, allowFileUrls, allowPrivate);
+      if (!"file".equalsIgnoreCase(uri.getScheme())) {
+        InetAddress[] addresses = GitUrls.destinations("git_repo", uri, allowPrivate, resolver);
+        if (!GitUrls.hostIsAddress(uri)) {
+          // git (curl) connects to exactly these addresses instead of looking the name up again
+          int port = uri.getPort() != -1 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+          StringBuilder pin = new StringBuilder(uri.getHost()).append(':').append(port).append(':');
+          for (int i = 0; i < addresses.length; i++) {
+            String a = addresses[i].getHostAddress();
+            pin.append(i == 0 ? "" : ",").append(a.contains(":") ? "[" + a + "]" : a);
+          }
+          clone.addAll(List.of("-c", "http.curloptResolve=" + pin));
+        }
+      }
+    } catch (GitUrls.Refused e) {
+      throw e.destination() ? new CloneFailed(e.getMessage(), "git_destination_refused")
+          : new CloneFailed(e.getMessage());
     }
     if (ref != null && (!REF.matcher(ref).matches() || ref.startsWith("-"))) {
       throw new CloneFailed("git_ref is not a valid branch, tag or commit name");
     }
+    clone.addAll(List.of("clone", "--quiet", "--", repo, into.toString()));
     Path home = Files.createTempDirectory("git-home-");
     try {
-      if (run(home, List.of("git", "clone", "--quiet", "--", repo, into.toString())) != 0) {
+      if (run(home, clone) != 0) {
         throw new CloneFailed("git clone of git_repo failed");
       }
       if (ref != null && run(home, List.of("git", "-C", into.toString(), "-c", "advice.detachedHead=false",

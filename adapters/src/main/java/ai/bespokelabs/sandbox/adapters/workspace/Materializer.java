@@ -27,8 +27,8 @@ import org.slf4j.LoggerFactory;
  * backend with files: each step in order (a git repository cloned on this node and copied in as an
  * archive, an inline file, an inline tar.gz), then the setup commands. When anything fails the sandbox is
  * destroyed and the create fails with the {@code workspace} error code; {@code context.provider_code} says
- * which step kind failed ({@code git_clone_failed}, {@code git_ref_not_found}, {@code file_failed},
- * {@code archive_failed}, {@code setup_failed} with the command's {@code exit_code}), and
+ * which step kind failed ({@code git_clone_failed}, {@code git_ref_not_found}, {@code git_destination_refused},
+ * {@code file_failed}, {@code archive_failed}, {@code setup_failed} with the command's {@code exit_code}), and
  * {@code cleanup_status} whether the sandbox is gone.
  */
 public final class Materializer {
@@ -113,7 +113,7 @@ public final class Materializer {
       try {
         git.cloneInto(step.repo(), step.ref(), repo);
       } catch (GitCloner.CloneFailed e) {
-        throw failed(e.getMessage().contains("git_ref") ? "git_ref_not_found" : "git_clone_failed", null);
+        throw failed(e.code(), null);
       }
       copyArchive(provider, request, resourceId, step.path(), TarGz.ofDirectory(repo), null, "git_clone_failed");
     } finally {

@@ -32,8 +32,10 @@ class LocalProviderTest {
 
   @BeforeEach
   void setUp() {
-    root = data.resolve("sandboxes");
-    provider = new LocalProvider(root, Clock.systemUTC());
+    root = data.resolve("gateway/sandboxes");
+    // workdirs may be anywhere in the test's directory but in the gateway's data directory
+    provider = new LocalProvider(LocalProvider.BACKEND, root, Clock.systemUTC(), HostWrapper.NONE,
+        new Workdirs(List.of(data), data.resolve("gateway")));
   }
 
   @AfterEach

@@ -33,7 +33,8 @@ public final class ConfigLoader {
       "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
       "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
       "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS", "BESPOKE_EXEC_JOURNAL_BYTES",
-      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES", "BESPOKE_GIT_ALLOW_FILE_URLS");
+      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES", "BESPOKE_GIT_ALLOW_FILE_URLS",
+      "BESPOKE_GIT_ALLOW_PRIVATE", "BESPOKE_WORKDIR_ROOTS");
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
 
@@ -89,6 +90,8 @@ public final class ConfigLoader {
         nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
         longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1L << 30, 1, Long.MAX_VALUE),
         bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
+        bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
+        nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
         ProviderSettings.from(v));
   }
 
@@ -105,6 +108,30 @@ public final class ConfigLoader {
       }
     }
     return list;
+  }
+
+  private static List<Path> workdirRoots(String raw) {
+    List<Path> roots = new java.util.ArrayList<>();
+    for (String part : raw.split(",")) {
+      String dir = part.trim();
+      if (dir.isEmpty()) {
+        continue;
+      }
+      Path p;
+      try {
+        p = Path.of(dir);
+      } catch (java.nio.file.InvalidPathException e) {
+        throw new ConfigException("BESPOKE_WORKDIR_ROOTS must list absolute directories separated by commas");
+      }
+      if (!p.isAbsolute()) {
+        throw new ConfigException("BESPOKE_WORKDIR_ROOTS must list absolute directories separated by commas");
+      }
+      if (p.normalize().getNameCount() == 0) {
+        throw new ConfigException("BESPOKE_WORKDIR_ROOTS must not allow the whole file system (/)");
+      }
+      roots.add(p.normalize());
+    }
+    return List.copyOf(roots);
   }
 
   private static String nodeName(String raw) {

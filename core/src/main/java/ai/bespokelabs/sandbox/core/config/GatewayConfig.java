@@ -32,24 +32,26 @@ public record GatewayConfig(
     Optional<java.nio.file.Path> pricingFile,
     long maxUploadBytes,
     boolean gitAllowFileUrls,
+    boolean gitAllowPrivate,
+    List<Path> workdirRoots,
     ProviderSettings providers) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, Optional.of(pepper),
         Optional.of(adminToken), allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes,
-        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, providers);
+        execOutputLimitBytes, execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, gitAllowPrivate, workdirRoots, providers);
   }
 
   public GatewayConfig withNodeId(String id) {
     return new GatewayConfig(host, port, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, providers);
+        execTimeoutSecs, execJournalBytes, Optional.of(id), httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, gitAllowPrivate, workdirRoots, providers);
   }
 
   public GatewayConfig withPort(int newPort) {
     return new GatewayConfig(host, newPort, dataDir, databaseUrl, databasePoolSize, pepper, adminToken,
         allowedBackends, customerMarkup, supervisionIntervalSecs, maxRequestBodyBytes, execOutputLimitBytes,
-        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, providers);
+        execTimeoutSecs, execJournalBytes, nodeId, httpInstances, shutdownGraceSecs, pricingFile, maxUploadBytes, gitAllowFileUrls, gitAllowPrivate, workdirRoots, providers);
   }
 
   public String requireNodeId() {

@@ -33,9 +33,15 @@ public final class Database implements AutoCloseable {
     this.connect = connect;
   }
 
+  /** The file in the data directory holding the embedded server's superuser password (mode 0600). */
+  public static final String PASSWORD_FILE = "postgres-password";
+  /** The first line of the {@code pg_hba.conf} the gateway writes; its absence marks a server still on trust. */
+  static final String HBA_HEADER = "# Written by the sandbox gateway at every start: passwords (scram-sha-256) only.";
+
   /** Connects to {@code url} if present, else starts (or reuses) the embedded server under {@code dataDir}. */
   public static Database open(Optional<Secret> url, Path dataDir) {
-    Database db = url.isPresent() ? external(url.get()) : embedded(dataDir.resolve("postgres"));
+    Database db = url.isPresent() ? external(url.get())
+        : embedded(dataDir.resolve("postgres"), dataDir.resolve(PASSWORD_FILE));
     db.migrate();
     return db;
   }
@@ -54,28 +60,109 @@ public final class Database implements AutoCloseable {
     return new Database(null, opts);
   }
 
-  static Database embedded(Path dir) {
+  /**
+   * Starts the embedded server on {@code dir}. It listens on loopback TCP only (the library it comes from checks
+   * readiness over TCP; no Unix socket) and authenticates every connection with the superuser's password
+   * (scram-sha-256), generated on first start and kept in {@code passwordFile}: sandbox code sharing the host's
+   * network cannot log in. A data directory created by an earlier version (trust authentication, no password)
+   * is given the password and the same rules at its first start.
+   */
+  static Database embedded(Path dir, Path passwordFile) {
     try {
       Files.createDirectories(dir.getParent());
+      if (!Files.exists(passwordFile) && passwordsOnly(dir)) {
+        throw new IllegalStateException("the embedded PostgreSQL in " + dir + " requires the password kept in "
+            + passwordFile + ", which is missing");
+      }
+      Secret password = password(passwordFile);
       stopOrphanedServer(dir);
-      EmbeddedPostgres pg = EmbeddedPostgres.builder()
-          .setDataDirectory(dir)
-          .setCleanDataDirectory(false)
-          .setRegisterShutdownHook(false)
-          .setServerConfig("max_connections", "200")
-          // PostgreSQL's own defaults, which the embedded server's library turns off: a commit is flushed to disk
-          // before it is acknowledged and pages are written whole, so a machine crash loses no acknowledged
-          // sandbox, execution or ledger entry and leaves no torn page behind
-          .setServerConfig("synchronous_commit", "on")
-          .setServerConfig("fsync", "on")
-          .setServerConfig("full_page_writes", "on")
-          .start();
+      boolean onTrust = Files.exists(dir.resolve("postgresql.conf")) && !passwordsOnly(dir);
+      if (onTrust) {
+        LOG.warn("The embedded PostgreSQL in {} accepted connections without a password; it requires one from now on",
+            dir);
+        try (EmbeddedPostgres old = server(dir, passwordFile, password, false).start()) {
+          setPassword(old, password);
+        }
+      }
+      EmbeddedPostgres pg = server(dir, passwordFile, password, true).start();
       LOG.info("Embedded PostgreSQL started on port {} with data in {}", pg.getPort(), dir);
-      PgConnectOptions opts = new PgConnectOptions()
-          .setHost("localhost").setPort(pg.getPort()).setDatabase("postgres").setUser("postgres");
+      PgConnectOptions opts = new PgConnectOptions().setHost("localhost").setPort(pg.getPort())
+          .setDatabase("postgres").setUser("postgres").setPassword(password.reveal());
       return new Database(pg, opts);
-    } catch (IOException e) {
+    } catch (IOException | java.sql.SQLException e) {
       throw new IllegalStateException("cannot start the embedded PostgreSQL in " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The embedded server's settings; {@code passwordsOnly} rewrites its {@code pg_hba.conf} before it starts. */
+  private static EmbeddedPostgres.Builder server(Path dir, Path passwordFile, Secret password, boolean passwordsOnly) {
+    return EmbeddedPostgres.builder()
+        .setDataDirectory(dir)
+        .setCleanDataDirectory(false)
+        .setRegisterShutdownHook(false)
+        .setServerConfig("max_connections", "200")
+        // PostgreSQL's own defaults, which the embedded server's library turns off: a commit is flushed to disk
+        // before it is acknowledged and pages are written whole, so a machine crash loses no acknowledged
+        // sandbox, execution or ledger entry and leaves no torn page behind
+        .setServerConfig("synchronous_commit", "on")
+        .setServerConfig("fsync", "on")
+        .setServerConfig("full_page_writes", "on")
+        .setServerConfig("listen_addresses", "localhost")
+        .setServerConfig("unix_socket_directories", "''")
+        .setServerConfig("password_encryption", "scram-sha-256")
+        .setConnectConfig("password", password.reveal())
+        // initdb's options: the library hands its locale settings to initdb as --name=value
+        .setLocaleConfig("pwfile", passwordFile.toString())
+        .setDataDirectoryCustomizer(d -> {
+          if (passwordsOnly) {
+            writePasswordsOnlyHba(d.toPath());
+          }
+        });
+  }
+
+  /** The stored superuser password, or a new random one stored with mode 0600 (created so, never wider). */
+  static Secret password(Path file) throws IOException {
+    if (!Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      String value = ai.bespokelabs.sandbox.core.Ids.urlSafeToken(32);
+      try {
+        Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(file, value + "\n", java.nio.charset.StandardCharsets.UTF_8);
+        return new Secret(value);
+      } catch (java.nio.file.FileAlreadyExistsException raced) {
+        // another start wrote it first: read theirs
+      }
+    }
+    String value = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8).trim();
+    if (value.isEmpty() || !value.matches("[A-Za-z0-9_-]+")) {
+      throw new IOException(file + " does not hold a generated password; remove it only together with the database");
+    }
+    return new Secret(value);
+  }
+
+  private static boolean passwordsOnly(Path dir) throws IOException {
+    Path hba = dir.resolve("pg_hba.conf");
+    return Files.exists(hba) && Files.readAllLines(hba).stream().findFirst().orElse("").equals(HBA_HEADER);
+  }
+
+  /** Replaces the server's {@code pg_hba.conf}: a password for every connection, nothing trusted. */
+  private static void writePasswordsOnlyHba(Path dir) {
+    try {
+      Files.writeString(dir.resolve("pg_hba.conf"), HBA_HEADER + "\n"
+          + "local all all scram-sha-256\n"
+          + "host all all 127.0.0.1/32 scram-sha-256\n"
+          + "host all all ::1/128 scram-sha-256\n");
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException("cannot write " + dir.resolve("pg_hba.conf"), e);
+    }
+  }
+
+  /** Gives a server still on trust authentication the superuser password (required from its next start). */
+  private static void setPassword(EmbeddedPostgres pg, Secret password) throws java.sql.SQLException {
+    try (java.sql.Connection c = pg.getPostgresDatabase().getConnection();
+        java.sql.Statement st = c.createStatement()) {
+      // the password is generated URL-safe base64: nothing in it needs quoting
+      st.execute("ALTER ROLE postgres PASSWORD '" + password.reveal() + "'");
     }
   }
 

@@ -24,6 +24,18 @@ class ConfigLoaderTest {
     assertThat(c.allowedBackends()).isEmpty();
     assertThat(c.databaseUrl()).isEmpty();
     assertThat(c.pepper()).isEmpty();
+    assertThat(c.workdirRoots()).as("no host directory is a workdir unless allowed").isEmpty();
+    assertThat(c.gitAllowPrivate()).isFalse();
+  }
+
+  @Test
+  void workdir_roots_are_absolute_directories_but_never_the_whole_file_system() {
+    assertThat(ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", " /srv/work/ , /data/../projects,"), "/h")
+        .workdirRoots()).containsExactly(Path.of("/srv/work"), Path.of("/projects"));
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", "work"), "/h"))
+        .hasMessageContaining("absolute");
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", "/srv,/"), "/h"))
+        .hasMessageContaining("whole file system");
   }
 
   @Test

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.adapters.workspace.GitUrls;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.Workspace;
@@ -24,7 +25,16 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
   private static final int MAX_ENV_VARS = 512;
 
+  /** As {@link #parse(Body, Backends, boolean, boolean)}, with neither file URLs nor private git hosts allowed. */
   public static CreateRequest parse(Body body, Backends backends) {
+    return parse(body, backends, false, false);
+  }
+
+  /**
+   * Validates a create body. Git URLs are checked as far as possible without a DNS lookup ({@link GitUrls});
+   * the node cloning them looks their host up and checks again.
+   */
+  public static CreateRequest parse(Body body, Backends backends, boolean gitAllowFileUrls, boolean gitAllowPrivate) {
     String backend = body.string("backend", true, 1, 64);
     SandboxConfig config = new SandboxConfig(
         body.string("preset", false, 1, 255),
@@ -64,13 +74,14 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
     if (!backends.isEnabled(name)) {
       throw ApiException.invalid("backend is not enabled: " + name);
     }
-    return new CreateRequest(name, config, workspace(body, config));
+    return new CreateRequest(name, config, workspace(body, config, gitAllowFileUrls, gitAllowPrivate));
   }
 
   /** The steps of {@code git_repo}/{@code git_ref}, {@code files} and {@code workspace}, in that order. */
-  static Workspace workspace(Body body, SandboxConfig config) {
+  static Workspace workspace(Body body, SandboxConfig config, boolean gitAllowFileUrls, boolean gitAllowPrivate) {
     List<Workspace.Step> steps = new java.util.ArrayList<>();
     if (config.gitRepo() != null) {
+      gitUrl("git_repo", config.gitRepo(), gitAllowFileUrls, gitAllowPrivate);
       steps.add(Workspace.Step.git(config.gitRepo(), config.gitRef(), repoName(config.gitRepo())));
     } else if (config.gitRef() != null) {
       throw ApiException.invalid("git_ref needs git_repo");
@@ -105,6 +116,7 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
             if (ref != null && !(ref instanceof String)) {
               throw ApiException.invalid("workspace git ref must be a string");
             }
+            gitUrl("workspace git repo", repo, gitAllowFileUrls, gitAllowPrivate);
             steps.add(Workspace.Step.git(repo, (String) ref, path == null ? repoName(repo) : requirePath(path)));
           }
           case "file" -> steps.add(fileStep(requirePath(path), entry));
@@ -118,6 +130,15 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
       throw ApiException.invalid("at most " + MAX_STEPS + " files and workspace entries");
     }
     return new Workspace(steps, List.of());
+  }
+
+  /** Refuses (422) a git URL that carries credentials, has another scheme or names a non-public address. */
+  private static void gitUrl(String field, String repo, boolean allowFileUrls, boolean allowPrivate) {
+    try {
+      GitUrls.check(field, repo, allowFileUrls, allowPrivate);
+    } catch (GitUrls.Refused e) {
+      throw ApiException.invalid(e.getMessage());
+    }
   }
 
   private static Workspace.Step fileStep(String path, Object value) {

@@ -158,7 +158,8 @@ public final class SandboxApi {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends());
+    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends(),
+        s.config().gitAllowFileUrls(), s.config().gitAllowPrivate());
     String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);

@@ -1,0 +1,155 @@
+package ai.bespokelabs.sandbox.adapters.security;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
+import ai.bespokelabs.sandbox.adapters.workspace.GitUrls;
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A tenant's {@code git_repo} carrying a token ({@code https://user:token@host/...}) was stored and shown to every
+ * reader; one on 127.0.0.1 made the gateway fetch from a loopback service. Credentials, other schemes and
+ * non-public destinations are refused (after DNS too), and git is pinned to the checked addresses so a second
+ * lookup cannot move it (DNS rebinding).
+ */
+@Tag("security")
+class GitUrlAttackTest {
+  @TempDir
+  Path tmp;
+
+  HttpServer server;
+  final AtomicInteger requests = new AtomicInteger();
+  int port;
+
+  /** A repository served over git's dumb HTTP protocol on loopback, counting the requests it gets. */
+  @BeforeEach
+  void serve() throws Exception {
+    Path bare = tmp.resolve("served/project.git");
+    Path work = tmp.resolve("work");
+    git(tmp, "init", "--quiet", "--bare", "-b", "main", bare.toString());
+    git(tmp, "init", "--quiet", "-b", "main", work.toString());
+    Files.writeString(work.resolve("README"), "internal\n");
+    git(work, "add", "-A");
+    git(work, "commit", "--quiet", "-m", "one");
+    git(work, "push", "--quiet", bare.toString(), "main");
+    git(bare, "update-server-info");
+    Path served = tmp.resolve("served");
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      requests.incrementAndGet();
+      Path file = served.resolve(exchange.getRequestURI().getPath().substring(1)).normalize();
+      if (file.startsWith(served) && Files.isRegularFile(file)) {
+        byte[] body = Files.readAllBytes(file);
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+      } else {
+        exchange.sendResponseHeaders(404, -1);
+      }
+      exchange.close();
+    });
+    server.start();
+    port = server.getAddress().getPort();
+  }
+
+  @AfterEach
+  void stop() {
+    server.stop(0);
+  }
+
+  static void git(Path cwd, String... args) throws Exception {
+    List<String> cmd = new java.util.ArrayList<>(List.of("git", "-c", "user.name=t", "-c", "user.email=t@example.com"));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).directory(cwd.toFile()).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("git " + String.join(" ", args) + ": " + out);
+    }
+  }
+
+  static String refusal(String url) {
+    try {
+      GitUrls.check("git_repo", url, false, false);
+    } catch (GitUrls.Refused e) {
+      return e.getMessage();
+    }
+    throw new AssertionError("accepted: " + url);
+  }
+
+  @Test
+  void credentials_are_refused_without_repeating_them() {
+    for (String url : List.of("https://alice:ghp_s3cretT0ken@github.com/org/repo.git",
+        "https://ghp_s3cretT0ken@github.com/org/repo.git", "http://alice:ghp_s3cretT0ken@example.com/r.git")) {
+      assertThat(refusal(url)).contains("credentials").doesNotContain("ghp_s3cretT0ken").doesNotContain("alice");
+    }
+  }
+
+  @Test
+  void other_schemes_and_odd_hosts_are_refused() {
+    for (String url : List.of("file:///etc", "ext::sh -c id", "ssh://git@github.com/x.git", "git://example.com/x",
+        "-uhttps://example.com/x", "https://example.com\\@127.0.0.1/x", "https:///x", "https://exa mple.com/x",
+        "https://example.com/x#@127.0.0.1", "github.com:org/repo.git")) {
+      assertThat(refusal(url)).as(url).startsWith("git_repo must");
+    }
+  }
+
+  @Test
+  void loopback_link_local_private_and_other_internal_addresses_are_refused() {
+    for (String url : List.of("http://127.0.0.1:" + port + "/project.git", "http://169.254.169.254/latest/meta-data",
+        "https://10.1.2.3/r.git", "https://172.16.0.1/r.git", "https://192.168.1.1/r.git", "https://100.64.0.1/r.git",
+        "https://0.0.0.0/r.git", "https://[::1]/r.git", "https://[::ffff:127.0.0.1]/r.git", "https://[fd00::1]/r.git",
+        "https://[fe80::1]/r.git", "https://[64:ff9b::a9fe:a9fe]/r.git", "https://224.0.0.1/r.git",
+        "https://localhost/r.git", "https://git.localhost/r.git", "https://2130706433/r.git", "https://0x7f.1/r.git",
+        "https://127.1/r.git")) {
+      assertThat(refusal(url)).as(url).contains("git_repo must");
+    }
+    assertThat(requests).hasValue(0);
+  }
+
+  @Test
+  void public_urls_pass_and_names_are_checked_once_resolved() throws Exception {
+    URI uri = GitUrls.check("git_repo", "https://github.com/psf/requests", false, false);
+    InetAddress github = InetAddress.getByAddress("github.com", new byte[] {(byte) 140, 82, 112, 3});
+    assertThat(GitUrls.destinations("git_repo", uri, false, h -> new InetAddress[] {github})).containsExactly(github);
+    InetAddress metadata = InetAddress.getByAddress("github.com", new byte[] {(byte) 169, (byte) 254, (byte) 169,
+        (byte) 254});
+    assertThatThrownBy(() -> GitUrls.destinations("git_repo", uri, false, h -> new InetAddress[] {github, metadata}))
+        .hasMessageContaining("public host");
+    assertThat(GitUrls.check("git_repo", "http://127.0.0.1:" + port + "/project.git", false, true)).isNotNull();
+  }
+
+  @Test
+  void the_cloner_refuses_a_name_resolving_to_loopback_and_fetches_nothing() throws Exception {
+    GitCloner cloner = new GitCloner(false, false, h -> new InetAddress[] {InetAddress.getLoopbackAddress()});
+    assertThatThrownBy(() -> cloner.cloneInto("http://git.example.test:" + port + "/project.git", null,
+        tmp.resolve("clone"))).isInstanceOfSatisfying(GitCloner.CloneFailed.class,
+            e -> assertThat(e.code()).isEqualTo("git_destination_refused"));
+    assertThat(tmp.resolve("clone")).doesNotExist();
+    assertThat(requests).hasValue(0);
+  }
+
+  /**
+   * With private destinations allowed, git connects to the address the gateway checked, not to what a lookup
+   * of its own would give: {@code git.example.test} has no DNS entry, so only the pinned address can work.
+   */
+  @Test
+  void git_is_pinned_to_the_checked_address() throws Exception {
+    GitCloner cloner = new GitCloner(false, true, h -> new InetAddress[] {InetAddress.getLoopbackAddress()});
+    cloner.cloneInto("http://git.example.test:" + port + "/project.git", null, tmp.resolve("clone"));
+    assertThat(tmp.resolve("clone/README")).hasContent("internal");
+    assertThat(requests.get()).isPositive();
+  }
+}

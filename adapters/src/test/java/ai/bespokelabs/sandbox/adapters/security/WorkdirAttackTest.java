@@ -1,0 +1,126 @@
+package ai.bespokelabs.sandbox.adapters.security;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
+import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
+import ai.bespokelabs.sandbox.adapters.local.Workdirs;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A tenant names host directories as its sandbox's {@code workdir} to reach the gateway's data directory (admin
+ * token, pepper, every sandbox's directory) or another tenant's sandbox, and destroys its own sandbox after a
+ * restart to wipe another's directory. Only directories inside the operator's allowed roots are accepted, never
+ * the data directory or anything in or around it, and destroy deletes only the sandbox's own directory.
+ */
+@Tag("security")
+class WorkdirAttackTest {
+  @TempDir
+  Path tmp;
+
+  Path dataDir;
+  Path root;
+  Path allowed;
+  Workdirs workdirs;
+  LocalProvider provider;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    dataDir = Files.createDirectories(tmp.resolve("data"));
+    Files.writeString(dataDir.resolve("admin-token"), "secret\n");
+    root = dataDir.resolve("sandboxes");
+    allowed = Files.createDirectories(tmp.resolve("projects"));
+    workdirs = new Workdirs(List.of(allowed), dataDir);
+    provider = provider();
+  }
+
+  /** A new provider on the same directories: the node after a restart, with no runtime in memory. */
+  LocalProvider provider() {
+    return new LocalProvider(LocalProvider.BACKEND, root, Clock.systemUTC(), HostWrapper.NONE, workdirs);
+  }
+
+  static CreateSandbox create(String sandboxId, String workdir) {
+    SandboxConfig config = new SandboxConfig(null, null, null, null, null, null, null, null, null, null, null,
+        null, workdir, null, null);
+    return new CreateSandbox(sandboxId, "org_attacker", LocalProvider.BACKEND, "token", config, null);
+  }
+
+  static void refused(Runnable create, String detail) {
+    assertThatThrownBy(create::run).isInstanceOfSatisfying(ApiException.class, e -> {
+      assertThat(e.status()).isEqualTo(422);
+      assertThat(String.valueOf(e.detail())).contains(detail);
+    });
+  }
+
+  @Test
+  void host_directories_outside_the_allowed_roots_are_refused() throws Exception {
+    String victim = provider.create(create("sbx_victim", null));
+    Files.writeString(Path.of(victim, "private.txt"), "victim's\n");
+    Path link = Files.createSymbolicLink(allowed.resolve("innocent"), dataDir);
+
+    for (String workdir : List.of("/", "/etc", "/root", tmp.toString())) {
+      refused(() -> provider.create(create("sbx_attacker", workdir)), "BESPOKE_WORKDIR_ROOTS");
+    }
+    for (String workdir : List.of(dataDir.toString(), root.toString(), victim, link.toString(),
+        allowed.resolve("../data").toString())) {
+      refused(() -> provider.create(create("sbx_attacker", workdir)), "workdir");
+    }
+    refused(() -> new Workdirs(List.of(tmp), dataDir).resolve(tmp.toString()), "data directory");
+    refused(() -> Workdirs.NONE.resolve(allowed.toString()), "not enabled");
+    assertThat(Path.of(victim, "private.txt")).hasContent("victim's");
+  }
+
+  @Test
+  void a_directory_inside_an_allowed_root_is_used_and_never_deleted() throws Exception {
+    Path project = Files.createDirectory(allowed.resolve("project"));
+    Files.writeString(project.resolve("keep.txt"), "kept\n");
+
+    String resourceId = provider.create(create("sbx_a", project.toString()));
+    assertThat(resourceId).isEqualTo(project.toRealPath().toString());
+    provider.destroy(new DestroySandbox("sbx_a", resourceId));
+    assertThat(project.resolve("keep.txt")).hasContent("kept");
+
+    provider.create(create("sbx_b", project.toString()));
+    LocalProvider restarted = provider();
+    restarted.adopt(create("sbx_b", project.toString()), resourceId);
+    restarted.destroy(new DestroySandbox("sbx_b", resourceId));
+    assertThat(project.resolve("keep.txt")).as("an adopted workdir is not owned either").hasContent("kept");
+    provider().destroy(new DestroySandbox("sbx_b", resourceId));
+    assertThat(project.resolve("keep.txt")).hasContent("kept");
+  }
+
+  /**
+   * Before the allow-list, a tenant could create a sandbox whose workdir was another sandbox's directory; its
+   * record names that directory. After a restart neither adopting nor destroying it may treat it as owned.
+   */
+  @Test
+  void destroy_after_a_restart_never_deletes_another_sandbox_s_directory() throws Exception {
+    String victim = provider.create(create("sbx_victim", null));
+    Files.writeString(Path.of(victim, "private.txt"), "victim's\n");
+
+    LocalProvider restarted = provider();
+    assertThatThrownBy(() -> restarted.adopt(create("sbx_attacker", null), victim))
+        .isInstanceOf(ProviderException.class);
+    assertThatThrownBy(() -> restarted.adopt(create("sbx_attacker", victim), victim))
+        .isInstanceOf(ProviderException.class);
+    restarted.destroy(new DestroySandbox("sbx_attacker", victim));
+    provider().destroy(new DestroySandbox("sbx_attacker", victim));
+
+    assertThat(Path.of(victim, "private.txt")).hasContent("victim's");
+    provider().destroy(new DestroySandbox("sbx_victim", victim));
+    assertThat(Path.of(victim)).as("its own sandbox's destroy still removes it").doesNotExist();
+  }
+}

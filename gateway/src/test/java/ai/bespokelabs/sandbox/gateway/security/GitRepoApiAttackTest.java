@@ -1,0 +1,199 @@
+package ai.bespokelabs.sandbox.gateway.security;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.core.config.ConfigLoader;
+import ai.bespokelabs.sandbox.core.testing.TestDatabase;
+import ai.bespokelabs.sandbox.gateway.Gateway;
+import com.sun.net.httpserver.HttpServer;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code git_repo} with {@code user:token@} was stored and returned by list and detail to any reader, and a
+ * {@code git_repo} on 127.0.0.1 made the gateway fetch from a loopback service. Both are refused with 422
+ * before anything is stored; the operator can allow private destinations.
+ */
+@Tag("security")
+class GitRepoApiAttackTest {
+  static final String ADMIN = "git-attack-admin-token-0123456789abcdef";
+  static final String TOKEN = "ghp_AttackerVisibleToken0123456789";
+
+  @TempDir
+  Path tmp;
+
+  private final HttpClient http = HttpClient.newHttpClient();
+  private HttpServer server;
+  private final AtomicInteger requests = new AtomicInteger();
+  private int gitPort;
+  private String base;
+  private String databaseUrl;
+
+  @BeforeEach
+  void serveARepository() throws Exception {
+    Path served = tmp.resolve("served");
+    Path bare = served.resolve("project.git");
+    Path work = tmp.resolve("work");
+    git(tmp, "init", "--quiet", "--bare", "-b", "main", bare.toString());
+    git(tmp, "init", "--quiet", "-b", "main", work.toString());
+    Files.writeString(work.resolve("README"), "internal\n");
+    git(work, "add", "-A");
+    git(work, "commit", "--quiet", "-m", "one");
+    git(work, "push", "--quiet", bare.toString(), "main");
+    git(bare, "update-server-info");
+    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      requests.incrementAndGet();
+      Path file = served.resolve(exchange.getRequestURI().getPath().substring(1)).normalize();
+      if (file.startsWith(served) && Files.isRegularFile(file)) {
+        byte[] body = Files.readAllBytes(file);
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+      } else {
+        exchange.sendResponseHeaders(404, -1);
+      }
+      exchange.close();
+    });
+    server.start();
+    gitPort = server.getAddress().getPort();
+  }
+
+  @AfterEach
+  void stopServing() {
+    server.stop(0);
+  }
+
+  static void git(Path cwd, String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of("git", "-c", "user.name=t", "-c", "user.email=t@example.com"));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).directory(cwd.toFile()).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IllegalStateException("git " + String.join(" ", args) + ": " + out);
+    }
+  }
+
+  private Gateway start(boolean allowPrivate) throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    base = "http://127.0.0.1:" + port;
+    databaseUrl = TestDatabase.newDatabaseUrl();
+    return Gateway.start(ConfigLoader.fromMap(Map.of("PORT", String.valueOf(port),
+        "BESPOKE_DATA_DIR", tmp.resolve("data").toString(), "BESPOKE_DATABASE_URL", databaseUrl,
+        "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", ADMIN, "BESPOKE_API_KEY_PEPPER", "git-attack-pepper-0123456789abcdef",
+        "BESPOKE_HTTP_INSTANCES", "1", "BESPOKE_GIT_ALLOW_PRIVATE", String.valueOf(allowPrivate)), "/nonexistent"),
+        Clock.systemUTC());
+  }
+
+  private HttpResponse<String> send(String method, String path, String key, JsonObject body) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).header("Content-Type", "application/json");
+    if (key != null) {
+      b.header("Authorization", "Bearer " + key);
+    }
+    b.method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+        : HttpRequest.BodyPublishers.ofString(body.encode()));
+    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private String tenant() throws Exception {
+    HttpResponse<String> org = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/organizations"))
+        .header("X-Control-Plane-Admin", ADMIN).header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Tenant\"}")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(org.statusCode()).as(org.body()).isEqualTo(201);
+    return new JsonObject(org.body()).getJsonObject("api_key").getString("secret");
+  }
+
+  /** Every row of every table, as text. */
+  private String everyRow() throws Exception {
+    StringBuilder out = new StringBuilder();
+    try (Connection c = DriverManager.getConnection("jdbc:" + databaseUrl.replace("postgres@", ""), "postgres", null);
+        Statement st = c.createStatement()) {
+      List<String> tables = new ArrayList<>();
+      try (ResultSet rs = st.executeQuery("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")) {
+        while (rs.next()) {
+          tables.add(rs.getString(1));
+        }
+      }
+      for (String t : tables) {
+        try (ResultSet rs = st.executeQuery("SELECT row_to_json(x)::text FROM \"" + t + "\" x")) {
+          while (rs.next()) {
+            out.append(rs.getString(1)).append('\n');
+          }
+        }
+      }
+    }
+    return out.toString();
+  }
+
+  @Test
+  void credentials_in_git_urls_are_refused_and_never_stored_or_shown() throws Exception {
+    try (Gateway gw = start(false)) {
+      String key = tenant();
+      for (JsonObject body : List.of(
+          new JsonObject().put("backend", "local").put("git_repo", "https://alice:" + TOKEN + "@github.com/o/r.git"),
+          new JsonObject().put("backend", "local").put("git_repo", "https://" + TOKEN + "@github.com/o/r.git"),
+          new JsonObject().put("backend", "local").put("workspace", new JsonArray().add(new JsonObject()
+              .put("type", "git").put("repo", "https://x-access-token:" + TOKEN + "@github.com/o/r.git"))))) {
+        HttpResponse<String> r = send("POST", "/v1/sandboxes", key, body);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(422);
+        assertThat(r.body()).contains("credentials").doesNotContain(TOKEN);
+      }
+      assertThat(send("GET", "/v1/sandboxes", key, null).body()).doesNotContain(TOKEN);
+      assertThat(everyRow()).doesNotContain(TOKEN);
+    }
+  }
+
+  @Test
+  void loopback_metadata_and_private_destinations_are_refused_unless_the_operator_allows_them() throws Exception {
+    try (Gateway gw = start(false)) {
+      String key = tenant();
+      for (String url : List.of("http://127.0.0.1:" + gitPort + "/project.git",
+          "http://localhost:" + gitPort + "/project.git", "http://169.254.169.254/latest/meta-data/",
+          "http://10.0.0.1/project.git", "http://[::1]:" + gitPort + "/project.git")) {
+        HttpResponse<String> r = send("POST", "/v1/sandboxes", key,
+            new JsonObject().put("backend", "local").put("git_repo", url));
+        assertThat(r.statusCode()).as(url + ": " + r.body()).isEqualTo(422);
+        assertThat(r.body()).contains("BESPOKE_GIT_ALLOW_PRIVATE");
+      }
+      assertThat(requests).as("the loopback service was never contacted").hasValue(0);
+    }
+    try (Gateway gw = start(true)) {
+      String key = tenant();
+      HttpResponse<String> r = send("POST", "/v1/sandboxes", key, new JsonObject().put("backend", "local")
+          .put("git_repo", "http://localhost:" + gitPort + "/project.git"));
+      assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+      String id = new JsonObject(r.body()).getString("id");
+      HttpResponse<String> cat = send("POST", "/v1/sandboxes/" + id + "/execute", key,
+          new JsonObject().put("command", "cat project/README"));
+      assertThat(new JsonObject(cat.body()).getString("stdout")).isEqualTo("internal\n");
+      send("DELETE", "/v1/sandboxes/" + id, key, null);
+    }
+  }
+}
