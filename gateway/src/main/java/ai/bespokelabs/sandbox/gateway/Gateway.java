@@ -152,9 +152,9 @@ public final class Gateway implements AutoCloseable {
       database.close();
       throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
     }
-    LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {})", nodeId, config.host(),
-        config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
-        database.isEmbedded() ? "embedded" : "external");
+    LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {}, transport: {})", nodeId,
+        config.host(), config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
+        database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
         httpDeployment);
   }
