@@ -166,4 +166,26 @@ class BadInputTest {
     }
     assertThat(db).contains("api_keys");
   }
+
+  /** Sends raw bytes and reads the whole answer (the gateway closes the connection after a refused request). */
+  static String raw(String request) throws Exception {
+    try (Socket s = new Socket("127.0.0.1", Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1)))) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(request.getBytes(StandardCharsets.ISO_8859_1));
+      s.getOutputStream().flush();
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+
+  /** What the HTTP codec refuses gets the same {"detail": ...} body as every other error, never an empty one. */
+  @Test
+  void requests_the_http_codec_refuses_get_a_detail_body() throws Exception {
+    String badHeader = raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-B\u0001d: v\r\n\r\n");
+    assertThat(badHeader).matches("(?s)HTTP/1\\.[01] 400 .*").endsWith("{\"detail\":\"malformed HTTP request\"}");
+    String longUri = raw("GET /" + "a".repeat(10_000) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    assertThat(longUri).matches("(?s)HTTP/1\\.[01] 414 .*").endsWith("{\"detail\":\"request line is too long\"}");
+    String bigHeaders = raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(20_000) + "\r\n\r\n");
+    assertThat(bigHeaders).matches("(?s)HTTP/1\\.[01] 431 .*").endsWith("{\"detail\":\"request headers are too large\"}");
+    assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
+  }
 }

@@ -106,8 +106,34 @@ public final class HttpVerticle extends VerticleBase {
         .setHttp2ClearTextEnabled(false)
         .setMaxWebSocketFrameSize(MAX_WEBSOCKET_FRAME)
         .setMaxWebSocketMessageSize(MAX_WEBSOCKET_FRAME);
-    server = vertx.createHttpServer(options).requestHandler(router(vertx, services));
+    server = vertx.createHttpServer(options).requestHandler(router(vertx, services))
+        .invalidRequestHandler(HttpVerticle::invalidRequest);
     return server.listen();
+  }
+
+  /**
+   * A request the HTTP codec refused (control characters in a header, an over-long request line or header
+   * block) gets the contract's {@code {"detail": ...}} body like every other error, and its connection is
+   * closed: what follows on it cannot be framed.
+   */
+  static void invalidRequest(io.vertx.core.http.HttpServerRequest request) {
+    Throwable cause = request.decoderResult().cause();
+    int status;
+    String detail;
+    if (cause instanceof io.netty.handler.codec.http.TooLongHttpLineException) {
+      status = 414;
+      detail = "request line is too long";
+    } else if (cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException) {
+      status = 431;
+      detail = "request headers are too large";
+    } else {
+      status = 400;
+      detail = "malformed HTTP request";
+    }
+    request.response().setStatusCode(status).putHeader("Content-Type", "application/json")
+        .putHeader("Connection", "close")
+        .end(new JsonObject().put("detail", detail).encode())
+        .onComplete(v -> request.connection().close());
   }
 
   @Override
