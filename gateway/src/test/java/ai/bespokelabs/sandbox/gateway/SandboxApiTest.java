@@ -63,10 +63,16 @@ class SandboxApiTest {
 
     Resp got = gw.get("/v1/sandboxes/" + id, key);
     assertThat(got.json()).isEqualTo(sbx);
+    // the version as an ETag, which If-Match takes back as it is
+    String etag = got.header("ETag");
+    assertThat(etag).isEqualTo("\"" + sbx.getInteger("version") + "\"");
 
-    Resp gone = gw.delete("/v1/sandboxes/" + id, key);
+    Resp gone = gw.delete("/v1/sandboxes/" + id, key, "If-Match", etag);
     assertThat(gone.status()).isEqualTo(200);
     assertThat(gone.json().getString("status")).isEqualTo("destroyed");
+    assertThat(gone.json().getString("destroyed_at")).as("a destroyed sandbox says when").isNotNull()
+        .isEqualTo(gone.json().getString("terminated_at"));
+    assertThat(gone.header("ETag")).isEqualTo("\"" + gone.json().getInteger("version") + "\"");
     assertThat(gone.json().getString("termination_reason")).isEqualTo("operator");
     assertThat(gone.json().getString("terminated_by_api_key_name")).isEqualTo("Initial key");
     assertThat(gone.json().getInteger("version")).isEqualTo(4);

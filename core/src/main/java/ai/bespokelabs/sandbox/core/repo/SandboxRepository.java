@@ -440,7 +440,7 @@ public final class SandboxRepository {
 
   private static final String FINISH_TERMINATION = changed("""
       u AS (
-        UPDATE sandboxes SET status = 'destroyed', terminated_at = $2, terminated_by_api_key_id = $3,
+        UPDATE sandboxes SET status = 'destroyed', terminated_at = $2, destroyed_at = $2, terminated_by_api_key_id = $3,
           termination_reason = $4, version = version + 1
         WHERE id = $1 AND status = 'stopping' RETURNING *)""", "sandbox.destroyed", "destroyed", 5, 2, 6);
 

@@ -130,8 +130,8 @@ public final class SandboxApi {
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
               ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now())
-                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> Reply.ok(
-                  Wire.sandbox(updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))))
+                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
+                  updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
   }
@@ -190,7 +190,7 @@ public final class SandboxApi {
         throw new ApiException(403, claim.denial().detail());
       }
       if (claim.replay()) {
-        return Future.succeededFuture(Reply.of(201, Wire.sandbox(claim.sandbox())));
+        return Future.succeededFuture(reply(201, claim.sandbox()));
       }
       SandboxRecord sbx = claim.sandbox();
       return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), req));
@@ -246,7 +246,7 @@ public final class SandboxApi {
         return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
             s.now()).map(done -> {
               s.routes().remember(done);
-              return Reply.of(201, Wire.sandbox(done));
+              return reply(201, done);
             });
       }
       RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
@@ -298,7 +298,7 @@ public final class SandboxApi {
   }
 
   private Future<Reply> get(RoutingContext ctx, Principal p) {
-    return find(ctx, p).map(sbx -> Reply.ok(Wire.sandbox(sbx)));
+    return find(ctx, p).map(sbx -> reply(200, sbx));
   }
 
   private Future<Reply> detail(RoutingContext ctx, Principal p) {
@@ -333,7 +333,7 @@ public final class SandboxApi {
     Integer expected = ifMatch(ctx.request().getHeader("If-Match"));
     return s.sandboxes().beginTermination(p.organizationId(), id, expected, s.now()).compose(sbx -> {
       if (!"stopping".equals(sbx.status())) {
-        return Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)));
+        return Future.succeededFuture(reply(200, sbx));
       }
       publishWakeup();
       vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id);
@@ -343,7 +343,7 @@ public final class SandboxApi {
           .transform(ar -> {
             if (ar.succeeded()) {
               return s.sandboxes().finishTermination(sbx.id(), p.keyId(), "operator", s.now())
-                  .map(done -> Reply.ok(Wire.sandbox(done)));
+                  .map(done -> reply(200, done));
             }
             RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "destroy");
             ProviderError error = failure instanceof ProviderException pe ? pe.error()
@@ -398,7 +398,7 @@ public final class SandboxApi {
       return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()),
               new SetTimeout(sbx.id(), sbx.providerResourceId(), secs), action(Addresses.SET_TIMEOUT, SET_TIMEOUT_MS))
           .transform(ar -> ar.succeeded() || hostGone(sbx, ar.cause())
-              ? Future.succeededFuture(Reply.ok(Wire.sandbox(sbx)))
+              ? Future.succeededFuture(reply(200, sbx))
               : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "timeout")));
     });
   }
@@ -410,6 +410,11 @@ public final class SandboxApi {
   private boolean hostGone(SandboxRecord sbx, Throwable t) {
     return s.backends().isNodeBound(sbx.backend()) && t instanceof io.vertx.core.eventbus.ReplyException re
         && re.failureType() == io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS;
+  }
+
+  /** A sandbox answer with its version as the {@code ETag} that {@code If-Match} takes back. */
+  static Reply reply(int status, SandboxRecord sbx) {
+    return Reply.of(status, Wire.sandbox(sbx)).withHeader("ETag", "\"" + sbx.version() + "\"");
   }
 
   /** Parses If-Match as the seed does: trim, drop {@code W/}, drop quotes, a positive integer. */
