@@ -28,6 +28,20 @@ class ConfigLoaderTest {
     assertThat(c.gitAllowPrivate()).isFalse();
   }
 
+  /** The stored output cap has the seed's name; the former name is still read when that one is not set. */
+  @Test
+  void the_stored_output_cap_is_bespoke_max_output_bytes() {
+    assertThat(ConfigLoader.load(Map.of()).execOutputLimitBytes()).isEqualTo(1 << 20);
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_MAX_OUTPUT_BYTES", "8388608")).execOutputLimitBytes())
+        .isEqualTo(8 << 20);
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "4096")).execOutputLimitBytes())
+        .isEqualTo(4096);
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "4096", "BESPOKE_MAX_OUTPUT_BYTES",
+        "8192")).execOutputLimitBytes()).isEqualTo(8192);
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_MAX_OUTPUT_BYTES", "0"), "/h"))
+        .hasMessageContaining("BESPOKE_MAX_OUTPUT_BYTES");
+  }
+
   @Test
   void workdir_roots_are_absolute_directories_but_never_the_whole_file_system() {
     assertThat(ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", " /srv/work/ , /data/../projects,"), "/h")
