@@ -38,6 +38,11 @@ public final class TarGz {
 
   /** A download whose bytes {@code producer} writes as a tar.gz while the reader reads them. */
   public static ReadableFile stream(String name, Producer producer) {
+    return stream(name, producer, () -> { });
+  }
+
+  /** Like {@link #stream(String, Producer)}; {@code onEnd} runs on the producer thread once it is done, however. */
+  public static ReadableFile stream(String name, Producer producer, Runnable onEnd) {
     PipedInputStream in = new PipedInputStream(PIPE);
     PipedOutputStream out;
     try {
@@ -54,6 +59,8 @@ public final class TarGz {
         tar.finish();
       } catch (IOException | RuntimeException e) {
         // the reader closed early, or a file vanished mid-way: the reader sees the stream end abruptly
+      } finally {
+        onEnd.run();
       }
     });
     return new ReadableFile() {

@@ -11,7 +11,6 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SeekableByteChannel;
-import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
@@ -51,8 +50,10 @@ import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
  * {@code unlinkat} relative to an open directory, never following a symbolic link), and then acts on the
  * handle it reached: a link met on the way or at the end is refused, never followed, so renaming or swapping
  * entries meanwhile cannot lead anything outside the directory. FIFOs, sockets and devices are refused from
- * their type before anything opens them, and a file is opened read-write (which never blocks, even on a FIFO
- * put in its place) and checked to be seekable before it is read.
+ * their type before anything opens them. (Java's handles cannot open with {@code O_NONBLOCK}: sandbox code
+ * that swaps a FIFO into a name between that check and the open can still block the open, on one of its own
+ * organization's file threads, see the adapters' file pool; an archive download's walk runs on a thread of
+ * its own, at most {@link #ARCHIVES_PER_SANDBOX} at a time per sandbox.)
  *
  * <p>What the gateway creates (uploaded files, directories, archive entries) is made in a private staging
  * directory beside the sandboxes (same file system), given the sandbox directory's owner and its mode there,
@@ -63,8 +64,10 @@ final class HostFiles {
   /** How many levels a path may go down. */
   static final int MAX_DEPTH = TarGz.MAX_DEPTH;
   private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
-  private static final Set<OpenOption> READ_WRITE = Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
-      NOFOLLOW);
+  /** How many archive downloads of one sandbox may run at a time. */
+  static final int ARCHIVES_PER_SANDBOX = 8;
+  private static final java.util.concurrent.ConcurrentHashMap<Path, Integer> LIVE_ARCHIVES =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private static final Set<OpenOption> READ_ONLY = Set.of(StandardOpenOption.READ, NOFOLLOW);
 
   private final Path root;
@@ -336,8 +339,8 @@ final class HostFiles {
 
   /**
    * Opens regular file {@code name} of {@code dir} for reading, its end fixed at its size when opened. Its
-   * type is checked before the open; the open is read-write when allowed, which returns at once even if a
-   * FIFO took the file's place meanwhile (a FIFO is then refused as it cannot seek).
+   * type is checked (without following a link) before anything opens it, and the opened file must be
+   * seekable, so a FIFO is never read.
    */
   private static ReadableFile regularFile(SecureDirectoryStream<Path> dir, Path name) throws IOException {
     PosixFileAttributes a = stat(dir, name);
@@ -355,36 +358,18 @@ final class HostFiles {
     }
     SeekableByteChannel ch;
     try {
-      ch = dir.newByteChannel(name, READ_WRITE);
-    } catch (NoSuchFileException e) {
-      throw SandboxPaths.notFound();
-    } catch (AccessDeniedException e) {
-      ch = readOnly(dir, name);
-    } catch (FileSystemException e) {
-      // a running program ("text file busy") or a read-only file system: read-only it is
-      String reason = String.valueOf(e.getReason());
-      if (!reason.contains("busy") && !reason.contains("Read-only")) {
-        throw SandboxPaths.changed();
-      }
-      ch = readOnly(dir, name);
-    }
-    try {
-      ch.position(0); // fails on a FIFO
-      long size = ch.size();
-      return bounded(ch, size);
-    } catch (IOException e) {
-      ch.close();
-      throw SandboxPaths.special();
-    }
-  }
-
-  private static SeekableByteChannel readOnly(SecureDirectoryStream<Path> dir, Path name) throws IOException {
-    try {
-      return dir.newByteChannel(name, READ_ONLY);
+      ch = dir.newByteChannel(name, READ_ONLY);
     } catch (NoSuchFileException e) {
       throw SandboxPaths.notFound();
     } catch (FileSystemException e) {
       throw SandboxPaths.changed();
+    }
+    try {
+      ch.position(0); // fails on a FIFO
+      return bounded(ch, ch.size());
+    } catch (IOException e) {
+      ch.close();
+      throw SandboxPaths.special();
     }
   }
 
@@ -719,12 +704,35 @@ final class HostFiles {
       w.close();
       throw e;
     }
-    Path hostDir = root.resolve(String.join("/", parts));
-    return TarGz.stream(parts.isEmpty() ? "root" : parts.get(parts.size() - 1), tar -> {
-      try (w) {
-        archive(w.chain().dir(), hostDir, "", tar, 0);
+    boolean[] admitted = {false};
+    LIVE_ARCHIVES.compute(root, (k, n) -> {
+      int now = n == null ? 0 : n;
+      if (now >= ARCHIVES_PER_SANDBOX) {
+        return n;
       }
+      admitted[0] = true;
+      return now + 1;
     });
+    if (!admitted[0]) {
+      w.close();
+      throw new ApiException(429, "too many archive downloads of this sandbox in progress; finish one first");
+    }
+    Path hostDir = root.resolve(String.join("/", parts));
+    try {
+      return TarGz.stream(parts.isEmpty() ? "root" : parts.get(parts.size() - 1),
+          tar -> archive(w.chain().dir(), hostDir, "", tar, 0), () -> {
+            w.close();
+            archiveEnded();
+          });
+    } catch (RuntimeException e) {
+      w.close();
+      archiveEnded();
+      throw e;
+    }
+  }
+
+  private void archiveEnded() {
+    LIVE_ARCHIVES.computeIfPresent(root, (k, n) -> n <= 1 ? null : n - 1);
   }
 
   /** Archives the entries of {@code dir} under {@code prefix}. */

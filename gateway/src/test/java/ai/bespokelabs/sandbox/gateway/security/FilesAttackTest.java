@@ -167,6 +167,14 @@ class FilesAttackTest {
           writes.add(pool.submit(() -> request("DELETE", id, "/files", "d/victim", null, key).statusCode()));
         }
       }
+      byte[] planted = tarGz(t -> {
+        file(t, "from-archive", "planted");
+        file(t, "deeper/from-archive", "planted");
+      });
+      for (int i = 0; i < 30; i++) {
+        String at = i % 2 == 0 ? "d" : "d/unpacked-" + i;
+        writes.add(pool.submit(() -> request("PUT", id, "/files/archive", at, planted, key).statusCode()));
+      }
       List<Future<Map<String, String>>> archives = new ArrayList<>();
       List<Future<String>> listings = new ArrayList<>();
       for (int i = 0; i < 40; i++) {
