@@ -119,6 +119,11 @@ final class HostFiles {
         if (c.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 255) {
           throw ApiException.invalid("path is not a valid path");
         }
+        try {
+          Path.of(c);
+        } catch (java.nio.file.InvalidPathException e) {
+          throw ApiException.invalid("path is not a valid path");
+        }
         out.addLast(c);
       }
       if (out.size() > MAX_DEPTH) {
@@ -200,7 +205,7 @@ final class HostFiles {
   }
 
   /** Opens directory {@code name} of the chain's last directory, refusing a link; null when missing. */
-  private static SecureDirectoryStream<Path> enter(Chain chain, String name, boolean parentIsFileIsNotFound)
+  private static SecureDirectoryStream<Path> enter(Chain chain, String name, boolean missingIfFile)
       throws IOException {
     Path n = Path.of(name);
     PosixFileAttributes a = stat(chain.dir(), n);
@@ -211,7 +216,7 @@ final class HostFiles {
       throw SandboxPaths.symlink();
     }
     if (!a.isDirectory()) {
-      throw parentIsFileIsNotFound ? SandboxPaths.notFound() : ApiException.invalid("a parent of path is not a directory");
+      throw missingIfFile ? SandboxPaths.notFound() : ApiException.invalid("a parent of path is not a directory");
     }
     try {
       SecureDirectoryStream<Path> d = chain.dir().newDirectoryStream(n, NOFOLLOW);
@@ -225,8 +230,8 @@ final class HostFiles {
   }
 
   /**
-   * Walks down to the parent of the path's last component; {@code missing} tells whether a parent is absent
-   * (then the chain stops at the deepest existing one).
+   * The directories from the sandbox's down to the parent of the path's last component, or to the deepest
+   * one that exists ({@link #complete} tells which).
    */
   private record Walk(Chain chain, List<String> parts, int reached) implements AutoCloseable {
     boolean complete() {
@@ -243,12 +248,12 @@ final class HostFiles {
     }
   }
 
-  private Walk walk(List<String> parts, boolean parentIsFileIsNotFound) {
+  private Walk walk(List<String> parts, boolean missingIfFile) {
     Chain chain = openRoot();
     int reached = 0;
     try {
       for (; reached < parts.size() - 1; reached++) {
-        if (enter(chain, parts.get(reached), parentIsFileIsNotFound) == null) {
+        if (enter(chain, parts.get(reached), missingIfFile) == null) {
           break;
         }
       }
@@ -317,6 +322,8 @@ final class HostFiles {
       }
       out.sort(Comparator.comparing(FileEntry::name));
       return out;
+    } catch (java.nio.file.DirectoryIteratorException e) {
+      throw SandboxPaths.changed();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -489,7 +496,44 @@ final class HostFiles {
     } catch (FileAlreadyExistsException ignored) {
       // made by an earlier upload
     }
-    return secure(Files.newDirectoryStream(staging));
+    SecureDirectoryStream<Path> stage = secure(Files.newDirectoryStream(staging));
+    sweep(stage);
+    return stage;
+  }
+
+  private static final long STALE_MS = 3_600_000;
+  private static final java.util.concurrent.ConcurrentHashMap<Path, Long> SWEPT =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * At most once an hour, removes what a crash left in the staging directory: entries untouched for an hour
+   * (a live upload writes its file at least every minute, or is discarded).
+   */
+  private void sweep(SecureDirectoryStream<Path> stage) {
+    long now = System.currentTimeMillis();
+    Long last = SWEPT.get(staging);
+    if (last != null && now - last < STALE_MS) {
+      return;
+    }
+    boolean claimed = last == null ? SWEPT.putIfAbsent(staging, now) == null : SWEPT.replace(staging, last, now);
+    if (!claimed) {
+      return;
+    }
+    try {
+      for (Path child : stage) {
+        Path n = child.getFileName();
+        PosixFileAttributes a = stat(stage, n);
+        if (a != null && now - a.lastModifiedTime().toMillis() > STALE_MS) {
+          if (a.isDirectory()) {
+            deleteTree(stage, n);
+          } else {
+            stage.deleteFile(n);
+          }
+        }
+      }
+    } catch (IOException | RuntimeException ignored) {
+      // tried again in an hour
+    }
   }
 
   private Path stagingName(String kind) {

@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.attribute.FileTime;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,7 +15,7 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class HostFilesArchiveLimitTest {
+class HostFilesTest {
   @TempDir
   Path data;
 
@@ -49,6 +51,35 @@ class HostFilesArchiveLimitTest {
       for (ReadableFile f : open) {
         f.close();
       }
+    }
+  }
+
+  @Test
+  void uploads_are_staged_privately_and_what_a_crash_left_there_is_swept() throws Exception {
+    Path root = Files.createDirectories(data.resolve("sandboxes/sbx_a"));
+    Path staging = Files.createDirectories(data.resolve("sandboxes/.files-staging"));
+    Path old = Files.writeString(staging.resolve(".file-left-by-a-crash"), "x");
+    Files.setLastModifiedTime(old, FileTime.fromMillis(System.currentTimeMillis() - 2 * 3_600_000));
+    Path recent = Files.writeString(staging.resolve(".file-of-a-live-upload"), "x");
+    HostFiles files = new HostFiles(root, null, staging);
+
+    var up = files.openWrite("a/b/c.txt", false);
+    up.write("hello".getBytes(StandardCharsets.UTF_8));
+    assertThat(root.resolve("a")).doesNotExist(); // parents appear only at commit
+    assertThat(up.commit().size()).isEqualTo(5);
+    assertThat(Files.readString(root.resolve("a/b/c.txt"))).isEqualTo("hello");
+    assertThat(old).doesNotExist();
+    assertThat(recent).exists();
+    try (var left = Files.list(staging)) {
+      assertThat(left).containsExactly(recent);
+    }
+
+    var aborted = files.openWrite("x/y/z.txt", false);
+    aborted.write("lost".getBytes(StandardCharsets.UTF_8));
+    aborted.abort();
+    assertThat(root.resolve("x")).doesNotExist();
+    try (var left = Files.list(staging)) {
+      assertThat(left).containsExactly(recent);
     }
   }
 }
