@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.SecurityGateway;
 import io.vertx.core.json.JsonArray;
@@ -350,8 +351,14 @@ class FilesAttackTest {
     }
     assertThat(run(id, "find . | sort")).isEqualTo(before);
     assertThat(Path.of("/etc/planted")).doesNotExist();
+  }
 
-    // an accepted archive's files, directories and links are the sandbox owner's
+  /** Under bubblewrap with the gateway as root (as in CI) the sandbox directory is its own uid's. */
+  @Test
+  void an_extracted_archive_belongs_to_the_sandbox_owner_links_included() throws Exception {
+    assumeTrue(Files.getOwner(Path.of("/proc/self"), LinkOption.NOFOLLOW_LINKS).getName().equals("root"),
+        "the gateway runs as root");
+    String id = sandbox("bwrap");
     byte[] fine = tarGz(t -> {
       special(t, "dir/", TarArchiveEntry.LF_DIR, null);
       file(t, "dir/f.txt", "hello");
@@ -362,6 +369,8 @@ class FilesAttackTest {
     assertThat(ok.statusCode()).as(text(ok)).isEqualTo(201);
     Path root = dir(id);
     var owner = Files.getOwner(root, LinkOption.NOFOLLOW_LINKS);
+    assertThat(owner).as("the sandbox's own uid owns its directory").isNotEqualTo(
+        Files.getOwner(gw.dataDir(), LinkOption.NOFOLLOW_LINKS));
     for (String p : new String[] {"new", "new/place", "new/place/dir", "new/place/dir/f.txt", "new/place/dir/link",
         "new/place/dir/here"}) {
       assertThat(Files.getOwner(root.resolve(p), LinkOption.NOFOLLOW_LINKS)).as(p).isEqualTo(owner);
