@@ -559,20 +559,22 @@ final class HostFiles {
     }
   }
 
-  /** What an upload or extraction created so far, to undo when it fails. */
+  /** The directories an upload or extraction created so far, to remove again when it fails. */
   private static final class Created {
-    private final List<Object[]> dirs = new ArrayList<>();
+    private record Dir(SecureDirectoryStream<Path> parent, Path name) {}
+
+    private final List<Dir> dirs = new ArrayList<>();
 
     void add(SecureDirectoryStream<Path> parent, Path name) {
-      dirs.add(new Object[] {parent, name});
+      dirs.add(new Dir(parent, name));
     }
 
-    @SuppressWarnings("unchecked")
+    /** Removes them, deepest first, while their parents' handles are still open. */
     void undo() {
       for (int i = dirs.size() - 1; i >= 0; i--) {
         try {
-          ((SecureDirectoryStream<Path>) dirs.get(i)[0]).deleteDirectory((Path) dirs.get(i)[1]);
-        } catch (IOException ignored) {
+          dirs.get(i).parent().deleteDirectory(dirs.get(i).name());
+        } catch (IOException | RuntimeException ignored) {
           // something was put in it meanwhile: it stays
         }
       }
