@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Binds one {@link SandboxProvider} to the event bus: {@code sandbox.adapter.<backend>} for node-independent
  * operations and {@code sandbox.adapter.<backend>.<nodeId>} for sandboxes and executions hosted by this
- * node. Blocking provider calls run on virtual threads, so a slow call never holds up another; everything
+ * node. Blocking provider calls run on virtual threads, so a slow call never holds up another; file operations
+ * run on a bounded pool of their own with a share per organization ({@link FilePool}); everything
  * else (the execution registry, streaming) runs on this verticle's context.
  */
 public final class AdapterVerticle extends VerticleBase {
@@ -58,6 +59,7 @@ public final class AdapterVerticle extends VerticleBase {
   private final java.util.LinkedHashMap<String, Long> retained = new java.util.LinkedHashMap<>();
   private long retainedBytes;
   private ExecutorService executor;
+  private FilePool filePool;
   private FileSessions files;
 
   public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
@@ -81,6 +83,7 @@ public final class AdapterVerticle extends VerticleBase {
     if (provider instanceof NonBlockingProvider nb) {
       nb.useContext(context);
     }
+    filePool = FilePool.sized("adapter-" + provider.backend() + "-files-");
     files = new FileSessions(provider);
     vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> executor.execute(files::expire));
     MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.backend(), nodeId),
@@ -96,6 +99,7 @@ public final class AdapterVerticle extends VerticleBase {
   public Future<?> stop() {
     executions.values().forEach(ExecStream::close);
     executor.shutdownNow();
+    filePool.shutdownNow();
     files.closeAll();
     provider.close();
     return Future.succeededFuture();
@@ -129,7 +133,10 @@ public final class AdapterVerticle extends VerticleBase {
           () -> new ai.bespokelabs.sandbox.core.bus.Messages.ResourceList(provider.list())).onSuccess(msg::reply);
       case Addresses.FILES -> {
         ai.bespokelabs.sandbox.core.bus.Messages.FileOp op = (ai.bespokelabs.sandbox.core.bus.Messages.FileOp) msg.body();
-        blocking(msg, op.op(), () -> files.handle(op)).onSuccess(msg::reply);
+        String organization = msg.headers().get(Addresses.ORGANIZATION);
+        Future.fromCompletionStage(filePool.submit(organization == null ? op.sandboxId() : organization,
+                () -> files.handle(op)), context)
+            .recover(t -> failed(msg, op.op(), t)).onSuccess(msg::reply);
       }
       case Addresses.ADOPT -> {
         CreateSandbox request = (CreateSandbox) msg.body();

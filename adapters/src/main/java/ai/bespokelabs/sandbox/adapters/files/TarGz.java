@@ -20,7 +20,8 @@ import org.apache.commons.compress.compressors.gzip.GzipCompressorOutputStream;
 
 /**
  * Directory transfers as gzip-compressed tar archives whose entries are relative to the directory.
- * Downloads are produced on their own thread into a bounded pipe (the reader's pace is the producer's);
+ * Downloads are produced on their own platform thread into a bounded pipe (the reader's pace is the producer's;
+ * a producer blocked in the file system never holds a carrier of the virtual threads);
  * uploads are spooled to a temporary file and checked whole before anything is extracted, so a broken
  * archive changes nothing.
  */
@@ -37,6 +38,11 @@ public final class TarGz {
 
   /** A download whose bytes {@code producer} writes as a tar.gz while the reader reads them. */
   public static ReadableFile stream(String name, Producer producer) {
+    return stream(name, producer, () -> { });
+  }
+
+  /** Like {@link #stream(String, Producer)}; {@code onEnd} runs on the producer thread once it is done, however. */
+  public static ReadableFile stream(String name, Producer producer, Runnable onEnd) {
     PipedInputStream in = new PipedInputStream(PIPE);
     PipedOutputStream out;
     try {
@@ -44,7 +50,7 @@ public final class TarGz {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    Thread.ofVirtual().name("tar-" + name).start(() -> {
+    Thread.ofPlatform().daemon().name("tar-" + name).start(() -> {
       try (OutputStream o = out; TarArchiveOutputStream tar = new TarArchiveOutputStream(
           new GzipCompressorOutputStream(o))) {
         tar.setLongFileMode(TarArchiveOutputStream.LONGFILE_POSIX);
@@ -53,6 +59,8 @@ public final class TarGz {
         tar.finish();
       } catch (IOException | RuntimeException e) {
         // the reader closed early, or a file vanished mid-way: the reader sees the stream end abruptly
+      } finally {
+        onEnd.run();
       }
     });
     return new ReadableFile() {
@@ -87,7 +95,10 @@ public final class TarGz {
     };
   }
 
-  /** The tree under {@code dir} as a tar.gz stream (links archived as links, never followed). */
+  /**
+   * The tree under {@code dir} as a tar.gz stream (links archived as links, never followed), for trees only the
+   * gateway writes (a sandbox's files are archived through its handles, see the host backends' files).
+   */
   public static ReadableFile ofDirectory(Path dir) {
     return stream(dir.getFileName() == null ? "root" : dir.getFileName().toString(), tar ->
         Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
@@ -149,10 +160,16 @@ public final class TarGz {
   /** An entry of a checked upload: its normalized relative path, type, mode and (for links) target. */
   public record Entry(String path, boolean dir, boolean symlink, String linkTarget, int mode, long size) {}
 
+  /** How many levels an archive entry (and a link's resolution) may go down. */
+  public static final int MAX_DEPTH = 128;
+  private static final int MAX_LINK_HOPS = 40;
+
   /**
-   * Reads the whole spooled archive once and returns its entries; a corrupt archive, an entry leaving the
-   * directory ({@code ..}, absolute paths, links pointing out) or one that is not a file, directory or
-   * symbolic link answers 422.
+   * Reads the whole spooled archive once and returns its entries, after checking the tree they build: a
+   * corrupt archive, an entry leaving the directory ({@code ..}, absolute paths), an entry under a symbolic
+   * link or a file of the archive, a link that is absolute or leads out of the directory (resolved against
+   * the archive's own links), conflicting entries for one path, and anything that is not a file, directory
+   * or symbolic link (hard links, devices, FIFOs, unknown types) answer 422.
    */
   public static List<Entry> check(Path spool) {
     List<Entry> out = new ArrayList<>();
@@ -164,25 +181,124 @@ public final class TarGz {
           continue;
         }
         if (e.isSymbolicLink()) {
-          String target = e.getLinkName();
-          java.nio.file.Path resolved = Path.of("/x", path).getParent().resolve(target).normalize();
-          if (target.startsWith("/") || !resolved.startsWith("/x")) {
-            throw ApiException.invalid("archive entry points outside the directory: " + path);
-          }
-          out.add(new Entry(path, false, true, target, 0777, 0));
+          out.add(new Entry(path, false, true, e.getLinkName(), 0777, 0));
         } else if (e.isDirectory()) {
           out.add(new Entry(path, true, false, null, e.getMode() & 0777, 0));
-        } else if (e.isFile()) {
+        } else if (regular(e)) {
           tar.transferTo(OutputStream.nullOutputStream());
           out.add(new Entry(path, false, false, null, e.getMode() & 0777, e.getSize()));
         } else {
-          throw ApiException.invalid("archive entry is not a file, directory or symbolic link: " + path);
+          throw ApiException.invalid("archive entry is " + kind(e) + "; only files, directories and symbolic links"
+              + " are accepted: " + path);
         }
       }
     } catch (IOException | IllegalArgumentException e) {
       throw ApiException.invalid("archive is not a valid tar.gz");
     }
+    checkTree(out);
     return out;
+  }
+
+  /** A regular file's entry type: normal, old-style normal or contiguous (nothing else that tar calls a file). */
+  public static boolean regular(TarArchiveEntry e) {
+    byte flag = e.getLinkFlag();
+    return !e.isDirectory() && (flag == TarArchiveEntry.LF_NORMAL || flag == TarArchiveEntry.LF_OLDNORM
+        || flag == TarArchiveEntry.LF_CONTIG);
+  }
+
+  private static String kind(TarArchiveEntry e) {
+    if (e.isLink()) {
+      return "a hard link";
+    }
+    if (e.isCharacterDevice() || e.isBlockDevice()) {
+      return "a device";
+    }
+    if (e.isFIFO()) {
+      return "a FIFO";
+    }
+    return "of an unsupported type";
+  }
+
+  /** Checks the tree the entries build, links resolved against it; nothing is written yet. */
+  static void checkTree(List<Entry> entries) {
+    java.util.Map<String, Character> tree = new java.util.HashMap<>();
+    java.util.Map<String, String> links = new java.util.LinkedHashMap<>();
+    for (Entry e : entries) {
+      String[] parts = e.path().split("/");
+      if (parts.length > MAX_DEPTH) {
+        throw ApiException.invalid("archive entry is too deep (at most " + MAX_DEPTH + " levels): " + e.path());
+      }
+      StringBuilder prefix = new StringBuilder();
+      for (int i = 0; i < parts.length - 1; i++) {
+        if (i > 0) {
+          prefix.append('/');
+        }
+        prefix.append(parts[i]);
+        Character k = tree.putIfAbsent(prefix.toString(), 'd');
+        if (k != null && k == 'l') {
+          throw ApiException.invalid("archive entry goes through a symbolic link: " + e.path());
+        }
+        if (k != null && k == 'f') {
+          throw ApiException.invalid("archive entry is inside a file of the archive: " + e.path());
+        }
+      }
+      char type = e.dir() ? 'd' : e.symlink() ? 'l' : 'f';
+      Character before = tree.put(e.path(), type);
+      if (before != null && (before != type || type == 'l')) {
+        throw ApiException.invalid("archive has conflicting entries for: " + e.path());
+      }
+      if (e.symlink()) {
+        links.put(e.path(), e.linkTarget());
+      }
+    }
+    links.forEach((path, target) -> {
+      if (!staysInside(path, target, tree, links)) {
+        throw ApiException.invalid("archive entry points outside the directory: " + path);
+      }
+    });
+  }
+
+  /** Whether link {@code path -> target} resolves inside the directory, following the archive's own links. */
+  private static boolean staysInside(String path, String target, java.util.Map<String, Character> tree,
+      java.util.Map<String, String> links) {
+    if (target == null || target.isEmpty() || target.startsWith("/") || target.indexOf('\0') >= 0) {
+      return false;
+    }
+    java.util.ArrayDeque<String> at = new java.util.ArrayDeque<>(List.of(path.split("/")));
+    at.removeLast();
+    java.util.ArrayDeque<String> pending = new java.util.ArrayDeque<>(List.of(target.split("/")));
+    int hops = 0;
+    while (!pending.isEmpty()) {
+      String c = pending.removeFirst();
+      if (c.isEmpty() || c.equals(".")) {
+        continue;
+      }
+      if (c.equals("..")) {
+        if (at.isEmpty()) {
+          return false;
+        }
+        at.removeLast();
+        continue;
+      }
+      at.addLast(c);
+      if (at.size() > MAX_DEPTH) {
+        return false;
+      }
+      String now = String.join("/", at);
+      Character k = tree.get(now);
+      if (k != null && k == 'l') {
+        String next = links.get(now);
+        if (++hops > MAX_LINK_HOPS || next.isEmpty() || next.startsWith("/")) {
+          return false;
+        }
+        at.removeLast();
+        List<String> parts = List.of(next.split("/"));
+        for (int i = parts.size() - 1; i >= 0; i--) {
+          pending.addFirst(parts.get(i));
+        }
+      }
+    }
+    return true;
   }
 
   /** Opens a checked spool for extraction. */

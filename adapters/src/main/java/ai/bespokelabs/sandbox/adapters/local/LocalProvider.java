@@ -384,7 +384,7 @@ public final class LocalProvider implements SandboxProvider {
     if (dir == null || !Files.isDirectory(dir)) {
       throw new ApiException(409, "sandbox directory is gone");
     }
-    return new HostFiles(dir, wrapper.insidePath());
+    return new HostFiles(dir, wrapper.insidePath(), root.resolve(".files-staging"));
   }
 
   @Override

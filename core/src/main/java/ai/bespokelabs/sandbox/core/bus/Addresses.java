@@ -4,6 +4,8 @@ package ai.bespokelabs.sandbox.core.bus;
 public final class Addresses {
   /** Message header naming the adapter operation. */
   public static final String ACTION = "action";
+  /** Header naming the organization a file operation is for (the adapters share their file pool by it). */
+  public static final String ORGANIZATION = "organization";
   public static final String CREATE = "create";
   public static final String EXEC = "exec";
   public static final String DESTROY = "destroy";

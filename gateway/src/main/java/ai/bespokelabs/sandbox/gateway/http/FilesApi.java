@@ -92,7 +92,7 @@ public final class FilesApi {
 
   private Future<FileReply> call(SandboxRecord sbx, FileOp op) {
     return vertx.eventBus().<FileReply>request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), op,
-            SandboxApi.action(Addresses.FILES, OP_TIMEOUT_MS))
+            SandboxApi.action(Addresses.FILES, OP_TIMEOUT_MS).addHeader(Addresses.ORGANIZATION, sbx.organizationId()))
         .transform(ar -> ar.succeeded() ? Future.succeededFuture(ar.result().body())
             : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "files")));
   }
