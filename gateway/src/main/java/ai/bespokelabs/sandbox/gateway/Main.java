@@ -54,11 +54,13 @@ public final class Main {
   /** Says in one line that the port is taken, and how to choose another, when that is why the start failed. */
   private static boolean portInUse(Throwable e, Map<String, String> env) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof java.net.BindException) {
+      // NIO reports a BindException, the native transport an IOException saying so
+      if (t instanceof java.net.BindException || t instanceof java.io.IOException && t.getMessage() != null
+          && t.getMessage().contains("Address already in use")) {
         String host = env.getOrDefault("HOST", "127.0.0.1");
         String port = env.getOrDefault("PORT", "8000");
-        System.err.println("sandbox-gateway: cannot listen on " + host + ":" + port + " (" + t.getMessage()
-            + "); choose another port with PORT=<port> or --port <port>");
+        System.err.println("sandbox-gateway: cannot listen on " + host + ":" + port
+            + " (address already in use); choose another port with PORT=<port> or --port <port>");
         return true;
       }
     }
