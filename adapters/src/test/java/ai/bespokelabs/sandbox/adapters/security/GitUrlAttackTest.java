@@ -3,17 +3,13 @@ package ai.bespokelabs.sandbox.adapters.security;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ai.bespokelabs.sandbox.adapters.workspace.DumbGitServer;
 import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
 import ai.bespokelabs.sandbox.adapters.workspace.GitUrls;
-import com.sun.net.httpserver.HttpServer;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -31,53 +27,19 @@ class GitUrlAttackTest {
   @TempDir
   Path tmp;
 
-  HttpServer server;
-  final AtomicInteger requests = new AtomicInteger();
+  DumbGitServer server;
   int port;
 
   /** A repository served over git's dumb HTTP protocol on loopback, counting the requests it gets. */
   @BeforeEach
   void serve() throws Exception {
-    Path bare = tmp.resolve("served/project.git");
-    Path work = tmp.resolve("work");
-    git(tmp, "init", "--quiet", "--bare", "-b", "main", bare.toString());
-    git(tmp, "init", "--quiet", "-b", "main", work.toString());
-    Files.writeString(work.resolve("README"), "internal\n");
-    git(work, "add", "-A");
-    git(work, "commit", "--quiet", "-m", "one");
-    git(work, "push", "--quiet", bare.toString(), "main");
-    git(bare, "update-server-info");
-    Path served = tmp.resolve("served");
-    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.createContext("/", exchange -> {
-      requests.incrementAndGet();
-      Path file = served.resolve(exchange.getRequestURI().getPath().substring(1)).normalize();
-      if (file.startsWith(served) && Files.isRegularFile(file)) {
-        byte[] body = Files.readAllBytes(file);
-        exchange.sendResponseHeaders(200, body.length);
-        exchange.getResponseBody().write(body);
-      } else {
-        exchange.sendResponseHeaders(404, -1);
-      }
-      exchange.close();
-    });
-    server.start();
-    port = server.getAddress().getPort();
+    server = new DumbGitServer(tmp);
+    port = server.port();
   }
 
   @AfterEach
   void stop() {
-    server.stop(0);
-  }
-
-  static void git(Path cwd, String... args) throws Exception {
-    List<String> cmd = new java.util.ArrayList<>(List.of("git", "-c", "user.name=t", "-c", "user.email=t@example.com"));
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).directory(cwd.toFile()).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (p.waitFor() != 0) {
-      throw new IllegalStateException("git " + String.join(" ", args) + ": " + out);
-    }
+    server.close();
   }
 
   static String refusal(String url) {
@@ -116,7 +78,7 @@ class GitUrlAttackTest {
         "https://127.1/r.git")) {
       assertThat(refusal(url)).as(url).contains("git_repo must");
     }
-    assertThat(requests).hasValue(0);
+    assertThat(server.requests()).isZero();
   }
 
   @Test
@@ -138,7 +100,7 @@ class GitUrlAttackTest {
         tmp.resolve("clone"))).isInstanceOfSatisfying(GitCloner.CloneFailed.class,
             e -> assertThat(e.code()).isEqualTo("git_destination_refused"));
     assertThat(tmp.resolve("clone")).doesNotExist();
-    assertThat(requests).hasValue(0);
+    assertThat(server.requests()).isZero();
   }
 
   /**
@@ -150,6 +112,6 @@ class GitUrlAttackTest {
     GitCloner cloner = new GitCloner(false, true, h -> new InetAddress[] {InetAddress.getLoopbackAddress()});
     cloner.cloneInto("http://git.example.test:" + port + "/project.git", null, tmp.resolve("clone"));
     assertThat(tmp.resolve("clone/README")).hasContent("internal");
-    assertThat(requests.get()).isPositive();
+    assertThat(server.requests()).isPositive();
   }
 }

@@ -2,21 +2,17 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.adapters.workspace.DumbGitServer;
 import ai.bespokelabs.sandbox.core.config.ConfigLoader;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
 import ai.bespokelabs.sandbox.gateway.Gateway;
-import com.sun.net.httpserver.HttpServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -26,7 +22,6 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -47,54 +42,20 @@ class GitRepoApiAttackTest {
   Path tmp;
 
   private final HttpClient http = HttpClient.newHttpClient();
-  private HttpServer server;
-  private final AtomicInteger requests = new AtomicInteger();
+  private DumbGitServer server;
   private int gitPort;
   private String base;
   private String databaseUrl;
 
   @BeforeEach
   void serveARepository() throws Exception {
-    Path served = tmp.resolve("served");
-    Path bare = served.resolve("project.git");
-    Path work = tmp.resolve("work");
-    git(tmp, "init", "--quiet", "--bare", "-b", "main", bare.toString());
-    git(tmp, "init", "--quiet", "-b", "main", work.toString());
-    Files.writeString(work.resolve("README"), "internal\n");
-    git(work, "add", "-A");
-    git(work, "commit", "--quiet", "-m", "one");
-    git(work, "push", "--quiet", bare.toString(), "main");
-    git(bare, "update-server-info");
-    server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-    server.createContext("/", exchange -> {
-      requests.incrementAndGet();
-      Path file = served.resolve(exchange.getRequestURI().getPath().substring(1)).normalize();
-      if (file.startsWith(served) && Files.isRegularFile(file)) {
-        byte[] body = Files.readAllBytes(file);
-        exchange.sendResponseHeaders(200, body.length);
-        exchange.getResponseBody().write(body);
-      } else {
-        exchange.sendResponseHeaders(404, -1);
-      }
-      exchange.close();
-    });
-    server.start();
-    gitPort = server.getAddress().getPort();
+    server = new DumbGitServer(tmp);
+    gitPort = server.port();
   }
 
   @AfterEach
   void stopServing() {
-    server.stop(0);
-  }
-
-  static void git(Path cwd, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of("git", "-c", "user.name=t", "-c", "user.email=t@example.com"));
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).directory(cwd.toFile()).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (p.waitFor() != 0) {
-      throw new IllegalStateException("git " + String.join(" ", args) + ": " + out);
-    }
+    server.close();
   }
 
   private Gateway start(boolean allowPrivate) throws Exception {
@@ -182,7 +143,7 @@ class GitRepoApiAttackTest {
         assertThat(r.statusCode()).as(url + ": " + r.body()).isEqualTo(422);
         assertThat(r.body()).contains("BESPOKE_GIT_ALLOW_PRIVATE");
       }
-      assertThat(requests).as("the loopback service was never contacted").hasValue(0);
+      assertThat(server.requests()).as("the loopback service was never contacted").isZero();
     }
     try (Gateway gw = start(true)) {
       String key = tenant();
