@@ -338,7 +338,7 @@ final class HostFiles {
       if (!w.complete()) {
         throw SandboxPaths.notFound();
       }
-      return regularFile(w.chain().dir(), w.name());
+      return regularFile(w.chain().dir(), w.name(), root, String.join("/", parts));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -346,10 +346,13 @@ final class HostFiles {
 
   /**
    * Opens regular file {@code name} of {@code dir} for reading, its end fixed at its size when opened. Its
-   * type is checked (without following a link) before anything opens it, and the opened file must be
+   * type is checked (without following a link) before anything opens it. Where {@code openat2} is available
+   * the file is then opened by {@code relative} below {@code root} without following links and without
+   * blocking, and must be the very file checked; elsewhere it is opened through the handle and must be
    * seekable, so a FIFO is never read.
    */
-  private static ReadableFile regularFile(SecureDirectoryStream<Path> dir, Path name) throws IOException {
+  private static ReadableFile regularFile(SecureDirectoryStream<Path> dir, Path name, Path root, String relative)
+      throws IOException {
     PosixFileAttributes a = stat(dir, name);
     if (a == null) {
       throw SandboxPaths.notFound();
@@ -364,12 +367,16 @@ final class HostFiles {
       throw SandboxPaths.special();
     }
     SeekableByteChannel ch;
-    try {
-      ch = dir.newByteChannel(name, READ_ONLY);
-    } catch (NoSuchFileException e) {
-      throw SandboxPaths.notFound();
-    } catch (FileSystemException e) {
-      throw SandboxPaths.changed();
+    if (OPENER.isPresent()) {
+      ch = openBeneath(OPENER.get(), root, relative, a);
+    } else {
+      try {
+        ch = dir.newByteChannel(name, READ_ONLY);
+      } catch (NoSuchFileException e) {
+        throw SandboxPaths.notFound();
+      } catch (FileSystemException e) {
+        throw SandboxPaths.changed();
+      }
     }
     try {
       ch.position(0); // fails on a FIFO
@@ -377,6 +384,37 @@ final class HostFiles {
     } catch (IOException e) {
       ch.close();
       throw SandboxPaths.special();
+    }
+  }
+
+  private static final java.util.Optional<BeneathOpener> OPENER = BeneathOpener.available();
+
+  /**
+   * {@code relative} below {@code root} opened without following links or blocking; read through its
+   * descriptor only once it is known to be the regular file {@code checked} (a FIFO swapped in is opened
+   * without waiting, and refused).
+   */
+  private static SeekableByteChannel openBeneath(BeneathOpener opener, Path root, String relative,
+      PosixFileAttributes checked) throws IOException {
+    int fd;
+    try {
+      fd = opener.open(root, relative);
+    } catch (IOException e) {
+      throw SandboxPaths.changed(); // it was a regular file a moment ago
+    }
+    try {
+      Path self = Path.of("/proc/self/fd/" + fd);
+      PosixFileAttributes opened = Files.readAttributes(self, PosixFileAttributes.class);
+      if (!opened.isRegularFile()) {
+        throw SandboxPaths.special();
+      }
+      if (!java.util.Objects.equals(opened.fileKey(), checked.fileKey())) {
+        throw SandboxPaths.changed();
+      }
+      // the same regular file again, through its descriptor's link (followed on purpose): nothing to wait for
+      return Files.newByteChannel(self, StandardOpenOption.READ);
+    } finally {
+      opener.close(fd);
     }
   }
 
@@ -766,7 +804,7 @@ final class HostFiles {
     Path hostDir = root.resolve(String.join("/", parts));
     try {
       return TarGz.stream(parts.isEmpty() ? "root" : parts.get(parts.size() - 1),
-          tar -> archive(w.chain().dir(), hostDir, "", tar, 0), () -> {
+          tar -> archive(root, w.chain().dir(), hostDir, "", tar, 0), () -> {
             w.close();
             archiveEnded();
           });
@@ -782,7 +820,7 @@ final class HostFiles {
   }
 
   /** Archives the entries of {@code dir} under {@code prefix}. */
-  private static void archive(SecureDirectoryStream<Path> dir, Path hostDir, String prefix, TarArchiveOutputStream tar,
+  private static void archive(Path root, SecureDirectoryStream<Path> dir, Path hostDir, String prefix, TarArchiveOutputStream tar,
       int depth) throws IOException {
     if (depth > 4 * MAX_DEPTH) {
       throw new IOException("tree too deep");
@@ -814,7 +852,7 @@ final class HostFiles {
           e.setModTime(a.lastModifiedTime().toMillis());
           tar.putArchiveEntry(e);
           tar.closeArchiveEntry();
-          archive(sub, hostDir.resolve(n), name + "/", tar, depth + 1);
+          archive(root, sub, hostDir.resolve(n), name + "/", tar, depth + 1);
         }
       } else if (a.isSymbolicLink()) {
         String target = linkTarget(dir, hostDir.resolve(n), n, a);
@@ -827,7 +865,7 @@ final class HostFiles {
       } else if (a.isRegularFile()) {
         ReadableFile in;
         try {
-          in = regularFile(dir, n);
+          in = regularFile(dir, n, root, root.relativize(hostDir.resolve(n)).toString());
         } catch (ApiException e) {
           continue; // replaced meanwhile by something else
         }

@@ -82,4 +82,33 @@ class HostFilesTest {
       assertThat(left).containsExactly(recent);
     }
   }
+
+  /**
+   * Where openat2 exists, a file is opened below the sandbox without following links and without waiting: a
+   * FIFO (what sandbox code swaps in between the type check and the open) is opened at once, not read.
+   */
+  @Test
+  void theBeneathOpenerNeverWaitsOnAFifoAndNeverFollowsALinkOrLeaves() throws Exception {
+    java.util.Optional<BeneathOpener> opener = BeneathOpener.available();
+    org.junit.jupiter.api.Assumptions.assumeTrue(opener.isPresent(), "Java 22+ on Linux 5.6+");
+    Path box = java.nio.file.Files.createDirectories(data.resolve("beneath"));
+    Path fifo = box.resolve("fifo");
+    assertThat(new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor()).isZero();
+    long t0 = System.nanoTime();
+    int fd = opener.get().open(box, "fifo");
+    try {
+      assertThat((System.nanoTime() - t0) / 1_000_000).as("ms to open a FIFO nobody writes").isLessThan(1000);
+      assertThat(java.nio.file.Files.readAttributes(Path.of("/proc/self/fd/" + fd),
+          java.nio.file.attribute.PosixFileAttributes.class).isOther()).isTrue();
+    } finally {
+      opener.get().close(fd);
+    }
+    java.nio.file.Files.writeString(data.resolve("outside"), "secret");
+    java.nio.file.Files.createSymbolicLink(box.resolve("link"), data.resolve("outside"));
+    java.nio.file.Files.createDirectories(box.resolve("d"));
+    for (String refused : new String[] {"link", "../outside", "d/../../outside", "/etc/passwd"}) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> opener.get().open(box, refused))
+          .as(refused).isInstanceOf(java.io.IOException.class);
+    }
+  }
 }
