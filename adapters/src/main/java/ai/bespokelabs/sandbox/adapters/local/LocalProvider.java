@@ -33,8 +33,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@code local} backend: a sandbox is a host directory and its executions are plain host processes
  * (no isolation beyond a clean environment and a working directory inside the sandbox). Runtimes live in
- * this node's memory, so after a control-plane restart a sandbox can still be destroyed from its provider
- * resource id (its directory) but no longer executed in.
+ * this node's memory, so the gateway ends its sandboxes when it stops, and at start those a killed run left;
+ * without a runtime a sandbox is destroyed from its provider resource id (its directory) and its process
+ * records.
  */
 public final class LocalProvider implements SandboxProvider {
   public static final String BACKEND = "local";
