@@ -98,4 +98,28 @@ class RestartTest {
       assertThat(new JsonObject(deleted.body()).getString("status")).isEqualTo("destroyed");
     }
   }
+
+  /** A sandbox whose deadline passed before its node stopped ended at that deadline, for that reason. */
+  @Test
+  void a_host_sandbox_past_its_deadline_at_the_stop_ends_at_its_deadline() throws Exception {
+    TestGateway gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "0"));
+    try {
+      String key = gw.bootstrap("Late");
+      JsonObject sbx = gw.sandbox(key, new JsonObject().put("timeout_secs", 3600));
+      String id = sbx.getString("id");
+      Thread.sleep(1000);
+      java.time.OffsetDateTime deadline = java.time.OffsetDateTime.now().minusNanos(500_000_000);
+      gw.gateway.pool().preparedQuery("UPDATE sandboxes SET expires_at = $2 WHERE id = $1")
+          .execute(io.vertx.sqlclient.Tuple.of(id, deadline)).await(10, java.util.concurrent.TimeUnit.SECONDS);
+      gw = gw.restarted();
+      JsonObject s = gw.get("/v1/sandboxes/" + id, key).json();
+      assertThat(s.getString("status")).isEqualTo("destroyed");
+      assertThat(s.getString("termination_reason")).isEqualTo("ttl_expired");
+      assertThat(java.time.OffsetDateTime.parse(s.getString("terminated_at")).toInstant())
+          .isEqualTo(deadline.toInstant().truncatedTo(java.time.temporal.ChronoUnit.MICROS));
+      assertThat(Path.of(sbx.getString("provider_resource_id"))).doesNotExist();
+    } finally {
+      gw.close();
+    }
+  }
 }
