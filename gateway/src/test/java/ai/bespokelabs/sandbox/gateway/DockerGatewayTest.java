@@ -192,11 +192,13 @@ class DockerGatewayTest {
         .put("timeout_secs", 3));
     assertThat(created.status()).as(created.body()).isEqualTo(201);
     String id = created.json().getString("id");
-    Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "echo started; sleep 30"));
+    Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo started; sleep 30"));
     assertThat(r.json().getInteger("exit_code")).as(r.body()).isEqualTo(124);
     assertThat(r.json().getBoolean("timed_out")).isTrue();
     assertThat(r.json().getString("stdout")).isEqualTo("started\n");
-    assertThat(r.json().getString("stderr")).matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
+    assertThat(r.json().getString("stderr"))
+        .matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
     assertThat(awaitSandbox(gw, id, "destroyed").getString("termination_reason")).isEqualTo("ttl_expired");
   }
 }

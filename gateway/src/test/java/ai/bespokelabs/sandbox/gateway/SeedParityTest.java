@@ -79,7 +79,8 @@ class SeedParityTest {
     assertThat(r.json().getBoolean("timed_out")).isTrue();
     assertThat(r.json().getString("status")).isEqualTo("timed_out");
     assertThat(r.json().getString("stdout")).isEqualTo("started\n");
-    assertThat(r.json().getString("stderr")).matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
+    assertThat(r.json().getString("stderr"))
+        .matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
     JsonObject stored = gw.get("/v1/sandboxes/" + id + "/executions/" + r.json().getString("execution_id"), key).json();
     assertThat(stored.getString("status")).as(stored.encode()).isEqualTo("timed_out");
     assertThat(SupervisorTest.awaitStatus(gw, key, id, "destroyed").getString("termination_reason"))

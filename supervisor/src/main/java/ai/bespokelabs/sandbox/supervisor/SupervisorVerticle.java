@@ -248,7 +248,8 @@ public final class SupervisorVerticle extends VerticleBase {
             new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
         .transform(ar -> {
           if (ar.succeeded()) {
-            return sandboxes.finishTermination(c.id(), null, c.expired() ? DestroySandbox.TTL_EXPIRED : "operator", now());
+            return sandboxes.finishTermination(c.id(), null, c.expired() ? DestroySandbox.TTL_EXPIRED : "operator",
+                now());
           }
           RuntimeException failure = BusFailures.decode(ar.cause(), c.backend(), "destroy");
           ProviderError error = failure instanceof ProviderException pe ? pe.error()

@@ -43,9 +43,10 @@ public final class ProcessRunner {
 
   /** The stderr line ending the output of a command killed because its sandbox's time ran out. */
   public static byte[] sandboxTimeoutMessage(long durationMs) {
-    return String.format(java.util.Locale.ROOT, "Command timed out after %.1fs: the sandbox reached its timeout%n",
+    return String.format(java.util.Locale.ROOT, "Command timed out after %.1fs: the sandbox reached its timeout\n",
         durationMs / 1000.0).getBytes(java.nio.charset.StandardCharsets.UTF_8);
   }
+
   /**
    * After the program exits, a pipe that stays open without delivering anything for this long is held by a
    * background child; the run ends without waiting for it.
