@@ -58,10 +58,12 @@ public final class Gateway implements AutoCloseable {
   private final boolean secretsGenerated;
   private final SecretStore store;
   private final String httpDeployment;
+  private final HostSandboxes hostSandboxes;
 
   private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
-      SecretStore store, String httpDeployment) {
+      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes) {
     this.httpDeployment = httpDeployment;
+    this.hostSandboxes = hostSandboxes;
     this.config = config;
     this.vertx = vertx;
     this.pool = pool;
@@ -105,6 +107,7 @@ public final class Gateway implements AutoCloseable {
     Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
     Pool pool = database.pool(vertx, config.databasePoolSize());
     String httpDeployment;
+    HostSandboxes hostSandboxes;
     try {
       Messages.registerCodecs(vertx.eventBus());
       List<SandboxProvider> providers = providers(vertx, config, clock);
@@ -124,7 +127,13 @@ public final class Gateway implements AutoCloseable {
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
           PricingCatalog.load(config.pricingFile()));
 
-      Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(services, nodeId)).compose(v -> vertx.eventBus()
+      Map<String, SandboxProvider> hosted = new LinkedHashMap<>();
+      providers.stream().filter(p -> p instanceof LocalProvider).forEach(p -> hosted.put(p.backend(), p));
+      hostSandboxes = new HostSandboxes(vertx, services.sandboxes(), nodeId, hosted, services::now);
+      HostSandboxes ending = hostSandboxes;
+      Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(services, nodeId))
+          .compose(v -> ending.endAll(true))
+          .compose(v -> vertx.eventBus()
           .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
           .completion())
           .compose(v -> vertx.eventBus()
@@ -156,12 +165,13 @@ public final class Gateway implements AutoCloseable {
         config.host(), config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
-        httpDeployment);
+        httpDeployment, hostSandboxes);
   }
 
   /**
    * Before this node runs anything (and before its supervisor's first heartbeat): executions its previous
-   * run left running can no longer end, so they end as failed now and the ledger meters them.
+   * run left running can no longer end, so they end as failed now and the ledger meters them. Next, its
+   * host-process sandboxes end ({@link HostSandboxes}).
    */
   private static Future<Void> endLeftRunning(Services services, String nodeId) {
     return services.executions().endLeftByNode(nodeId, services.now()).map(n -> {
@@ -212,8 +222,9 @@ public final class Gateway implements AutoCloseable {
 
   /**
    * Graceful stop: the HTTP verticles go first (no new connections; requests in flight finish, within the
-   * shutdown grace), then the other verticles (the ledger and supervisor finish the pass in progress), then
-   * the pool and the embedded database.
+   * shutdown grace), then this node's host-process sandboxes end with reason {@code shutdown} (within the
+   * grace again; what is left then is ended at the next start), then the other verticles (the ledger and
+   * supervisor finish the pass in progress), then the pool and the embedded database.
    */
   @Override
   public void close() {
@@ -221,6 +232,12 @@ public final class Gateway implements AutoCloseable {
       vertx.undeploy(httpDeployment).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("HTTP verticles did not stop within the grace period: {}", e.toString());
+    }
+    try {
+      hostSandboxes.endAll(false).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      LOG.warn("Host sandboxes did not all end within the grace period (the next start ends them): {}",
+          e.toString());
     }
     for (String id : vertx.deploymentIDs()) {
       try {

@@ -185,4 +185,20 @@ class DockerGatewayTest {
     assertThat(s.getString("termination_reason")).isEqualTo("ttl_expired");
     assertThat(exists(container)).isFalse();
   }
+
+  @Test
+  void a_command_ended_by_its_sandboxs_timeout_reports_a_timeout() throws Exception {
+    Resp created = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("allow_internet", false)
+        .put("timeout_secs", 3));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String id = created.json().getString("id");
+    Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo started; sleep 30"));
+    assertThat(r.json().getInteger("exit_code")).as(r.body()).isEqualTo(124);
+    assertThat(r.json().getBoolean("timed_out")).isTrue();
+    assertThat(r.json().getString("stdout")).isEqualTo("started\n");
+    assertThat(r.json().getString("stderr"))
+        .matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
+    assertThat(awaitSandbox(gw, id, "destroyed").getString("termination_reason")).isEqualTo("ttl_expired");
+  }
 }

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The real entry point in its own process: SIGTERM stops accepting connections, lets the request in flight
- * finish with its full answer, then the process exits.
+ * finish with its full answer, ends the node's local sandboxes, then the process exits.
  */
 class GracefulShutdownTest {
   @TempDir
@@ -41,10 +41,11 @@ class GracefulShutdownTest {
           .header("X-Control-Plane-Admin", TestGateway.ADMIN)
           .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Acme\"}")).build(),
           HttpResponse.BodyHandlers.ofString()).body()).getJsonObject("api_key").getString("secret");
-      String id = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
+      JsonObject sandbox = new JsonObject(http.send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
           .header("Authorization", "Bearer " + key)
           .POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"local\"}")).build(),
-          HttpResponse.BodyHandlers.ofString()).body()).getString("id");
+          HttpResponse.BodyHandlers.ofString()).body());
+      String id = sandbox.getString("id");
 
       CompletableFuture<HttpResponse<String>> inFlight = http.sendAsync(
           HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + id + "/execute"))
@@ -58,6 +59,8 @@ class GracefulShutdownTest {
       assertThat(answer.statusCode()).isEqualTo(200);
       assertThat(new JsonObject(answer.body()).getString("stdout")).isEqualTo("finished\n");
       assertThat(gateway.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      assertThat(Path.of(sandbox.getString("provider_resource_id"))).as("the stop ended the local sandbox")
+          .doesNotExist();
       assertThat(Files.readString(dataDir.resolve("gateway.log"))).doesNotContain("Exception");
       try {
         http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).timeout(Duration.ofSeconds(2)).build(),

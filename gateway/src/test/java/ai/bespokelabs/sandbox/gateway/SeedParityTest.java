@@ -65,4 +65,48 @@ class SeedParityTest {
     assertThat(r.status()).isEqualTo(422);
     assertThat(String.valueOf(r.detail())).startsWith("unsupported language: cobol (supported: bash, javascript,");
   }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"local", "bwrap"})
+  void a_command_ended_by_its_sandboxs_timeout_reports_a_timeout(String backend) throws Exception {
+    String id = gw.sandbox(key, new JsonObject().put("backend", backend).put("timeout_secs", 3)).getString("id");
+    Thread.sleep(1500);
+    long t0 = System.nanoTime();
+    Resp r = exec(id, new JsonObject().put("command", "echo started; sleep 30"));
+    assertThat((System.nanoTime() - t0) / 1_000_000).as("ended with the sandbox").isLessThan(10_000);
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("exit_code")).as(r.body()).isEqualTo(124);
+    assertThat(r.json().getBoolean("timed_out")).isTrue();
+    assertThat(r.json().getString("status")).isEqualTo("timed_out");
+    assertThat(r.json().getString("stdout")).isEqualTo("started\n");
+    assertThat(r.json().getString("stderr"))
+        .matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
+    JsonObject stored = gw.get("/v1/sandboxes/" + id + "/executions/" + r.json().getString("execution_id"), key).json();
+    assertThat(stored.getString("status")).as(stored.encode()).isEqualTo("timed_out");
+    assertThat(SupervisorTest.awaitStatus(gw, key, id, "destroyed").getString("termination_reason"))
+        .isEqualTo("ttl_expired");
+  }
+
+  @org.junit.jupiter.api.Test
+  void a_command_ended_by_its_own_timeout_says_so_on_stderr() {
+    String id = gw.sandbox(key, null).getString("id");
+    Resp r = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(r.json().getInteger("exit_code")).isEqualTo(124);
+    assertThat(r.json().getBoolean("timed_out")).isTrue();
+    assertThat(r.json().getString("stderr")).isEqualTo("Command timed out after 1s\n");
+  }
+
+  /** A DELETE is no timeout: a command it ends reports the kill (exit 137), as before. */
+  @org.junit.jupiter.api.Test
+  void a_command_ended_by_a_delete_reports_the_kill() throws Exception {
+    String id = gw.sandbox(key, null).getString("id");
+    var running = java.util.concurrent.CompletableFuture.supplyAsync(
+        () -> exec(id, new JsonObject().put("command", "echo started; sleep 30")));
+    Thread.sleep(1000);
+    assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
+    Resp r = running.get(20, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(r.json().getInteger("exit_code")).as(r.body()).isEqualTo(137);
+    assertThat(r.json().getBoolean("timed_out")).isFalse();
+    assertThat(r.json().getString("stderr")).isEmpty();
+  }
 }

@@ -42,6 +42,11 @@ class SupervisorTest {
   }
 
   static JsonObject awaitStatus(String id, String status) throws InterruptedException {
+    return awaitStatus(gw, key, id, status);
+  }
+
+  /** The sandbox once it has {@code status}; fails after 15 seconds. */
+  static JsonObject awaitStatus(TestGateway gw, String key, String id, String status) throws InterruptedException {
     JsonObject s = null;
     long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
     while (System.nanoTime() < until) {

@@ -243,11 +243,13 @@ public final class SupervisorVerticle extends VerticleBase {
 
   /** Destroys one claimed sandbox through its adapter and records the outcome. */
   private Future<Void> terminate(Claimed c) {
-    return vertx.eventBus().request(adapterAddress.apply(c), new DestroySandbox(c.id(), c.providerResourceId()),
+    return vertx.eventBus().request(adapterAddress.apply(c), new DestroySandbox(c.id(), c.providerResourceId(),
+            c.expired() ? DestroySandbox.TTL_EXPIRED : "operator"),
             new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
         .transform(ar -> {
           if (ar.succeeded()) {
-            return sandboxes.finishTermination(c.id(), null, c.expired() ? "ttl_expired" : "operator", now());
+            return sandboxes.finishTermination(c.id(), null, c.expired() ? DestroySandbox.TTL_EXPIRED : "operator",
+                now());
           }
           RuntimeException failure = BusFailures.decode(ar.cause(), c.backend(), "destroy");
           ProviderError error = failure instanceof ProviderException pe ? pe.error()

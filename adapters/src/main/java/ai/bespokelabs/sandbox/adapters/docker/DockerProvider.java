@@ -73,6 +73,9 @@ public final class DockerProvider implements SandboxProvider {
   private final DockerEngine engine;
   private final DockerFiles files;
   private final String defaultImage;
+  /** The executions still running, by container: a destroy for an expired sandbox ends them as timed out. */
+  private final java.util.concurrent.ConcurrentMap<String, java.util.Set<Execution>> running =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
       Thread.ofPlatform().daemon().name("docker-exec-timeouts").factory());
 
@@ -244,6 +247,7 @@ public final class DockerProvider implements SandboxProvider {
       stream.closeWrite();
     }
     Execution execution = new Execution(container, execId, stream, sink, request.timeoutSecs());
+    running.computeIfAbsent(container, c -> java.util.concurrent.ConcurrentHashMap.newKeySet()).add(execution);
     Thread.ofVirtual().name("docker-exec-" + request.executionId()).start(execution::pump);
     return execution;
   }
@@ -267,6 +271,8 @@ public final class DockerProvider implements SandboxProvider {
     private final CompletableFuture<Long> pid = new CompletableFuture<>();
     private final long startedNanos = System.nanoTime();
     private volatile boolean timedOut;
+    /** Its sandbox is being destroyed because its time ran out. */
+    private volatile boolean sandboxExpired;
     private volatile boolean signalled;
     private byte[] stdoutCarry = new byte[0];
     private byte[] stderrCarry = new byte[0];
@@ -310,12 +316,29 @@ public final class DockerProvider implements SandboxProvider {
           timer.cancel(false);
         }
         pid.complete(-1L);
+        running.computeIfPresent(container, (c, set) -> set.remove(this) && set.isEmpty() ? null : set);
       }
       int code = exitCode(broken);
       long ms = (System.nanoTime() - startedNanos) / 1_000_000;
       boolean out = timedOut;
+      if (!out && sandboxExpired && code != 0) {
+        // its container was removed because the sandbox's time ran out: a timeout, as its own would be
+        out = true;
+        message(ai.bespokelabs.sandbox.adapters.local.ProcessRunner.sandboxTimeoutMessage(ms));
+      } else if (out) {
+        message(ai.bespokelabs.sandbox.adapters.local.ProcessRunner.timeoutMessage(timeoutSecs));
+      }
       sink.exited(out ? ai.bespokelabs.sandbox.adapters.local.ProcessRunner.TIMEOUT_EXIT_CODE : code, out,
           signalled && !out && code != 0, ms);
+    }
+
+    /** A last line of stderr, from the gateway. */
+    private void message(byte[] line) {
+      try {
+        sink.output(ExecSink.Stream.STDERR, line);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
 
     /** Strips the wrapper's {@code bsx:<pid>} line from the start of stderr. */
@@ -437,7 +460,10 @@ public final class DockerProvider implements SandboxProvider {
 
   // ---- destroy, list, health -------------------------------------------------------------------------
 
-  /** Force-removes the container (and its anonymous volumes); a container already gone is fine. */
+  /**
+   * Force-removes the container (and its anonymous volumes); a container already gone is fine. When the
+   * sandbox's time ran out, the executions still running in it end as timed out.
+   */
   @Override
   public SandboxDestroyed destroy(DestroySandbox request) {
     engine.requirePresent("destroy");
@@ -446,6 +472,9 @@ public final class DockerProvider implements SandboxProvider {
       ids.add(request.providerResourceId());
     } else {
       containers(SANDBOX + "=" + request.sandboxId()).forEach(c -> ids.add(c.getString("Id")));
+    }
+    if (request.expired()) {
+      ids.forEach(id -> running.getOrDefault(id, java.util.Set.of()).forEach(e -> e.sandboxExpired = true));
     }
     boolean gone = true;
     for (String id : ids) {

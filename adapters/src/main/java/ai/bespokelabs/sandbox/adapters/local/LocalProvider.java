@@ -33,8 +33,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The {@code local} backend: a sandbox is a host directory and its executions are plain host processes
  * (no isolation beyond a clean environment and a working directory inside the sandbox). Runtimes live in
- * this node's memory, so after a control-plane restart a sandbox can still be destroyed from its provider
- * resource id (its directory) but no longer executed in.
+ * this node's memory, so the gateway ends its sandboxes when it stops, and at start those a killed run left;
+ * without a runtime a sandbox is destroyed from its provider resource id (its directory) and its process
+ * records.
  */
 public final class LocalProvider implements SandboxProvider {
   public static final String BACKEND = "local";
@@ -254,6 +255,16 @@ public final class LocalProvider implements SandboxProvider {
           runtime.untrack(group.get());
         } else {
           runtime.prune();
+        }
+        if (!timedOut && exitCode != 0 && runtime.expired()) {
+          // killed because the sandbox's time ran out: a timeout, as the program's own would be
+          try {
+            sink.output(Stream.STDERR, ProcessRunner.sandboxTimeoutMessage(durationMs));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          sink.exited(ProcessRunner.TIMEOUT_EXIT_CODE, true, false, durationMs);
+          return;
         }
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
@@ -485,7 +496,9 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Kills every process the sandbox's executions started and deletes its directory when owned. Works from
+   * Kills every process the sandbox's executions started and deletes its directory when owned; when the
+   * sandbox ends because its time ran out ({@link DestroySandbox#expired()}), the executions still running end
+   * as timed out (exit 124, a last stderr line saying why), otherwise as their kill left them. Works from
    * the durable process records too, so after the gateway was killed and restarted nothing the sandbox
    * started survives its destroy; without a runtime only the sandbox's own {@code <root>/<sandboxId>} is
    * deleted, never a workdir.
@@ -493,7 +506,7 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public SandboxDestroyed destroy(DestroySandbox request) {
     SandboxRuntime runtime = runtimes.remove(request.sandboxId());
-    List<Long> groups = runtime == null ? List.of() : runtime.close();
+    List<Long> groups = runtime == null ? List.of() : runtime.close(request.expired());
     int killed = 0;
     if (runtime != null && groups.isEmpty() && wrapper.endsWithProgram()) {
       // every execution has ended, and with it everything it started: nothing to look for in /proc
@@ -532,7 +545,7 @@ public final class LocalProvider implements SandboxProvider {
     runtimes.keySet().forEach(id -> {
       SandboxRuntime runtime = runtimes.remove(id);
       if (runtime != null) {
-        ProcessGroups.kill(runtime.close());
+        ProcessGroups.kill(runtime.close(false));
       }
     });
   }

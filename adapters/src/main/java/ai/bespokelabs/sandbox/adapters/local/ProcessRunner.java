@@ -29,12 +29,24 @@ import java.util.stream.Stream;
 /**
  * Runs one {@link ProcessSpec} on the host as the leader of its own process group (a new session, see
  * {@link SessionSpawner}), with exactly the spec's environment, streaming both output pipes to an
- * {@link ExecSink} and killing the whole group on timeout (exit code 124). Nothing blocks the caller: the
- * program is watched by pool threads.
+ * {@link ExecSink} and killing the whole group on timeout (exit code 124, and a last stderr line saying so).
+ * Nothing blocks the caller: the program is watched by pool threads.
  */
 public final class ProcessRunner {
   /** The exit code of a run killed by its timeout, as {@code timeout(1)} reports it. */
   public static final int TIMEOUT_EXIT_CODE = 124;
+
+  /** The stderr line ending the output of a command its own timeout killed, in the seed's words. */
+  public static byte[] timeoutMessage(int timeoutSecs) {
+    return ("Command timed out after " + timeoutSecs + "s\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /** The stderr line ending the output of a command killed because its sandbox's time ran out. */
+  public static byte[] sandboxTimeoutMessage(long durationMs) {
+    return String.format(java.util.Locale.ROOT, "Command timed out after %.1fs: the sandbox reached its timeout\n",
+        durationMs / 1000.0).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   /**
    * After the program exits, a pipe that stays open without delivering anything for this long is held by a
    * background child; the run ends without waiting for it.
@@ -188,7 +200,7 @@ public final class ProcessRunner {
           exited = true;
           timedOut = deadlinePassed;
         }
-        report(timedOut, progress, out, err);
+        report(timedOut, timeoutSecs, progress, out, err);
       };
       Thread starting = Thread.currentThread();
       process.onExit().whenComplete((p, e) -> {
@@ -201,9 +213,12 @@ public final class ProcessRunner {
     }
 
     /** Waits for the output to be read and reports the end. */
-    private void report(boolean timedOut, Object progress, Reader out, Reader err) {
+    private void report(boolean timedOut, int timeoutSecs, Object progress, Reader out, Reader err) {
       try {
         drain(progress, out, err);
+        if (timedOut) {
+          sink.output(ExecSink.Stream.STDERR, timeoutMessage(timeoutSecs));
+        }
       } catch (InterruptedException e) {
         ProcessGroups.kill(spawner, List.of(pgid));
         Thread.currentThread().interrupt();
@@ -227,7 +242,7 @@ public final class ProcessRunner {
         ProcessGroups.kill(spawner, List.of(pgid));
         Thread.currentThread().interrupt();
       }
-      report(timedOut, progress, out, err);
+      report(timedOut, timeoutSecs, progress, out, err);
     }
 
     /**

@@ -23,6 +23,8 @@ final class SandboxRuntime {
   static final int PRUNE_THRESHOLD = 32;
   private final Set<Long> groups = new HashSet<>();
   private boolean closed;
+  /** Set before its programs are killed when the sandbox ends because its time ran out. */
+  private volatile boolean expired;
 
   SandboxRuntime(Path dir, boolean owned, Map<String, String> env, ai.bespokelabs.sandbox.core.model.SandboxConfig config,
       Instant createdAt, int uid) {
@@ -55,9 +57,18 @@ final class SandboxRuntime {
     groups.remove(pgid);
   }
 
-  /** Refuses further groups and returns every group to kill. */
-  synchronized List<Long> close() {
+  /**
+   * Refuses further groups and returns every group to kill; {@code expired}: the sandbox ends because its time
+   * ran out, so the programs still running end as timed out.
+   */
+  synchronized List<Long> close(boolean expired) {
+    this.expired = expired;
     closed = true;
     return List.copyOf(groups);
+  }
+
+  /** Whether the sandbox was closed because its time ran out. */
+  boolean expired() {
+    return expired;
   }
 }

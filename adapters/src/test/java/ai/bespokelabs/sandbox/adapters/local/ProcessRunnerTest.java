@@ -96,6 +96,7 @@ class ProcessRunnerTest {
 
     assertThat(r.exitCode()).isEqualTo(124);
     assertThat(r.timedOut()).isTrue();
+    assertThat(r.stderr()).isEqualTo("Command timed out after 1s\n");
     assertThat(r.durationMs()).isBetween(1000L, 2500L);
     long grandchild = Long.parseLong(r.stdout().trim());
     assertThat(Fixtures.awaitDeath(grandchild)).as("background grandchild killed").isTrue();

@@ -282,14 +282,32 @@ public final class Messages {
     }
   }
 
-  /** Destroy one sandbox, working from the stored provider resource id. */
-  public record DestroySandbox(String sandboxId, String providerResourceId) {
+  /**
+   * Destroy one sandbox, working from the stored provider resource id. {@code reason} is the termination
+   * reason when one is known ({@code operator}, {@code ttl_expired}, {@code shutdown}), else null: providers
+   * end a command still running when the sandbox's time ran out ({@link #TTL_EXPIRED}) as a timeout.
+   */
+  public record DestroySandbox(String sandboxId, String providerResourceId, String reason) {
+    /** The termination reason of a sandbox that reached its deadline. */
+    public static final String TTL_EXPIRED = "ttl_expired";
+
+    public DestroySandbox(String sandboxId, String providerResourceId) {
+      this(sandboxId, providerResourceId, null);
+    }
+
+    /** Whether the sandbox ends because its time ran out. */
+    public boolean expired() {
+      return TTL_EXPIRED.equals(reason);
+    }
+
     JsonObject toJson() {
-      return new JsonObject().put("sandbox_id", sandboxId).put("provider_resource_id", providerResourceId);
+      return new JsonObject().put("sandbox_id", sandboxId).put("provider_resource_id", providerResourceId)
+          .put("reason", reason);
     }
 
     static DestroySandbox fromJson(JsonObject j) {
-      return new DestroySandbox(j.getString("sandbox_id"), j.getString("provider_resource_id"));
+      return new DestroySandbox(j.getString("sandbox_id"), j.getString("provider_resource_id"),
+          j.getString("reason"));
     }
   }
 

@@ -318,6 +318,63 @@ public final class SandboxRepository {
     });
   }
 
+  /**
+   * A live sandbox of a node that stopped (or is stopping), claimed to be ended: {@code endedAt} is when it
+   * stopped being usable, and {@code expired} whether its deadline came first.
+   */
+  public record Stranded(String id, String organizationId, String backend, String providerResourceId,
+      OffsetDateTime endedAt, boolean expired) {}
+
+  /*
+   * $1 node, $2 backends, $3 now, $4 owner, $5 whether the node's last heartbeat (not now) is when it stopped.
+   * A sandbox ends when the node stopped, or at its deadline if that came first, never before it started.
+   */
+  private static final String CLAIM_STRANDED = """
+      WITH stopped AS (
+        SELECT LEAST($3, COALESCE(CASE WHEN $5 THEN
+          (SELECT heartbeat_at FROM gateway_nodes WHERE node_id = $1) END, $3)) AS at),
+      due AS (
+        SELECT s.id, s.expires_at IS NOT NULL AND s.expires_at <= stopped.at AS expired,
+               GREATEST(COALESCE(s.running_at, s.provisioning_at, s.created_at),
+                        LEAST(stopped.at, COALESCE(s.expires_at, stopped.at))) AS at
+        FROM sandboxes s, stopped
+        WHERE s.node_id = $1 AND s.backend = ANY($2)
+          AND (s.status IN ('creating', 'running') OR (s.status = 'stopping' AND s.supervision_owner = $4))
+        ORDER BY s.id
+        FOR UPDATE OF s SKIP LOCKED),
+      claimed AS (
+        UPDATE sandboxes s SET status = 'stopping', stopping_at = COALESCE(s.stopping_at, due.at),
+          supervision_owner = $4, supervision_claimed_at = $3, version = s.version + 1
+        FROM due WHERE s.id = due.id
+        RETURNING s.id, s.organization_id, s.backend, s.provider_resource_id, due.at, due.expired),
+      ev AS (
+        INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
+        SELECT 'evt_' || md5(random()::text || claimed.id), claimed.organization_id, claimed.id, 'sandbox.stopping',
+               'stopping', claimed.at, jsonb_build_object('claimed_by', $4::text)
+        FROM claimed)
+      SELECT * FROM claimed""";
+
+  /**
+   * Claims, as {@code stopping}, the live sandboxes of {@code backends} on node {@code nodeId}: their runtime
+   * lived in that node's process, which stopped ({@code sinceHeartbeat}: it was killed or crashed, and its last
+   * heartbeat is the latest moment it is known to have run) or is stopping now. Sandboxes an earlier claim of
+   * {@code owner} left {@code stopping} (a stop cut short) are claimed again.
+   */
+  public Future<List<Stranded>> claimStranded(String nodeId, java.util.Collection<String> backends,
+      OffsetDateTime now, String owner, boolean sinceHeartbeat) {
+    return pool.preparedQuery(CLAIM_STRANDED)
+        .execute(Tuple.tuple().addString(nodeId).addArrayOfString(backends.toArray(String[]::new))
+            .addValue(now).addString(owner).addBoolean(sinceHeartbeat))
+        .map(rows -> {
+          List<Stranded> out = new ArrayList<>();
+          for (Row r : rows) {
+            out.add(new Stranded(r.getString("id"), r.getString("organization_id"), r.getString("backend"),
+                r.getString("provider_resource_id"), r.getOffsetDateTime("at"), r.getBoolean("expired")));
+          }
+          return out;
+        });
+  }
+
   /** The earliest deadline of a live sandbox, if any. */
   public Future<Optional<OffsetDateTime>> nextDeadline() {
     return pool.query("SELECT min(expires_at) FROM sandboxes WHERE status IN ('creating', 'running')"

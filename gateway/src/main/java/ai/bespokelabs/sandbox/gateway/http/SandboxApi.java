@@ -337,7 +337,7 @@ public final class SandboxApi {
       }
       publishWakeup();
       vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id);
-      DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId());
+      DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
       return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
           .transform(ar -> {

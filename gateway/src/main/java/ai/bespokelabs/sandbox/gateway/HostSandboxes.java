@@ -1,0 +1,86 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Stranded;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.time.OffsetDateTime;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Ends this node's sandboxes of the host-process backends ({@code local}, {@code bwrap}, {@code safehouse}),
+ * whose runtime (env vars, process handles) lives in the gateway process and is never stored: at start those
+ * its previous run left behind (it was killed or crashed), at a graceful stop its own. Each goes the normal
+ * termination path: claimed as {@code stopping}, destroyed by its provider (everything its executions started
+ * is killed, from the on-disk process records after a crash, and the directory the gateway created for it is
+ * removed), then {@code destroyed} with reason {@code shutdown} ({@code ttl_expired} when its deadline came
+ * first), ending when the node stopped: so its cost ends there too.
+ */
+final class HostSandboxes {
+  private static final Logger LOG = LoggerFactory.getLogger(HostSandboxes.class);
+  static final String SHUTDOWN = "shutdown";
+
+  private final Vertx vertx;
+  private final SandboxRepository sandboxes;
+  private final String nodeId;
+  private final Map<String, SandboxProvider> providers;
+  private final Supplier<OffsetDateTime> now;
+
+  /** @param providers the host-process providers by backend */
+  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, String nodeId, Map<String, SandboxProvider> providers,
+      Supplier<OffsetDateTime> now) {
+    this.vertx = vertx;
+    this.sandboxes = sandboxes;
+    this.nodeId = nodeId;
+    this.providers = Map.copyOf(providers);
+    this.now = now;
+  }
+
+  /**
+   * Ends them all; {@code sinceHeartbeat}: the node stopped at its last heartbeat (a start after a kill or a
+   * crash), else it stops now. Completes with how many ended, once each is destroyed or failed.
+   */
+  Future<Integer> endAll(boolean sinceHeartbeat) {
+    if (providers.isEmpty()) {
+      return Future.succeededFuture(0);
+    }
+    return sandboxes.claimStranded(nodeId, providers.keySet(), now.get(), SHUTDOWN + "-" + nodeId, sinceHeartbeat)
+        .compose(claimed -> {
+          if (claimed.isEmpty()) {
+            return Future.succeededFuture(0);
+          }
+          LOG.info("Ending {} {} sandbox(es) of this node: their runtime {}", claimed.size(),
+              String.join("/", providers.keySet().stream().sorted().toList()),
+              sinceHeartbeat ? "ended when the gateway last stopped" : "ends with the gateway");
+          List<Future<Void>> ends = claimed.stream().map(this::end).toList();
+          return Future.join(ends).otherwiseEmpty().map(claimed.size());
+        });
+  }
+
+  private Future<Void> end(Stranded s) {
+    String reason = s.expired() ? DestroySandbox.TTL_EXPIRED : SHUTDOWN;
+    SandboxProvider provider = providers.get(s.backend());
+    return vertx.executeBlocking(() -> provider.destroy(new DestroySandbox(s.id(), s.providerResourceId(), reason)),
+            false)
+        .transform(ar -> {
+          if (ar.succeeded()) {
+            return sandboxes.finishTermination(s.id(), null, reason, s.endedAt());
+          }
+          ProviderError error = ar.cause() instanceof ProviderException pe ? pe.error()
+              : BusFailures.normalize(s.backend(), "destroy");
+          LOG.warn("Ending sandbox {} failed: {}", s.id(), error.code().wire());
+          return sandboxes.failTermination(s.id(), error, s.endedAt());
+        })
+        .onFailure(e -> LOG.warn("Recording the end of sandbox {} failed: {}", s.id(), e.toString()))
+        .mapEmpty();
+  }
+}
