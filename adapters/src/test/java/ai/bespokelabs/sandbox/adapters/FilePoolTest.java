@@ -32,6 +32,11 @@ class FilePoolTest {
       // org-a holds its share (two threads); the rest of its operations wait in its own queue
       assertThat(pool.submit("org-b", () -> "b").get(5, TimeUnit.SECONDS)).isEqualTo("b");
       assertThat(pool.submit("org-c", () -> "c").get(5, TimeUnit.SECONDS)).isEqualTo("c");
+      // its two threads start when the pool gets to them; no third one ever does
+      for (long end = System.nanoTime() + 5_000_000_000L; started.get() < 2 && System.nanoTime() < end; ) {
+        Thread.sleep(5);
+      }
+      Thread.sleep(100);
       assertThat(started.get()).isEqualTo(2);
       assertThat(pool.running("org-a")).isEqualTo(2);
       release.countDown();

@@ -531,7 +531,16 @@ public final class LocalProvider implements SandboxProvider {
     if (dir == null) {
       return new SandboxDestroyed(killed == 0);
     }
+    int owner = -1;
+    try {
+      owner = users.dropping() ? ownerUid(dir) : -1;
+    } catch (IOException e) {
+      // gone already, or unreadable: nothing to give back
+    }
     deleteTree(dir);
+    if (owner >= 0) {
+      HostUsers.release(owner); // taken when this node found the directory at its start
+    }
     return new SandboxDestroyed(false);
   }
 
