@@ -27,6 +27,7 @@ public final class Database implements AutoCloseable {
 
   private final EmbeddedPostgres embedded;
   private final PgConnectOptions connect;
+  private DataDirectoryLock ownedLock;
 
   private Database(EmbeddedPostgres embedded, PgConnectOptions connect) {
     this.embedded = embedded;
@@ -38,12 +39,38 @@ public final class Database implements AutoCloseable {
   /** The first line of the {@code pg_hba.conf} the gateway writes; its absence marks a server still on trust. */
   static final String HBA_HEADER = "# Written by the sandbox gateway at every start: passwords (scram-sha-256) only.";
 
-  /** Connects to {@code url} if present, else starts (or reuses) the embedded server under {@code dataDir}. */
-  public static Database open(Optional<Secret> url, Path dataDir) {
-    Database db = url.isPresent() ? external(url.get())
-        : embedded(dataDir.resolve("postgres"), dataDir.resolve(PASSWORD_FILE));
-    db.migrate();
+  /**
+   * Connects to {@code url} if present, else starts (or reuses) the embedded server in the data directory
+   * {@code owner} holds. The caller keeps the lock until this database is closed.
+   */
+  public static Database open(Optional<Secret> url, DataDirectoryLock owner) {
+    Database db = url.isPresent() ? external(url.get()) : embedded(owner);
+    try {
+      db.migrate();
+    } catch (RuntimeException e) {
+      db.close();
+      throw e;
+    }
     return db;
+  }
+
+  /**
+   * As {@link #open(Optional, DataDirectoryLock)}; for the embedded server this takes the data directory's lock
+   * itself and holds it until {@link #close()}.
+   */
+  public static Database open(Optional<Secret> url, Path dataDir) {
+    if (url.isPresent()) {
+      return open(url, (DataDirectoryLock) null);
+    }
+    DataDirectoryLock lock = DataDirectoryLock.acquire(dataDir, 0);
+    try {
+      Database db = open(url, lock);
+      db.ownedLock = lock;
+      return db;
+    } catch (RuntimeException e) {
+      lock.close();
+      throw e;
+    }
   }
 
   static Database external(Secret url) {
@@ -65,9 +92,12 @@ public final class Database implements AutoCloseable {
    * readiness over TCP; no Unix socket) and authenticates every connection with the superuser's password
    * (scram-sha-256), generated on first start and kept in {@code passwordFile}: sandbox code sharing the host's
    * network cannot log in. A data directory created by an earlier version (trust authentication, no password)
-   * is given the password and the same rules at its first start.
+   * is given the password and the same rules at its first start. Holding the data directory's lock is what
+   * allows stopping a server an earlier gateway left running there.
    */
-  static Database embedded(Path dir, Path passwordFile) {
+  static Database embedded(DataDirectoryLock owner) {
+    Path dir = owner.dir().resolve("postgres");
+    Path passwordFile = owner.dir().resolve(PASSWORD_FILE);
     try {
       Files.createDirectories(dir.getParent());
       if (!Files.exists(passwordFile) && passwordsOnly(dir)) {
@@ -168,12 +198,18 @@ public final class Database implements AutoCloseable {
 
   /**
    * A gateway killed with SIGKILL leaves its embedded server running on the data directory. Stop it (smart
-   * shutdown: its clients died with the gateway) so this start can take the directory over.
+   * shutdown: its clients died with the gateway) so this start can take the directory over. Only the holder of
+   * the data directory's lock calls this: no other gateway uses the server. A gateway of an earlier version
+   * (which took no such lock) still holding the server's own lock file keeps it.
    */
   private static void stopOrphanedServer(Path dir) throws IOException {
     Path pidFile = dir.resolve("postmaster.pid");
     if (!Files.exists(pidFile)) {
       return;
+    }
+    if (heldByAnotherProcess(dir.resolve(SERVER_LOCK_FILE))) {
+      throw new ConfigException("the embedded PostgreSQL in " + dir + " is in use by another gateway process;"
+          + " stop that one first, or give this one another directory with BESPOKE_DATA_DIR");
     }
     long pid;
     try {
@@ -192,6 +228,22 @@ public final class Database implements AutoCloseable {
       orphan.get().onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
     } catch (Exception e) {
       throw new IOException("the PostgreSQL server left on " + dir + " (pid " + pid + ") did not stop", e);
+    }
+  }
+
+  /** The lock file the embedded server's library holds in the server's data directory while it runs it. */
+  private static final String SERVER_LOCK_FILE = "epg-lock";
+
+  private static boolean heldByAnotherProcess(Path lockFile) throws IOException {
+    if (!Files.exists(lockFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return false;
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+        java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        java.nio.channels.FileLock lock = ch.tryLock()) {
+      return lock == null;
+    } catch (java.nio.channels.OverlappingFileLockException e) {
+      return true;
     }
   }
 
@@ -224,11 +276,15 @@ public final class Database implements AutoCloseable {
 
   @Override
   public void close() {
-    if (embedded != null) {
-      try {
+    try {
+      if (embedded != null) {
         embedded.close();
-      } catch (IOException e) {
-        LOG.warn("Embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+      }
+    } catch (IOException e) {
+      LOG.warn("Embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+    } finally {
+      if (ownedLock != null) {
+        ownedLock.close();
       }
     }
   }

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.core.db;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ai.bespokelabs.sandbox.core.config.ConfigException;
 import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Pool;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -88,6 +89,23 @@ class EmbeddedDatabaseTest {
         rs.next();
         assertThat(rs.getString(1)).isEqualTo("still here");
       }
+    }
+  }
+
+  @Test
+  void a_data_directory_in_use_is_refused_and_its_server_left_running() throws Exception {
+    try (Database db = Database.open(Optional.empty(), dataDir)) {
+      assertThatThrownBy(() -> Database.open(Optional.empty(), dataDir)).isInstanceOf(ConfigException.class)
+          .hasMessageStartingWith("the data directory " + dataDir + " is in use by another gateway (pid "
+              + ProcessHandle.current().pid() + " on host ");
+      String password = Files.readString(dataDir.resolve(Database.PASSWORD_FILE)).trim();
+      try (Connection c = connect(port(db), password); Statement st = c.createStatement();
+          var rs = st.executeQuery("SELECT 1")) {
+        assertThat(rs.next()).isTrue();
+      }
+    }
+    try (Database again = Database.open(Optional.empty(), dataDir)) {
+      assertThat(again.isEmbedded()).as("free again once closed").isTrue();
     }
   }
 
