@@ -36,6 +36,9 @@ public final class Database implements AutoCloseable {
 
   /** The file in the data directory holding the embedded server's superuser password (mode 0600). */
   public static final String PASSWORD_FILE = "postgres-password";
+  /** The major version of the embedded PostgreSQL server this build ships (e.g. {@code 17}). */
+  public static final String EMBEDDED_MAJOR_VERSION = shippedMajorVersion();
+
   /** The first line of the {@code pg_hba.conf} the gateway writes; its absence marks a server still on trust. */
   static final String HBA_HEADER = "# Written by the sandbox gateway at every start: passwords (scram-sha-256) only.";
 
@@ -100,6 +103,7 @@ public final class Database implements AutoCloseable {
     Path passwordFile = owner.dir().resolve(PASSWORD_FILE);
     try {
       Files.createDirectories(dir.getParent());
+      requireShippedMajorVersion(dir);
       if (!Files.exists(passwordFile) && passwordsOnly(dir)) {
         throw new IllegalStateException("the embedded PostgreSQL in " + dir + " requires the password kept in "
             + passwordFile + ", which is missing");
@@ -122,6 +126,39 @@ public final class Database implements AutoCloseable {
     } catch (IOException | java.sql.SQLException e) {
       throw new IllegalStateException("cannot start the embedded PostgreSQL in " + dir + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * A data directory can only be opened by the PostgreSQL major version that initialised it: one made by another
+   * (an earlier release of the gateway shipped PostgreSQL 14) is refused before anything in it is touched.
+   */
+  private static void requireShippedMajorVersion(Path dir) throws IOException {
+    Path versionFile = dir.resolve("PG_VERSION");
+    if (!Files.exists(versionFile)) {
+      return;
+    }
+    String found = Files.readString(versionFile, java.nio.charset.StandardCharsets.UTF_8).strip();
+    if (!found.equals(EMBEDDED_MAJOR_VERSION)) {
+      throw new ConfigException("the embedded PostgreSQL data in " + dir + " was created by PostgreSQL " + found
+          + " and this gateway runs PostgreSQL " + EMBEDDED_MAJOR_VERSION + ", which cannot open it (nothing was"
+          + " changed): dump it with the gateway release that created it and restore the dump into a new data"
+          + " directory, or move " + dir + " aside to start with an empty database (see the README, \"Upgrading"
+          + " the embedded PostgreSQL\")");
+    }
+  }
+
+  private static String shippedMajorVersion() {
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.InputStream in = Database.class.getResourceAsStream("embedded-postgres.properties")) {
+      if (in == null) {
+        throw new IllegalStateException("embedded-postgres.properties is missing from the build");
+      }
+      p.load(in);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    String version = p.getProperty("version", "");
+    return version.substring(0, version.indexOf('.') < 0 ? version.length() : version.indexOf('.'));
   }
 
   /** The embedded server's settings; {@code passwordsOnly} rewrites its {@code pg_hba.conf} before it starts. */
