@@ -19,6 +19,7 @@ import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
@@ -59,11 +60,13 @@ public final class Gateway implements AutoCloseable {
   private final SecretStore store;
   private final String httpDeployment;
   private final HostSandboxes hostSandboxes;
+  private final DataDirectoryLock owner;
 
   private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
-      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes) {
+      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes, DataDirectoryLock owner) {
     this.httpDeployment = httpDeployment;
     this.hostSandboxes = hostSandboxes;
+    this.owner = owner;
     this.config = config;
     this.vertx = vertx;
     this.pool = pool;
@@ -94,8 +97,21 @@ public final class Gateway implements AutoCloseable {
     return out;
   }
 
-  /** Starts a gateway; blocks until it serves requests or fails. */
+  /**
+   * Starts a gateway; blocks until it serves requests or fails. It holds its data directory's lock for its life:
+   * a data directory another gateway runs on is a {@link ai.bespokelabs.sandbox.core.config.ConfigException}.
+   */
   public static Gateway start(GatewayConfig initial, Clock clock) {
+    DataDirectoryLock owner = DataDirectoryLock.acquire(initial.dataDir(), initial.port());
+    try {
+      return start(initial, clock, owner);
+    } catch (RuntimeException | Error e) {
+      owner.close();
+      throw e;
+    }
+  }
+
+  private static Gateway start(GatewayConfig initial, Clock clock, DataDirectoryLock owner) {
     SecretStore store = new SecretStore(initial.dataDir());
     SecretStore.Resolved pepper = store.resolve(initial.pepper(), SecretStore.PEPPER_FILE, 32);
     SecretStore.Resolved admin = store.resolve(initial.adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
@@ -103,7 +119,7 @@ public final class Gateway implements AutoCloseable {
         .value().reveal().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9]", "x"));
     GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
 
-    Database database = Database.open(config.databaseUrl(), config.dataDir());
+    Database database = Database.open(config.databaseUrl(), owner);
     Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
     Pool pool = database.pool(vertx, config.databasePoolSize());
     String httpDeployment;
@@ -165,7 +181,7 @@ public final class Gateway implements AutoCloseable {
         config.host(), config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
-        httpDeployment, hostSandboxes);
+        httpDeployment, hostSandboxes, owner);
   }
 
   /**
@@ -249,7 +265,11 @@ public final class Gateway implements AutoCloseable {
     try {
       closeQuietly(vertx, 30L);
     } finally {
-      database.close();
+      try {
+        database.close();
+      } finally {
+        owner.close();
+      }
     }
   }
 

@@ -27,6 +27,7 @@ public final class Database implements AutoCloseable {
 
   private final EmbeddedPostgres embedded;
   private final PgConnectOptions connect;
+  private DataDirectoryLock ownedLock;
 
   private Database(EmbeddedPostgres embedded, PgConnectOptions connect) {
     this.embedded = embedded;
@@ -35,15 +36,44 @@ public final class Database implements AutoCloseable {
 
   /** The file in the data directory holding the embedded server's superuser password (mode 0600). */
   public static final String PASSWORD_FILE = "postgres-password";
+  /** The major version of the embedded PostgreSQL server this build ships (e.g. {@code 17}). */
+  public static final String EMBEDDED_MAJOR_VERSION = shippedMajorVersion();
+
   /** The first line of the {@code pg_hba.conf} the gateway writes; its absence marks a server still on trust. */
   static final String HBA_HEADER = "# Written by the sandbox gateway at every start: passwords (scram-sha-256) only.";
 
-  /** Connects to {@code url} if present, else starts (or reuses) the embedded server under {@code dataDir}. */
-  public static Database open(Optional<Secret> url, Path dataDir) {
-    Database db = url.isPresent() ? external(url.get())
-        : embedded(dataDir.resolve("postgres"), dataDir.resolve(PASSWORD_FILE));
-    db.migrate();
+  /**
+   * Connects to {@code url} if present, else starts (or reuses) the embedded server in the data directory
+   * {@code owner} holds. The caller keeps the lock until this database is closed.
+   */
+  public static Database open(Optional<Secret> url, DataDirectoryLock owner) {
+    Database db = url.isPresent() ? external(url.get()) : embedded(owner);
+    try {
+      db.migrate();
+    } catch (RuntimeException e) {
+      db.close();
+      throw e;
+    }
     return db;
+  }
+
+  /**
+   * As {@link #open(Optional, DataDirectoryLock)}; for the embedded server this takes the data directory's lock
+   * itself and holds it until {@link #close()}.
+   */
+  public static Database open(Optional<Secret> url, Path dataDir) {
+    if (url.isPresent()) {
+      return open(url, (DataDirectoryLock) null);
+    }
+    DataDirectoryLock lock = DataDirectoryLock.acquire(dataDir, 0);
+    try {
+      Database db = open(url, lock);
+      db.ownedLock = lock;
+      return db;
+    } catch (RuntimeException e) {
+      lock.close();
+      throw e;
+    }
   }
 
   static Database external(Secret url) {
@@ -65,11 +95,15 @@ public final class Database implements AutoCloseable {
    * readiness over TCP; no Unix socket) and authenticates every connection with the superuser's password
    * (scram-sha-256), generated on first start and kept in {@code passwordFile}: sandbox code sharing the host's
    * network cannot log in. A data directory created by an earlier version (trust authentication, no password)
-   * is given the password and the same rules at its first start.
+   * is given the password and the same rules at its first start. Holding the data directory's lock is what
+   * allows stopping a server an earlier gateway left running there.
    */
-  static Database embedded(Path dir, Path passwordFile) {
+  static Database embedded(DataDirectoryLock owner) {
+    Path dir = owner.dir().resolve("postgres");
+    Path passwordFile = owner.dir().resolve(PASSWORD_FILE);
     try {
       Files.createDirectories(dir.getParent());
+      requireShippedMajorVersion(dir);
       if (!Files.exists(passwordFile) && passwordsOnly(dir)) {
         throw new IllegalStateException("the embedded PostgreSQL in " + dir + " requires the password kept in "
             + passwordFile + ", which is missing");
@@ -92,6 +126,39 @@ public final class Database implements AutoCloseable {
     } catch (IOException | java.sql.SQLException e) {
       throw new IllegalStateException("cannot start the embedded PostgreSQL in " + dir + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * A data directory can only be opened by the PostgreSQL major version that initialised it: one made by another
+   * (an earlier release of the gateway shipped PostgreSQL 14) is refused before anything in it is touched.
+   */
+  private static void requireShippedMajorVersion(Path dir) throws IOException {
+    Path versionFile = dir.resolve("PG_VERSION");
+    if (!Files.exists(versionFile)) {
+      return;
+    }
+    String found = Files.readString(versionFile, java.nio.charset.StandardCharsets.UTF_8).strip();
+    if (!found.equals(EMBEDDED_MAJOR_VERSION)) {
+      throw new ConfigException("the embedded PostgreSQL data in " + dir + " was created by PostgreSQL " + found
+          + " and this gateway runs PostgreSQL " + EMBEDDED_MAJOR_VERSION + ", which cannot open it (nothing was"
+          + " changed): dump it with the gateway release that created it and restore the dump into a new data"
+          + " directory, or move " + dir + " aside to start with an empty database (see the README, \"Upgrading"
+          + " the embedded PostgreSQL\")");
+    }
+  }
+
+  private static String shippedMajorVersion() {
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.InputStream in = Database.class.getResourceAsStream("embedded-postgres.properties")) {
+      if (in == null) {
+        throw new IllegalStateException("embedded-postgres.properties is missing from the build");
+      }
+      p.load(in);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    String version = p.getProperty("version", "");
+    return version.substring(0, version.indexOf('.') < 0 ? version.length() : version.indexOf('.'));
   }
 
   /** The embedded server's settings; {@code passwordsOnly} rewrites its {@code pg_hba.conf} before it starts. */
@@ -168,12 +235,18 @@ public final class Database implements AutoCloseable {
 
   /**
    * A gateway killed with SIGKILL leaves its embedded server running on the data directory. Stop it (smart
-   * shutdown: its clients died with the gateway) so this start can take the directory over.
+   * shutdown: its clients died with the gateway) so this start can take the directory over. Only the holder of
+   * the data directory's lock calls this: no other gateway uses the server. A gateway of an earlier version
+   * (which took no such lock) still holding the server's own lock file keeps it.
    */
   private static void stopOrphanedServer(Path dir) throws IOException {
     Path pidFile = dir.resolve("postmaster.pid");
     if (!Files.exists(pidFile)) {
       return;
+    }
+    if (heldByAnotherProcess(dir.resolve(SERVER_LOCK_FILE))) {
+      throw new ConfigException("the embedded PostgreSQL in " + dir + " is in use by another gateway process;"
+          + " stop that one first, or give this one another directory with BESPOKE_DATA_DIR");
     }
     long pid;
     try {
@@ -192,6 +265,22 @@ public final class Database implements AutoCloseable {
       orphan.get().onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
     } catch (Exception e) {
       throw new IOException("the PostgreSQL server left on " + dir + " (pid " + pid + ") did not stop", e);
+    }
+  }
+
+  /** The lock file the embedded server's library holds in the server's data directory while it runs it. */
+  private static final String SERVER_LOCK_FILE = "epg-lock";
+
+  private static boolean heldByAnotherProcess(Path lockFile) throws IOException {
+    if (!Files.exists(lockFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return false;
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+        java.nio.file.StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        java.nio.channels.FileLock lock = ch.tryLock()) {
+      return lock == null;
+    } catch (java.nio.channels.OverlappingFileLockException e) {
+      return true;
     }
   }
 
@@ -224,11 +313,15 @@ public final class Database implements AutoCloseable {
 
   @Override
   public void close() {
-    if (embedded != null) {
-      try {
+    try {
+      if (embedded != null) {
         embedded.close();
-      } catch (IOException e) {
-        LOG.warn("Embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+      }
+    } catch (IOException e) {
+      LOG.warn("Embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+    } finally {
+      if (ownedLock != null) {
+        ownedLock.close();
       }
     }
   }

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.core.db;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ai.bespokelabs.sandbox.core.config.ConfigException;
 import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Pool;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -13,6 +14,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -89,6 +91,63 @@ class EmbeddedDatabaseTest {
         assertThat(rs.getString(1)).isEqualTo("still here");
       }
     }
+  }
+
+  @Test
+  void a_data_directory_in_use_is_refused_and_its_server_left_running() throws Exception {
+    try (Database db = Database.open(Optional.empty(), dataDir)) {
+      assertThatThrownBy(() -> Database.open(Optional.empty(), dataDir)).isInstanceOf(ConfigException.class)
+          .hasMessageStartingWith("the data directory " + dataDir + " is in use by another gateway (pid "
+              + ProcessHandle.current().pid() + " on host ");
+      String password = Files.readString(dataDir.resolve(Database.PASSWORD_FILE)).trim();
+      try (Connection c = connect(port(db), password); Statement st = c.createStatement();
+          var rs = st.executeQuery("SELECT 1")) {
+        assertThat(rs.next()).isTrue();
+      }
+    }
+    try (Database again = Database.open(Optional.empty(), dataDir)) {
+      assertThat(again.isEmbedded()).as("free again once closed").isTrue();
+    }
+  }
+
+  @Test
+  void the_server_is_postgresql_17() throws Exception {
+    assertThat(Database.EMBEDDED_MAJOR_VERSION).isEqualTo("17");
+    try (Database db = Database.open(Optional.empty(), dataDir)) {
+      String password = Files.readString(dataDir.resolve(Database.PASSWORD_FILE)).trim();
+      try (Connection c = connect(port(db), password); Statement st = c.createStatement();
+          var rs = st.executeQuery("SHOW server_version")) {
+        rs.next();
+        assertThat(rs.getString(1)).startsWith(Database.EMBEDDED_MAJOR_VERSION + ".");
+      }
+    }
+    assertThat(Files.readString(dataDir.resolve("postgres/PG_VERSION")).strip())
+        .isEqualTo(Database.EMBEDDED_MAJOR_VERSION);
+  }
+
+  @Test
+  void a_data_directory_of_another_major_version_is_refused_and_left_as_it_was() throws Exception {
+    Path dir = Files.createDirectories(dataDir.resolve("postgres"));
+    Files.writeString(dir.resolve("PG_VERSION"), "14\n");
+    Files.writeString(dir.resolve("postgresql.conf"), "# initialised by PostgreSQL 14\n");
+    Files.createDirectories(dir.resolve("base/1"));
+    Files.writeString(dir.resolve("base/1/1259"), "rows");
+    List<Path> before;
+    try (var files = Files.walk(dataDir)) {
+      before = files.sorted().toList();
+    }
+
+    assertThatThrownBy(() -> Database.open(Optional.empty(), dataDir)).isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith("the embedded PostgreSQL data in " + dir + " was created by PostgreSQL 14 and this"
+            + " gateway runs PostgreSQL 17, which cannot open it (nothing was changed)")
+        .hasMessageContaining("move " + dir + " aside");
+    try (var files = Files.walk(dataDir)) {
+      assertThat(files.sorted().toList()).as("only the released lock file is new")
+          .containsExactlyElementsOf(java.util.stream.Stream.concat(before.stream(),
+              java.util.stream.Stream.of(dataDir.resolve(DataDirectoryLock.FILE))).sorted().toList());
+    }
+    assertThat(Files.readString(dir.resolve("PG_VERSION"))).isEqualTo("14\n");
+    assertThat(Files.readString(dir.resolve("base/1/1259"))).isEqualTo("rows");
   }
 
   @Test
