@@ -345,6 +345,16 @@ final class HostFiles {
   }
 
   /**
+   * What a failed write says: a file system refusal other than a missing entry means the sandbox changed the
+   * tree under the operation (409); anything else goes on as it is.
+   */
+  private static void failIfChanged(Exception e) {
+    if (e instanceof FileSystemException && !(e instanceof NoSuchFileException)) {
+      throw SandboxPaths.changed();
+    }
+  }
+
+  /**
    * Opens regular file {@code name} of {@code dir} for reading, its end fixed at its size when opened. Its
    * type is checked (without following a link) before anything opens it. Where {@code openat2} is available
    * the file is then opened by {@code relative} below {@code root} without following links and without
@@ -638,9 +648,7 @@ final class HostFiles {
       place(stage, staged, chain.dir(), Path.of(name));
     } catch (IOException | RuntimeException e) {
       Files.deleteIfExists(abs);
-      if (e instanceof FileSystemException && !(e instanceof NoSuchFileException)) {
-        throw SandboxPaths.changed();
-      }
+      failIfChanged(e);
       throw e;
     }
     created.add(chain.dir(), Path.of(name));
@@ -728,9 +736,7 @@ final class HostFiles {
             if (!done) {
               created.undo();
             }
-            if (e instanceof FileSystemException && !(e instanceof NoSuchFileException)) {
-              throw SandboxPaths.changed();
-            }
+            failIfChanged(e);
             throw e;
           } finally {
             chain.close();
@@ -957,9 +963,7 @@ final class HostFiles {
         return entry(parts.isEmpty() ? "" : parts.get(parts.size() - 1), shown(parts), self(target));
       } catch (IOException | RuntimeException e) {
         created.undo();
-        if (e instanceof FileSystemException && !(e instanceof NoSuchFileException)) {
-          throw SandboxPaths.changed();
-        }
+        failIfChanged(e);
         throw e;
       } finally {
         chain.close();
