@@ -36,8 +36,11 @@ find_java() {
 }
 
 jar_is_stale() {
-  # True when the runnable jar is missing or older than any source, resource or build file.
-  local jar="$1"
+  # True when the runnable jar is missing or older than any source, resource or build file; with "tests" as
+  # the second argument test sources count too (the benchmarks' jar holds the providers' simulators).
+  local jar="$1" sources="src/main"
+  [ "${2:-}" = tests ] && sources="src"
   [ -f "$jar" ] || return 0
-  [ -n "$(find "$ROOT/pom.xml" "$ROOT/conf" "$ROOT"/*/pom.xml "$ROOT"/*/src/main -newer "$jar" -type f 2>/dev/null | head -n 1)" ]
+  [ -n "$(find "$ROOT/pom.xml" "$ROOT/conf" "$ROOT"/*/pom.xml "$ROOT"/*/"$sources" -newer "$jar" -type f 2>/dev/null \
+    | head -n 1)" ]
 }

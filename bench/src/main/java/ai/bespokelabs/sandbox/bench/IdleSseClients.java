@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.bench;
+package ai.bespokelabs.sandbox.bench;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.bench;
+package ai.bespokelabs.sandbox.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.bench;
+package ai.bespokelabs.sandbox.bench;
 
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import com.sun.management.UnixOperatingSystemMXBean;

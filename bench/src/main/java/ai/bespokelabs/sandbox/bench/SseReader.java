@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.bench;
+package ai.bespokelabs.sandbox.bench;
 
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
