@@ -226,13 +226,24 @@ class DaytonaProviderTest {
       }
     };
     provider.start(command("head -c " + total + " /dev/zero", null, 30, false), blocking);
-    Thread.sleep(1500);
-    long streamedWhileBlocked = sim.streamedBytes() - before;
-    Thread.sleep(300);
-    assertThat(sim.streamedBytes() - before).as("the daemon waits for the blocked reader")
-        .isEqualTo(streamedWhileBlocked).isLessThan(total / 2);
-    assertThat(sim.drainWaits()).isPositive();
-    release.countDown();
+    try {
+      // the stream fills what the buffers hold, then stops: wait until it has (slower on a loaded machine)
+      long streamedWhileBlocked = -1;
+      for (long end = System.nanoTime() + 15_000_000_000L; System.nanoTime() < end; ) {
+        Thread.sleep(300);
+        long now = sim.streamedBytes() - before;
+        if (now > 0 && now == streamedWhileBlocked) {
+          break;
+        }
+        streamedWhileBlocked = now;
+      }
+      Thread.sleep(300);
+      assertThat(sim.streamedBytes() - before).as("the daemon waits for the blocked reader")
+          .isEqualTo(streamedWhileBlocked).isLessThan(total / 2);
+      assertThat(sim.drainWaits()).isPositive();
+    } finally {
+      release.countDown();
+    }
     ExecResult r = done.await();
     assertThat(r.exitCode()).isZero();
     assertThat(received[0]).isEqualTo(total);
