@@ -42,26 +42,52 @@ public final class ConfigLoader {
 
   /** Loads from the classpath defaults, the optional file and the process environment. */
   public static GatewayConfig load(Map<String, String> env) {
-    Map<String, String> merged = new HashMap<>(readDefaults());
+    Map<String, String> merged = new HashMap<>(DEFAULTS);
     String file = env.get("BESPOKE_CONFIG_FILE");
     if (file != null && !file.isBlank()) {
-      merged.putAll(readFile(Path.of(file)));
+      merged.putAll(renamed(readFile(Path.of(file))));
     }
+    Map<String, String> given = new HashMap<>();
     env.forEach((key, value) -> {
       if (value != null && (KEYS.contains(key) || ProviderSettings.isProviderKey(key))) {
-        merged.put(key, value);
+        given.put(key, value);
       }
     });
+    merged.putAll(renamed(given));
     return fromMap(merged, env.getOrDefault("HOME", System.getProperty("user.home")));
   }
 
-  /** Builds the record from already merged values; pure, used by tests. */
-  public static GatewayConfig fromMap(Map<String, String> v, String home) {
+  /**
+   * The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone (a null there: unset, or, for
+   * {@code BESPOKE_DATA_DIR} and {@code BESPOKE_HTTP_INSTANCES}, derived: {@code ~/.bespoke-sandbox}, one per core).
+   */
+  static final Map<String, String> DEFAULTS = readDefaults();
+
+  /** Former names, read when the current one is not given in the same place. */
+  private static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
+      "BESPOKE_MAX_OUTPUT_BYTES");
+
+  /** One source's settings with former names replaced by the current ones (a current name given wins). */
+  private static Map<String, String> renamed(Map<String, String> values) {
+    Map<String, String> out = new HashMap<>(values);
+    FORMER_NAMES.forEach((former, current) -> {
+      String value = out.remove(former);
+      if (value != null) {
+        out.putIfAbsent(current, value);
+      }
+    });
+    return out;
+  }
+
+  /** Builds the record from {@code given} over the defaults; pure, used by tests. */
+  public static GatewayConfig fromMap(Map<String, String> given, String home) {
+    Map<String, String> v = new HashMap<>(DEFAULTS);
+    v.putAll(renamed(given));
     String dataDir = nonBlank(v.get("BESPOKE_DATA_DIR")).orElse(Path.of(home, ".bespoke-sandbox").toString());
     Optional<List<String>> allowed = nonBlank(v.get("BESPOKE_ALLOWED_BACKENDS")).map(ConfigLoader::backendList);
     BigDecimal markup;
     try {
-      markup = new BigDecimal(v.getOrDefault("BESPOKE_CUSTOMER_MARKUP", "1").trim());
+      markup = new BigDecimal(value(v, "BESPOKE_CUSTOMER_MARKUP").trim());
     } catch (NumberFormatException e) {
       throw new ConfigException("BESPOKE_CUSTOMER_MARKUP must be a decimal number");
     }
@@ -70,27 +96,25 @@ public final class ConfigLoader {
     }
     int cores = Runtime.getRuntime().availableProcessors();
     return new GatewayConfig(
-        v.getOrDefault("HOST", "127.0.0.1").trim(),
-        intIn(v, "PORT", 8000, 0, 65535),
+        value(v, "HOST").trim(),
+        intIn(v, "PORT", 0, 65535),
         Path.of(dataDir).toAbsolutePath().normalize(),
         nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
-        intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 16, 1, 1000),
+        intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000),
         nonBlank(v.get("BESPOKE_API_KEY_PEPPER")).map(Secret::new),
         nonBlank(v.get("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN")).map(Secret::new),
         allowed,
         markup,
-        intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 30, 0, 86400),
-        intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1 << 20, 1024, Integer.MAX_VALUE),
-        // BESPOKE_EXEC_OUTPUT_LIMIT_BYTES is the former name, still read when the seed's is not set
-        intIn(v, v.containsKey("BESPOKE_MAX_OUTPUT_BYTES") ? "BESPOKE_MAX_OUTPUT_BYTES" : "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
-            1 << 20, 1024, 256 << 20),
-        intIn(v, "BESPOKE_EXEC_TIMEOUT_SECS", 600, 1, 7 * 86400),
-        intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 1 << 20, 256 << 10, 1 << 30),
+        intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400),
+        intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1024, Integer.MAX_VALUE),
+        intIn(v, "BESPOKE_MAX_OUTPUT_BYTES", 1024, 256 << 20),
+        intIn(v, "BESPOKE_EXEC_TIMEOUT_SECS", 1, 7 * 86400),
+        intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 256 << 10, 1 << 30),
         nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
-        intIn(v, "BESPOKE_HTTP_INSTANCES", cores, 1, 1024),
-        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 30, 0, 3600),
+        nonBlank(v.get("BESPOKE_HTTP_INSTANCES")).isEmpty() ? cores : intIn(v, "BESPOKE_HTTP_INSTANCES", 1, 1024),
+        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 0, 3600),
         nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
-        longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1L << 30, 1, Long.MAX_VALUE),
+        longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE),
         bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
         bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
         nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
@@ -144,11 +168,20 @@ public final class ConfigLoader {
     return id;
   }
 
-  private static int intIn(Map<String, String> v, String key, int def, int min, int max) {
+  /** The value of {@code key}, its default when given blank. */
+  private static String value(Map<String, String> v, String key) {
     String raw = v.get(key);
     if (raw == null || raw.isBlank()) {
-      return def;
+      raw = DEFAULTS.get(key);
     }
+    if (raw == null) {
+      throw new ConfigException(key + " needs a value");
+    }
+    return raw;
+  }
+
+  private static int intIn(Map<String, String> v, String key, int min, int max) {
+    String raw = value(v, key);
     try {
       int n = Integer.parseInt(raw.trim());
       if (n < min || n > max) {
@@ -161,10 +194,7 @@ public final class ConfigLoader {
   }
 
   private static boolean bool(Map<String, String> v, String key) {
-    String raw = v.get(key);
-    if (raw == null || raw.isBlank()) {
-      return false;
-    }
+    String raw = value(v, key);
     return switch (raw.trim().toLowerCase(Locale.ROOT)) {
       case "true", "1", "yes" -> true;
       case "false", "0", "no" -> false;
@@ -172,11 +202,8 @@ public final class ConfigLoader {
     };
   }
 
-  private static long longIn(Map<String, String> v, String key, long def, long min, long max) {
-    String raw = v.get(key);
-    if (raw == null || raw.isBlank()) {
-      return def;
-    }
+  private static long longIn(Map<String, String> v, String key, long min, long max) {
+    String raw = value(v, key);
     try {
       long n = Long.parseLong(raw.trim());
       if (n < min || n > max) {

@@ -28,6 +28,22 @@ class ConfigLoaderTest {
     assertThat(c.gitAllowPrivate()).isFalse();
   }
 
+  /** Every setting's default is written once, in conf/gateway.json (null: unset or derived), and nowhere else. */
+  @Test
+  void every_setting_has_its_default_in_conf_gateway_json() throws Exception {
+    io.vertx.core.json.JsonObject defaults;
+    try (var in = ConfigLoader.class.getClassLoader().getResourceAsStream(ConfigLoader.DEFAULTS_RESOURCE)) {
+      defaults = new io.vertx.core.json.JsonObject(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+    java.util.Set<String> expected = new java.util.TreeSet<>(ConfigLoader.KEYS);
+    expected.removeAll(java.util.Set.of("BESPOKE_CONFIG_FILE", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES"));
+    assertThat(new java.util.TreeSet<>(defaults.fieldNames())).isEqualTo(expected);
+    GatewayConfig c = ConfigLoader.fromMap(Map.of(), "/home/u");
+    assertThat(c.maxUploadBytes()).isEqualTo(defaults.getLong("BESPOKE_MAX_UPLOAD_BYTES"));
+    assertThat(c.execJournalBytes()).isEqualTo(defaults.getInteger("BESPOKE_EXEC_JOURNAL_BYTES"));
+    assertThat(c.httpInstances()).as("null: one per core").isEqualTo(Runtime.getRuntime().availableProcessors());
+  }
+
   /** The stored output cap has the seed's name; the former name is still read when that one is not set. */
   @Test
   void the_stored_output_cap_is_bespoke_max_output_bytes() {
