@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.bench;
 
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
-import ai.bespokelabs.sandbox.adapters.local.CommandLine;
+import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;

@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.local.ProcessRunner;
+import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Vertx;
@@ -212,7 +212,7 @@ final class DaytonaExecution implements ExecHandle {
     synchronized (this) {
       stdinClosed = true;
     }
-    int code = timedOut ? ProcessRunner.TIMEOUT_EXIT_CODE : exit == null ? -1 : exit;
+    int code = timedOut ? Timeouts.EXIT_CODE : exit == null ? -1 : exit;
     long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
     try {
       onEnd.run();

@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.local.Utf8;
+import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import java.util.Arrays;
 
 /**

@@ -3,8 +3,8 @@ package ai.bespokelabs.sandbox.adapters.docker;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
-import ai.bespokelabs.sandbox.adapters.local.CommandLine;
-import ai.bespokelabs.sandbox.adapters.local.Utf8;
+import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
+import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
@@ -324,11 +324,11 @@ public final class DockerProvider implements SandboxProvider {
       if (!out && sandboxExpired && code != 0) {
         // its container was removed because the sandbox's time ran out: a timeout, as its own would be
         out = true;
-        message(ai.bespokelabs.sandbox.adapters.local.ProcessRunner.sandboxTimeoutMessage(ms));
+        message(ai.bespokelabs.sandbox.adapters.exec.Timeouts.sandboxMessage(ms));
       } else if (out) {
-        message(ai.bespokelabs.sandbox.adapters.local.ProcessRunner.timeoutMessage(timeoutSecs));
+        message(ai.bespokelabs.sandbox.adapters.exec.Timeouts.message(timeoutSecs));
       }
-      sink.exited(out ? ai.bespokelabs.sandbox.adapters.local.ProcessRunner.TIMEOUT_EXIT_CODE : code, out,
+      sink.exited(out ? ai.bespokelabs.sandbox.adapters.exec.Timeouts.EXIT_CODE : code, out,
           signalled && !out && code != 0, ms);
     }
 

@@ -4,8 +4,8 @@ import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.e2b.ConnectEnvelope.Frame;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider.Envd;
-import ai.bespokelabs.sandbox.adapters.local.ProcessRunner;
-import ai.bespokelabs.sandbox.adapters.local.Utf8;
+import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
+import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -363,7 +363,7 @@ final class E2bExecution implements ExecHandle {
       }
       long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       if (timedOut || "deadline_exceeded".equals(endError)) {
-        sink.exited(ProcessRunner.TIMEOUT_EXIT_CODE, true, false, durationMs);
+        sink.exited(Timeouts.EXIT_CODE, true, false, durationMs);
         return;
       }
       if (end == null) {

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.adapters.local;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
@@ -259,11 +260,11 @@ public final class LocalProvider implements SandboxProvider {
         if (!timedOut && exitCode != 0 && runtime.expired()) {
           // killed because the sandbox's time ran out: a timeout, as the program's own would be
           try {
-            sink.output(Stream.STDERR, ProcessRunner.sandboxTimeoutMessage(durationMs));
+            sink.output(Stream.STDERR, Timeouts.sandboxMessage(durationMs));
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
-          sink.exited(ProcessRunner.TIMEOUT_EXIT_CODE, true, false, durationMs);
+          sink.exited(Timeouts.EXIT_CODE, true, false, durationMs);
           return;
         }
         sink.exited(exitCode, timedOut, cancelled, durationMs);

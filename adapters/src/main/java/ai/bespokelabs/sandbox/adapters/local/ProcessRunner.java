@@ -2,6 +2,8 @@ package ai.bespokelabs.sandbox.adapters.local;
 
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
+import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -33,20 +35,6 @@ import java.util.stream.Stream;
  * Nothing blocks the caller: the program is watched by pool threads.
  */
 public final class ProcessRunner {
-  /** The exit code of a run killed by its timeout, as {@code timeout(1)} reports it. */
-  public static final int TIMEOUT_EXIT_CODE = 124;
-
-  /** The stderr line ending the output of a command its own timeout killed, in the seed's words. */
-  public static byte[] timeoutMessage(int timeoutSecs) {
-    return ("Command timed out after " + timeoutSecs + "s\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
-  }
-
-  /** The stderr line ending the output of a command killed because its sandbox's time ran out. */
-  public static byte[] sandboxTimeoutMessage(long durationMs) {
-    return String.format(java.util.Locale.ROOT, "Command timed out after %.1fs: the sandbox reached its timeout\n",
-        durationMs / 1000.0).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-  }
-
   /**
    * After the program exits, a pipe that stays open without delivering anything for this long is held by a
    * background child; the run ends without waiting for it.
@@ -217,7 +205,7 @@ public final class ProcessRunner {
       try {
         drain(progress, out, err);
         if (timedOut) {
-          sink.output(ExecSink.Stream.STDERR, timeoutMessage(timeoutSecs));
+          sink.output(ExecSink.Stream.STDERR, Timeouts.message(timeoutSecs));
         }
       } catch (InterruptedException e) {
         ProcessGroups.kill(spawner, List.of(pgid));
@@ -225,7 +213,7 @@ public final class ProcessRunner {
       }
       closeStdin();
       long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-      int code = timedOut ? TIMEOUT_EXIT_CODE : process.exitValue();
+      int code = timedOut ? Timeouts.EXIT_CODE : process.exitValue();
       sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
     }
 

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
+import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.nio.file.InvalidPathException;

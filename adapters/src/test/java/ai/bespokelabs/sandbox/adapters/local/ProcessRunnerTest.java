@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
+import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

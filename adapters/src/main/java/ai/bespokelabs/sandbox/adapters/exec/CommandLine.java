@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.local;
+package ai.bespokelabs.sandbox.adapters.exec;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.util.ArrayList;

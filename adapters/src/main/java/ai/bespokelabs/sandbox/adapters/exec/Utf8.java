@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.local;
+package ai.bespokelabs.sandbox.adapters.exec;
 
 /** UTF-8 boundary helpers for cutting a byte stream into chunks that decode on their own. */
 public final class Utf8 {

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.local;
+package ai.bespokelabs.sandbox.adapters.exec;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
