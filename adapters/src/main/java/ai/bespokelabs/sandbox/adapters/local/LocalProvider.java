@@ -227,21 +227,9 @@ public final class LocalProvider implements SandboxProvider {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
     ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
-    if (users.dropping() && wrapper.insidePath() == null && ProcessRunner.program(plain).isEmpty()) {
+    if (users.dropping() && wrapper == HostWrapper.NONE && ProcessRunner.program(plain).isEmpty()) {
       // started by a shell after the drop, a missing program would only exit 127: fail as a direct start does
       throw runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
-    }
-    Path envFile = wrapper.envThroughFile(users.dropping())
-        ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), runtime.dir), runtime.uid) : null;
-    ProcessSpec spec;
-    try {
-      spec = wrapper.wrap(plain, new HostWrapper.HostSandbox(runtime.dir, runtime.config,
-          users.dropTo(runtime.uid), envFile));
-    } catch (RuntimeException e) {
-      if (envFile != null) {
-        EnvHandOff.discard(envFile);
-      }
-      throw e;
     }
     java.util.concurrent.atomic.AtomicLong group = new java.util.concurrent.atomic.AtomicLong();
     ExecSink pruning = new ExecSink() {
@@ -270,21 +258,34 @@ public final class LocalProvider implements SandboxProvider {
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
+    return launch(plain, runtime.dir, runtime.config, runtime.uid, request.keepStdin(), pruning, pgid -> {
+      group.set(pgid);
+      String previous = records.record(request.sandboxId(), pgid);
+      SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
+      if (earlier != null) {
+        earlier.untrack(pgid); // its group with this id has ended: the id is this execution's now
+      }
+      if (!runtime.track(pgid)) {
+        ProcessGroups.kill(List.of(pgid));
+      }
+    });
+  }
+
+  /**
+   * Starts {@code plain} through the wrapper as {@code uid} (when the gateway is root), its environment handed
+   * over by {@link EnvHandOff} where the wrapper takes it so; a handed-over file that no program took is
+   * removed.
+   */
+  private ExecHandle launch(ProcessSpec plain, Path dir, ai.bespokelabs.sandbox.core.model.SandboxConfig config,
+      int uid, boolean keepStdin, ExecSink sink, java.util.function.LongConsumer started) {
+    Path envFile = wrapper.envThroughFile(users.dropping())
+        ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), dir), uid) : null;
     try {
-      return runner.start(spec, request.keepStdin(), pruning, pgid -> {
-        group.set(pgid);
-        String previous = records.record(request.sandboxId(), pgid);
-        SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
-        if (earlier != null) {
-          earlier.untrack(pgid); // its group with this id has ended: the id is this execution's now
-        }
-        if (!runtime.track(pgid)) {
-          ProcessGroups.kill(List.of(pgid));
-        }
-      });
+      return runner.start(wrapper.wrap(plain, new HostWrapper.HostSandbox(dir, config, users.dropTo(uid), envFile)),
+          keepStdin, sink, started);
     } catch (RuntimeException e) {
       if (envFile != null) {
-        EnvHandOff.discard(envFile); // its shell never ran to remove it
+        EnvHandOff.discard(envFile);
       }
       throw e;
     }
@@ -477,19 +478,8 @@ public final class LocalProvider implements SandboxProvider {
     } catch (IOException e) {
       throw new IllegalStateException("the sandboxes directory cannot be created", e);
     }
-    ProcessSpec plain = new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5,
-        1024);
-    Path envFile = wrapper.envThroughFile(users.dropping())
-        ? EnvHandOff.write(runDir, wrapper.environment(plain.env(), root), HostUsers.PROBE_UID) : null;
-    try {
-      runner.start(wrapper.wrap(plain, new HostWrapper.HostSandbox(root, null, users.dropTo(HostUsers.PROBE_UID),
-          envFile)), false, sink, pgid -> { });
-    } catch (RuntimeException e) {
-      if (envFile != null) {
-        EnvHandOff.discard(envFile);
-      }
-      throw e;
-    }
+    launch(new ProcessSpec(List.of("true"), root, ProcessSpec.environment(root, Map.of(), Map.of()), 5, 1024), root,
+        null, HostUsers.PROBE_UID, false, sink, pgid -> { });
     ExecResult r = sink.await();
     if (r.exitCode() != 0) {
       throw new IllegalStateException("a test process exited with " + r.exitCode());

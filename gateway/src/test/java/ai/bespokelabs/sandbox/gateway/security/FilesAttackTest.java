@@ -3,7 +3,7 @@ package ai.bespokelabs.sandbox.gateway.security;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import ai.bespokelabs.sandbox.gateway.SecurityGateway;
+import ai.bespokelabs.sandbox.gateway.TestGateway;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayInputStream;
@@ -45,15 +45,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Tag("security")
 class FilesAttackTest {
   static final String SECRET = "top-secret-0123456789";
-  static SecurityGateway gw;
+  static TestGateway gw;
   static String key;
   static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
 
   @BeforeAll
   static void start() {
-    gw = new SecurityGateway(Map.of());
-    key = gw.organization("Attacker");
+    gw = new TestGateway(Map.of());
+    key = gw.bootstrap("Attacker");
   }
 
   @AfterAll
@@ -66,7 +66,7 @@ class FilesAttackTest {
   }
 
   static HttpResponse<byte[]> request(String method, String id, String route, String path, byte[] body, String k) {
-    HttpRequest r = HttpRequest.newBuilder(URI.create(gw.base() + "/v1/sandboxes/" + id + route + "?path=" + q(path)))
+    HttpRequest r = HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + id + route + "?path=" + q(path)))
         .header("Authorization", "Bearer " + k).timeout(Duration.ofSeconds(60))
         .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body))
         .build();
@@ -90,7 +90,7 @@ class FilesAttackTest {
   }
 
   static String run(String id, String command) {
-    SecurityGateway.Response r = gw.send("POST", "/v1/sandboxes/" + id + "/execute", key,
+    TestGateway.Resp r = gw.send("POST", "/v1/sandboxes/" + id + "/execute", key,
         new JsonObject().put("command", command).encode());
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     return r.json().getString("stdout");
@@ -146,7 +146,7 @@ class FilesAttackTest {
     String id = sandbox(backend);
     assertThat(put(id, "swap.py", SWAP).statusCode()).isEqualTo(201);
     run(id, "mkdir d && echo inside > d/secret && echo inside > d/victim && ln -s " + secret + " l");
-    SecurityGateway.Response started = gw.send("POST", "/v1/sandboxes/" + id + "/executions", key,
+    TestGateway.Resp started = gw.send("POST", "/v1/sandboxes/" + id + "/executions", key,
         new JsonObject().put("command", "python3 swap.py 15").encode());
     assertThat(started.status()).as(started.body()).isEqualTo(202);
     Thread.sleep(500);
@@ -223,7 +223,7 @@ class FilesAttackTest {
   void a_fifo_is_refused_at_once_and_another_organization_keeps_working(String backend) throws Exception {
     String id = sandbox(backend);
     run(id, "mkfifo fifo && mkdir tree && mkfifo tree/pipe && echo x > tree/file");
-    String other = gw.organization("Bystander");
+    String other = gw.bootstrap("Bystander");
     String theirs = gw.sandbox(other, new JsonObject().put("backend", "local")).getString("id");
 
     int n = 4 * Runtime.getRuntime().availableProcessors() + 4;
@@ -234,7 +234,7 @@ class FilesAttackTest {
         reads.add(pool.submit(() -> get(id, "fifo")));
       }
       // while they are in flight, the other organization's sandbox runs programs
-      SecurityGateway.Response ran = gw.send("POST", "/v1/sandboxes/" + theirs + "/execute", other,
+      TestGateway.Resp ran = gw.send("POST", "/v1/sandboxes/" + theirs + "/execute", other,
           new JsonObject().put("command", "echo still here").encode());
       assertThat(ran.status()).isEqualTo(200);
       assertThat(ran.json().getString("stdout")).isEqualTo("still here\n");
@@ -370,7 +370,7 @@ class FilesAttackTest {
     Path root = dir(id);
     var owner = Files.getOwner(root, LinkOption.NOFOLLOW_LINKS);
     assertThat(owner).as("the sandbox's own uid owns its directory").isNotEqualTo(
-        Files.getOwner(gw.dataDir(), LinkOption.NOFOLLOW_LINKS));
+        Files.getOwner(gw.dataDir, LinkOption.NOFOLLOW_LINKS));
     for (String p : new String[] {"new", "new/place", "new/place/dir", "new/place/dir/f.txt", "new/place/dir/link",
         "new/place/dir/here"}) {
       assertThat(Files.getOwner(root.resolve(p), LinkOption.NOFOLLOW_LINKS)).as(p).isEqualTo(owner);
