@@ -188,7 +188,8 @@ public final class LocalProvider implements SandboxProvider {
     Map<String, String> env = request.config().envVars() == null ? Map.of() : request.config().envVars();
     String workdir = request.config().workdir();
     if (workdir != null) {
-      return new SandboxRuntime(workdirs.resolve(workdir), false, env, request.config(), clock.instant(),
+      Path dir = workdirs.claim(workdirs.resolve(workdir));
+      return new SandboxRuntime(dir, false, env, request.config(), clock.instant(),
           users.dropping() ? HostUsers.allocate() : -1);
     }
     if (!SANDBOX_ID.matcher(sandboxId).matches()) {
@@ -226,6 +227,7 @@ public final class LocalProvider implements SandboxProvider {
     if (runtime == null) {
       throw new ApiException(409, "sandbox runtime is unavailable after a control-plane restart");
     }
+    requireWorkdirUnchanged(runtime);
     ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
     if (users.dropping() && wrapper == HostWrapper.NONE && ProcessRunner.program(plain).isEmpty()) {
       // started by a shell after the drop, a missing program would only exit 127: fail as a direct start does
@@ -271,6 +273,13 @@ public final class LocalProvider implements SandboxProvider {
     });
   }
 
+  /** A workdir is used only while its path still leads where it led when the sandbox was created. */
+  private void requireWorkdirUnchanged(SandboxRuntime runtime) {
+    if (!runtime.owned && !workdirs.stillAt(runtime.config.workdir(), runtime.dir)) {
+      throw new ApiException(409, "the sandbox's workdir changed since it was created");
+    }
+  }
+
   /**
    * Starts {@code plain} through the wrapper as {@code uid} (when the gateway is root), its environment handed
    * over by {@link EnvHandOff} where the wrapper takes it so; a handed-over file that no program took is
@@ -314,8 +323,7 @@ public final class LocalProvider implements SandboxProvider {
       throw new ApiException(409, "sandbox directory is gone");
     }
     SandboxRuntime runtime = runtimes.get(request.sandboxId());
-    Path dir = runtime != null ? runtime.dir : request.providerResourceId() == null ? null
-        : Path.of(request.providerResourceId());
+    Path dir = runtime != null ? runtime.dir : ownedDirectory(request.sandboxId(), request.providerResourceId());
     if (dir == null || !Files.isDirectory(dir)) {
       throw new ApiException(409, "sandbox directory is gone");
     }
@@ -353,7 +361,8 @@ public final class LocalProvider implements SandboxProvider {
     if (!owned && providerResourceId != null) {
       try {
         Path allowed = workdirs.resolve(workdir);
-        dir = allowed.equals(workdirs.resolve(providerResourceId)) ? allowed : null;
+        dir = allowed.equals(workdirs.resolve(providerResourceId)) && !runtimes.containsKey(request.sandboxId())
+            ? workdirs.claim(allowed) : null;
       } catch (ApiException refused) {
         // no longer a directory the operator allows: nothing to take back
       }
@@ -392,8 +401,11 @@ public final class LocalProvider implements SandboxProvider {
   /** The files of the sandbox's directory: its runtime's, else the directory its resource id names. */
   private HostFiles files(ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     SandboxRuntime runtime = runtimes.get(op.sandboxId());
-    Path dir = runtime != null ? runtime.dir : op.providerResourceId() == null ? null
-        : Path.of(op.providerResourceId());
+    if (runtime != null) {
+      requireWorkdirUnchanged(runtime);
+    }
+    // without a runtime only the sandbox's own directory: a stored workdir is not checked any more
+    Path dir = runtime != null ? runtime.dir : ownedDirectory(op.sandboxId(), op.providerResourceId());
     if (dir == null || !Files.isDirectory(dir)) {
       throw new ApiException(409, "sandbox directory is gone");
     }
@@ -510,6 +522,8 @@ public final class LocalProvider implements SandboxProvider {
     if (runtime != null) {
       if (runtime.owned) {
         deleteTree(runtime.dir);
+      } else {
+        workdirs.release(runtime.dir);
       }
       if (runtime.uid >= 0) {
         HostUsers.release(runtime.uid);
@@ -546,6 +560,9 @@ public final class LocalProvider implements SandboxProvider {
       SandboxRuntime runtime = runtimes.remove(id);
       if (runtime != null) {
         ProcessGroups.kill(runtime.close(false));
+        if (!runtime.owned) {
+          workdirs.release(runtime.dir);
+        }
       }
     });
   }

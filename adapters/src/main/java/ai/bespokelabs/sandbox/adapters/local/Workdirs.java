@@ -19,6 +19,8 @@ public final class Workdirs {
 
   private final List<Path> roots;
   private final Path dataDir;
+  /** The workdirs of live sandboxes (of every host backend sharing this instance). */
+  private final java.util.Map<Path, Integer> live = new java.util.HashMap<>();
 
   /**
    * @param roots the allowed directories (absolute)
@@ -69,6 +71,40 @@ public final class Workdirs {
       throw new ApiException(422, "workdir must not be the gateway's data directory, inside it or around it");
     }
     return real;
+  }
+
+  /**
+   * Takes {@code real} (as {@link #resolve} gave it) for a live sandbox. Sandboxes may share one directory, but
+   * none may lie inside another's: the outer one's programs could swap a directory on the inner one's path
+   * for a link to anywhere.
+   *
+   * @throws ApiException 422 when it lies inside or around another live sandbox's workdir
+   */
+  public synchronized Path claim(Path real) {
+    for (Path other : live.keySet()) {
+      if (!other.equals(real) && (other.startsWith(real) || real.startsWith(other))) {
+        throw new ApiException(422, "workdir must not lie inside or around the workdir of another live sandbox");
+      }
+    }
+    live.merge(real, 1, Integer::sum);
+    return real;
+  }
+
+  /** Gives back what {@link #claim} took. */
+  public synchronized void release(Path real) {
+    live.computeIfPresent(real, (k, n) -> n == 1 ? null : n - 1);
+  }
+
+  /**
+   * Whether {@code workdir} still resolves to {@code real}, the directory checked when the sandbox was created:
+   * a path the sandbox's neighbours or the host changed since is not used.
+   */
+  public boolean stillAt(String workdir, Path real) {
+    try {
+      return resolve(workdir).equals(real);
+    } catch (ApiException e) {
+      return false;
+    }
   }
 
   /** Whether {@code dir} lies in a root: as resolved ({@code real}), else as the root is written or resolved. */

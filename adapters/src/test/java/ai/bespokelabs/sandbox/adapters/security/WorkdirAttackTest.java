@@ -123,4 +123,38 @@ class WorkdirAttackTest {
     provider().destroy(new DestroySandbox("sbx_victim", victim));
     assertThat(Path.of(victim)).as("its own sandbox's destroy still removes it").doesNotExist();
   }
+
+  /**
+   * A sandbox whose workdir holds another's could swap a directory on the other's path for a link to the data
+   * directory: nested workdirs of live sandboxes are refused, and a workdir whose path changed is not used.
+   */
+  @Test
+  void a_workdir_inside_another_live_one_is_refused_and_a_changed_one_is_not_used() throws Exception {
+    Path outer = Files.createDirectory(allowed.resolve("outer"));
+    Path inner = Files.createDirectory(outer.resolve("inner"));
+    Path sibling = Files.createDirectory(allowed.resolve("sibling"));
+    provider.create(create("sbx_outer", outer.toString()));
+    assertThatThrownBy(() -> provider.create(create("sbx_inner", inner.toString())))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(String.valueOf(e.detail())).contains("another live sandbox"));
+    assertThatThrownBy(() -> provider.create(create("sbx_around", allowed.toString())))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(String.valueOf(e.detail())).contains("another live sandbox"));
+    provider.create(create("sbx_same", outer.toString())); // one directory may be shared
+    provider.create(create("sbx_sibling", sibling.toString()));
+
+    // the host (or anything that may write there) swaps the sibling's path for a link to the data directory
+    Files.move(sibling, allowed.resolve("moved"));
+    Files.createSymbolicLink(sibling, dataDir);
+    assertThatThrownBy(() -> provider.start(new ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox("sbx_sibling",
+        "exe_t", null, null, null, "cat admin-token", null, java.util.Map.of(), null, 10, 1024),
+        new ai.bespokelabs.sandbox.adapters.CapturingSink(1024)))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(409));
+    assertThatThrownBy(() -> provider.listFiles(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("list",
+        "sbx_sibling", sibling.toString(), ".", null, null, false, false)))
+        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(409));
+
+    // once the outer sandbox is gone, the inner directory may be used
+    provider.destroy(new DestroySandbox("sbx_outer", outer.toString()));
+    provider.destroy(new DestroySandbox("sbx_same", outer.toString()));
+    assertThat(provider.create(create("sbx_inner", inner.toString()))).isEqualTo(inner.toRealPath().toString());
+  }
 }
