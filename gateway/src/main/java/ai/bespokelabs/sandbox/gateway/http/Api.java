@@ -98,6 +98,9 @@ public final class Api {
       ctx.put(BODY, body);
       done.tryComplete();
     });
+    if ("100-continue".equalsIgnoreCase(req.getHeader("Expect"))) {
+      req.response().writeContinue(); // the client waits for it before it sends the body
+    }
     req.resume();
     return done.future();
   }

@@ -29,6 +29,8 @@ import io.vertx.ext.web.RoutingContext;
  */
 public final class FilesApi {
   static final String CONTENT = "/v1/sandboxes/{sandbox_id}/files/content";
+  /** Set once an upload's endpoint has taken its body (it answers and closes on its own from then on). */
+  static final String BODY_TAKEN = "files.bodyTaken";
   static final String ARCHIVE = "/v1/sandboxes/{sandbox_id}/files/archive";
   static final long OP_TIMEOUT_MS = 120_000;
   private static final int UPLOAD_CHUNK = 256 * 1024;
@@ -173,6 +175,7 @@ public final class FilesApi {
    * so the connection cannot carry another request.
    */
   private Future<Reply> upload(RoutingContext ctx, Principal p, boolean archive) {
+    ctx.put(BODY_TAKEN, true);
     Future<Reply> f;
     try {
       f = receive(ctx, p, archive);

@@ -43,7 +43,16 @@ public final class HttpVerticle extends VerticleBase {
       HttpServerRequest req = ctx.request();
       if (Api.hasBody(req.method())) {
         req.pause();
-        if (!FilesApi.streamsBody(req)) {
+        if (FilesApi.streamsBody(req)) {
+          // an upload refused before its endpoint took it (no key, no scope): its body is never read, so the
+          // connection cannot carry another request and is closed once the answer is written
+          ctx.addHeadersEndHandler(v -> {
+            if (!req.isEnded() && ctx.get(FilesApi.BODY_TAKEN) == null) {
+              ctx.response().putHeader("Connection", "close");
+              ctx.addBodyEndHandler(end -> req.connection().close());
+            }
+          });
+        } else {
           ctx.addHeadersEndHandler(v -> {
             if (!req.isEnded()) {
               long[] left = {limit};

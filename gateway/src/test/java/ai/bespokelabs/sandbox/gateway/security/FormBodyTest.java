@@ -103,6 +103,7 @@ class FormBodyTest {
 
   /** A body no route reads is drained only up to the body limit; a client that sends more is disconnected. */
   @Test
+  @org.junit.jupiter.api.Timeout(60)
   void an_endless_body_to_an_unknown_path_is_cut_off() throws Exception {
     int port = Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
     try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
@@ -122,6 +123,47 @@ class FormBodyTest {
       byte[] answer = s.getInputStream().readAllBytes(); // ends only when the gateway closes the connection
       assertThat(new String(answer, java.nio.charset.StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 404");
       assertThat(sent).as("cut off long before the 100 MB it announced").isLessThan(8_000_000);
+    }
+  }
+
+  static int port() {
+    return Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
+  }
+
+  /** curl sends {@code Expect: 100-continue} for any body over 1 KB and waits for the interim answer. */
+  @Test
+  @org.junit.jupiter.api.Timeout(30)
+  void a_client_expecting_100_continue_gets_it_before_it_sends_the_body() throws Exception {
+    String body = new io.vertx.core.json.JsonObject().put("name", "x".repeat(150)).encode();
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port())) {
+      s.setSoTimeout(2000);
+      var out = s.getOutputStream();
+      var in = new java.io.BufferedReader(new java.io.InputStreamReader(s.getInputStream(),
+          java.nio.charset.StandardCharsets.ISO_8859_1));
+      out.write(("POST /v1/organizations HTTP/1.1\r\nHost: x\r\nX-Control-Plane-Admin: " + TestGateway.ADMIN
+          + "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + body.length()
+          + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      out.flush();
+      assertThat(in.readLine()).as("the interim answer, before any body was sent").startsWith("HTTP/1.1 100");
+      in.readLine();
+      out.write(body.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      out.flush();
+      assertThat(in.readLine()).startsWith("HTTP/1.1 201");
+    }
+  }
+
+  /** An upload refused before its endpoint took the body gets its answer and the connection closes. */
+  @Test
+  @org.junit.jupiter.api.Timeout(30)
+  void an_upload_refused_at_authentication_is_answered_and_closed() throws Exception {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(("PUT /v1/sandboxes/sbx_x/files/content?path=f HTTP/1.1\r\nHost: x\r\n"
+          + "Authorization: Bearer bsk_live_nope\r\nContent-Length: 100000000\r\n\r\n" + "y".repeat(4096))
+          .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      s.getOutputStream().flush();
+      String answer = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertThat(answer).startsWith("HTTP/1.1 401").contains("invalid API key");
     }
   }
 }
