@@ -180,7 +180,8 @@ public final class ExecutionRepository {
   private static final String END_OF_SANDBOXES = endAll("""
       SELECT x.id, GREATEST(x.created_at, COALESCE(s.terminated_at, s.failed_at, x.created_at)) AS at
       FROM executions x JOIN sandboxes s ON s.id = x.sandbox_id
-      WHERE x.status = 'running' AND s.status IN ('destroyed', 'failed')
+      -- a sandbox whose destroy failed may still run them: only one that is gone is certain
+      WHERE x.status = 'running' AND (s.status = 'destroyed' OR s.status = 'failed' AND s.provider_missing)
         AND COALESCE(s.terminated_at, s.failed_at, x.created_at) < $3
       LIMIT 1000""");
 

@@ -74,7 +74,8 @@ public final class HttpVerticle extends VerticleBase {
     // the server is where the client reached this gateway, not a fixed default
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.copy().put("servers",
         new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", ctx.request().scheme() + "://"
-            + ctx.request().authority()).put("description", "This gateway."))))));
+            + (ctx.request().authority() == null ? services.config().host() + ":" + services.config().port()
+                : ctx.request().authority())).put("description", "This gateway."))))));
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
     new ExecutionApi(vertx, services).register(api);
