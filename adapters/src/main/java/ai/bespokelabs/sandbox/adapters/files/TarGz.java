@@ -163,6 +163,13 @@ public final class TarGz {
   /** How many levels an archive entry (and a link's resolution) may go down. */
   public static final int MAX_DEPTH = 128;
   private static final int MAX_LINK_HOPS = 40;
+  /** At most this many entries, bytes per name (path or link target) and per component, and bytes in files. */
+  static final int MAX_ENTRIES = 100_000;
+  static final int MAX_NAME_BYTES = 4096;
+  static final int MAX_COMPONENT_BYTES = 255;
+  static final long MAX_EXTRACTED_BYTES = 16L << 30;
+  /** How many characters of directory prefixes checking the tree may hold (a few tiny entries must not cost gigabytes). */
+  private static final long TREE_BUDGET = 64L << 20;
 
   /**
    * Reads the whole spooled archive once and returns its entries, after checking the tree they build: a
@@ -173,12 +180,26 @@ public final class TarGz {
    */
   public static List<Entry> check(Path spool) {
     List<Entry> out = new ArrayList<>();
+    long extracted = 0;
     try (TarArchiveInputStream tar = open(spool)) {
       TarArchiveEntry e;
       while ((e = tar.getNextEntry()) != null) {
-        String path = relative(e.getName());
+        String path = relative(bounded(e.getName()));
         if (path.isEmpty()) {
           continue;
+        }
+        for (String c : path.split("/")) {
+          if (c.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_COMPONENT_BYTES) {
+            throw ApiException.invalid("archive entry has a name longer than " + MAX_COMPONENT_BYTES + " bytes");
+          }
+        }
+        if (out.size() == MAX_ENTRIES) {
+          throw ApiException.invalid("archive has more than " + MAX_ENTRIES + " entries");
+        }
+        if (e.isSymbolicLink()) {
+          bounded(e.getLinkName());
+        } else if (regular(e) && (extracted += e.getSize()) > MAX_EXTRACTED_BYTES) {
+          throw ApiException.invalid("archive holds more than " + (MAX_EXTRACTED_BYTES >> 30) + " GiB of files");
         }
         if (e.isSymbolicLink()) {
           out.add(new Entry(path, false, true, e.getLinkName(), 0777, 0));
@@ -219,9 +240,17 @@ public final class TarGz {
     return "of an unsupported type";
   }
 
+  private static String bounded(String name) {
+    if (name.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+      throw ApiException.invalid("archive entry has a name or link target longer than " + MAX_NAME_BYTES + " bytes");
+    }
+    return name;
+  }
+
   /** Checks the tree the entries build, links resolved against it; nothing is written yet. */
   static void checkTree(List<Entry> entries) {
     java.util.Map<String, Character> tree = new java.util.HashMap<>();
+    long held = 0;
     java.util.Map<String, String> links = new java.util.LinkedHashMap<>();
     for (Entry e : entries) {
       String[] parts = e.path().split("/");
@@ -235,6 +264,9 @@ public final class TarGz {
         }
         prefix.append(parts[i]);
         Character k = tree.putIfAbsent(prefix.toString(), 'd');
+        if (k == null && (held += prefix.length()) > TREE_BUDGET) {
+          throw ApiException.invalid("archive's tree is too large to check");
+        }
         if (k != null && k == 'l') {
           throw ApiException.invalid("archive entry goes through a symbolic link: " + e.path());
         }
