@@ -488,6 +488,8 @@ final class HostFiles {
       throw SandboxPaths.notFound();
     } catch (FileSystemException e) {
       throw SandboxPaths.changed();
+    } catch (TooDeep e) {
+      throw new ApiException(422, "directory is too deep to delete here (" + e.getMessage() + "): delete it in parts");
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -495,6 +497,20 @@ final class HostFiles {
 
   /** Deletes directory {@code name} of {@code parent} and everything in it, through handles, never following a link. */
   private static void deleteTree(SecureDirectoryStream<Path> parent, Path name) throws IOException {
+    deleteTree(parent, name, 0);
+  }
+
+  /** Thrown for a tree deeper than a delete through handles goes (one open handle and frame per level). */
+  static final class TooDeep extends IOException {
+    TooDeep() {
+      super("the tree is deeper than " + 2 * MAX_DEPTH + " levels");
+    }
+  }
+
+  private static void deleteTree(SecureDirectoryStream<Path> parent, Path name, int depth) throws IOException {
+    if (depth > 2 * MAX_DEPTH) {
+      throw new TooDeep();
+    }
     try (SecureDirectoryStream<Path> d = parent.newDirectoryStream(name, NOFOLLOW)) {
       for (Path child : d) {
         Path n = child.getFileName();
@@ -504,7 +520,7 @@ final class HostFiles {
         }
         try {
           if (a.isDirectory()) {
-            deleteTree(d, n);
+            deleteTree(d, n, depth + 1);
           } else {
             d.deleteFile(n);
           }

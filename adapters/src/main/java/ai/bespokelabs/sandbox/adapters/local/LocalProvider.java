@@ -597,9 +597,32 @@ public final class LocalProvider implements SandboxProvider {
           throw destroyFailed(e);
         }
         // a process killed a moment ago may still have been writing: walk again
+      } catch (HostFiles.TooDeep e) {
+        removeDeepTree(dir, e);
+        return;
       } catch (IOException e) {
         throw destroyFailed(e);
       }
+    }
+  }
+
+  /**
+   * A tree deeper than a delete through handles goes (a sandbox can nest directories thousands deep) is removed
+   * by {@code rm -rf}, which walks any depth without following links; the directory is the sandbox's own, under
+   * the gateway's root, so nothing the sandbox controls is on the path to it.
+   */
+  private void removeDeepTree(Path dir, IOException cause) {
+    try {
+      Process rm = new ProcessBuilder("rm", "-rf", "--one-file-system", "--", dir.toString())
+          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+      if (rm.waitFor() != 0 || Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+        throw destroyFailed(cause);
+      }
+    } catch (IOException e) {
+      throw destroyFailed(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw destroyFailed(cause);
     }
   }
 

@@ -124,6 +124,23 @@ class LocalProviderTest {
     }
   }
 
+  /**
+   * A sandbox can nest directories far deeper than a delete through handles goes (one open handle per level):
+   * the files API refuses to delete such a tree with a clear 422, and destroy still removes it all.
+   */
+  @Test
+  void aTreeThousandsOfLevelsDeepIsRemovedByDestroy() {
+    String resourceId = provider.create(create("sbx_deep", null, null));
+    ExecResult r = provider.exec(shell("sbx_deep",
+        "for i in $(seq 2000); do mkdir d && cd d || exit 1; done; touch bottom; echo made"));
+    assertThat(r.stdout()).as(r.stderr()).isEqualTo("made\n");
+    assertThatThrownBy(() -> provider.deleteFile(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("delete",
+        "sbx_deep", resourceId, "d", null, null, false, true)))
+        .satisfies(t -> assertThat(((ApiException) t).status()).isEqualTo(422));
+    assertThat(provider.destroy(new DestroySandbox("sbx_deep", resourceId)).alreadyGone()).isFalse();
+    assertThat(Path.of(resourceId)).doesNotExist();
+  }
+
   @Test
   void destroyKillsBackgroundProcessesAndRemovesTheOwnedDirectory() throws InterruptedException {
     String resourceId = provider.create(create("sbx_a", null, null));
