@@ -23,6 +23,14 @@ public interface BeneathOpener {
 
   void close(int fd);
 
+  /**
+   * The target of symbolic link {@code relative} below {@code dir}, found without following any link on the
+   * way, so the link read is always one below {@code dir}.
+   *
+   * @throws IOException when it is not such a link
+   */
+  String readLink(Path dir, String relative) throws IOException;
+
   /** The native opener when this runtime and kernel have one. */
   static Optional<BeneathOpener> available() {
     return Native.OPENER;

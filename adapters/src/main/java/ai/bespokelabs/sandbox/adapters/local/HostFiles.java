@@ -877,7 +877,7 @@ final class HostFiles {
           archive(root, sub, hostDir.resolve(n), name + "/", tar, depth + 1);
         }
       } else if (a.isSymbolicLink()) {
-        String target = linkTarget(dir, hostDir.resolve(n), n, a);
+        String target = linkTarget(root, hostDir.resolve(n));
         if (target != null) {
           TarArchiveEntry e = new TarArchiveEntry(name, TarArchiveEntry.LF_SYMLINK);
           e.setLinkName(target);
@@ -913,18 +913,18 @@ final class HostFiles {
   }
 
   /**
-   * The target of link {@code name} of {@code dir}, read by its host path and kept only if the entry read
-   * is still the link the handle saw (same inode before and after): a link's target is only text, and what
-   * this returns is never followed.
+   * The target of link {@code host} of the sandbox at {@code root}, read with {@code openat2} below the root with
+   * no link followed on the way, so only a link of the sandbox is ever read (its target is only text, never
+   * followed). Without {@code openat2} links are left out of the archive: read by host path, a directory the
+   * sandbox swapped on the way could lead the read outside it. Null when it is not there as a link any more.
    */
-  private static String linkTarget(SecureDirectoryStream<Path> dir, Path host, Path name, PosixFileAttributes a)
-      throws IOException {
+  private static String linkTarget(Path root, Path host) {
+    if (OPENER.isEmpty()) {
+      return null;
+    }
     try {
-      String target = Files.readSymbolicLink(host).toString();
-      PosixFileAttributes after = stat(dir, name);
-      Object key = Files.readAttributes(host, PosixFileAttributes.class, NOFOLLOW).fileKey();
-      return after != null && a.fileKey().equals(after.fileKey()) && a.fileKey().equals(key) ? target : null;
-    } catch (FileSystemException e) {
+      return OPENER.get().readLink(root, root.relativize(host).toString());
+    } catch (IOException e) {
       return null;
     }
   }

@@ -31,6 +31,7 @@ final class Openat2 implements BeneathOpener {
   private final MethodHandle syscall;
   private final MethodHandle close;
   private final MethodHandle strerror;
+  private final MethodHandle readlinkat;
 
   Openat2() {
     Linker linker = Linker.nativeLinker();
@@ -41,12 +42,21 @@ final class Openat2 implements BeneathOpener {
         Linker.Option.firstVariadicArg(1), Linker.Option.captureCallState("errno"));
     close = linker.downcallHandle(libc.find("close").orElseThrow(() -> new UnsatisfiedLinkError("close")),
         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    readlinkat = linker.downcallHandle(libc.find("readlinkat").orElseThrow(() -> new UnsatisfiedLinkError("readlinkat")),
+        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+            ValueLayout.JAVA_LONG),
+        Linker.Option.captureCallState("errno"));
     strerror = linker.downcallHandle(libc.find("strerror").orElseThrow(() -> new UnsatisfiedLinkError("strerror")),
         FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
   }
 
   @Override
   public int open(Path dir, String relative) throws IOException {
+    return open(dir, relative, O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  }
+
+  /** {@code relative} below {@code dir} opened with {@code flags}, no link followed on the way. */
+  private int open(Path dir, String relative, long flags) throws IOException {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment state = arena.allocate(CALL_STATE);
       int dirFd = openat2(arena, state, AT_FDCWD, dir.toString(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
@@ -54,8 +64,8 @@ final class Openat2 implements BeneathOpener {
         throw error(state, dir.toString());
       }
       try {
-        int fd = openat2(arena, state, dirFd, relative.isEmpty() ? "." : relative,
-            O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+        int fd = openat2(arena, state, dirFd, relative.isEmpty() ? "." : relative, flags,
+            RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
         if (fd < 0) {
           throw error(state, relative);
         }
@@ -63,6 +73,28 @@ final class Openat2 implements BeneathOpener {
       } finally {
         close(dirFd);
       }
+    }
+  }
+
+  /** With O_PATH and O_NOFOLLOW, a link at the end is opened itself; readlinkat(fd, "") then reads it. */
+  @Override
+  public String readLink(Path dir, String relative) throws IOException {
+    int fd = open(dir, relative, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment state = arena.allocate(CALL_STATE);
+      MemorySegment buf = arena.allocate(4097);
+      long n;
+      try {
+        n = (long) readlinkat.invokeExact(state, fd, arena.allocateFrom(""), buf, 4096L);
+      } catch (Throwable t) {
+        throw new IllegalStateException("readlinkat could not be called", t);
+      }
+      if (n < 0) {
+        throw error(state, relative);
+      }
+      return new String(buf.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
+    } finally {
+      close(fd);
     }
   }
 

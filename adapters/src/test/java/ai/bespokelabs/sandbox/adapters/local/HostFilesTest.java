@@ -110,5 +110,13 @@ class HostFilesTest {
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> opener.get().open(box, refused))
           .as(refused).isInstanceOf(java.io.IOException.class);
     }
+    // a link of the sandbox is read as text; one reached through a link (a swapped directory) never is
+    assertThat(opener.get().readLink(box, "link")).isEqualTo(data.resolve("outside").toString());
+    java.nio.file.Files.createSymbolicLink(data.resolve("elsewhere"), Path.of("/secret/target"));
+    java.nio.file.Files.createSymbolicLink(box.resolve("swapped"), data);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> opener.get().readLink(box, "swapped/elsewhere"))
+        .isInstanceOf(java.io.IOException.class);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> opener.get().readLink(box, "d"))
+        .as("not a link").isInstanceOf(java.io.IOException.class);
   }
 }
