@@ -64,6 +64,43 @@ public final class GitCloner {
     }
   }
 
+  /** Whether this host's git honours {@code http.curloptResolve} (git 2.37 and later); asked once. */
+  private static final java.util.function.Supplier<Boolean> PINS = new java.util.function.Supplier<>() {
+    private volatile Boolean known;
+
+    @Override
+    public Boolean get() {
+      if (known == null) {
+        known = pins(version());
+      }
+      return known;
+    }
+  };
+
+  /** Whether {@code git --version} output names git 2.37 or later. */
+  public static boolean pins(String versionLine) {
+    java.util.regex.Matcher m = Pattern.compile("git version (\\d+)\\.(\\d+)").matcher(versionLine);
+    if (!m.find()) {
+      return false;
+    }
+    int major = Integer.parseInt(m.group(1));
+    int minor = Integer.parseInt(m.group(2));
+    return major > 2 || major == 2 && minor >= 37;
+  }
+
+  private static String version() {
+    try {
+      Process p = new ProcessBuilder("git", "--version").redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      return p.waitFor(10, TimeUnit.SECONDS) ? out : "";
+    } catch (IOException e) {
+      return "";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "";
+    }
+  }
+
   /** Clones {@code repo} (at {@code ref} when given: a branch, tag or commit) into the new directory {@code into}. */
   public void cloneInto(String repo, String ref, Path into) throws CloneFailed, IOException, InterruptedException {
     List<String> clone = new ArrayList<>(List.of("git", "-c", "http.followRedirects=false"));
@@ -72,6 +109,11 @@ public final class GitCloner {
       if (!"file".equalsIgnoreCase(uri.getScheme())) {
         InetAddress[] addresses = GitUrls.destinations("git_repo", uri, allowPrivate, resolver);
         if (!GitUrls.hostIsAddress(uri)) {
+          if (!allowPrivate && !PINS.get()) {
+            // an older git ignores the pin without a word: a second lookup could send it anywhere
+            throw new CloneFailed("git on this host is older than 2.37 and cannot be held to the checked addresses",
+                "git_destination_refused");
+          }
           // git (curl) connects to exactly these addresses instead of looking the name up again
           int port = uri.getPort() != -1 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
           StringBuilder pin = new StringBuilder(uri.getHost()).append(':').append(port).append(':');

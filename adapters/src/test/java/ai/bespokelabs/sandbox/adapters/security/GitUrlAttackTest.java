@@ -114,4 +114,15 @@ class GitUrlAttackTest {
     assertThat(tmp.resolve("clone/README")).hasContent("internal");
     assertThat(server.requests()).isPositive();
   }
+
+  /** git before 2.37 ignores http.curloptResolve without a word: it is refused rather than left unpinned. */
+  @Test
+  void only_a_git_that_honours_the_pin_is_trusted_with_a_host_name() {
+    assertThat(GitCloner.pins("git version 2.39.5")).isTrue();
+    assertThat(GitCloner.pins("git version 2.37.0")).isTrue();
+    assertThat(GitCloner.pins("git version 3.0.1")).isTrue();
+    assertThat(GitCloner.pins("git version 2.36.6")).isFalse();
+    assertThat(GitCloner.pins("git version 1.9.9")).isFalse();
+    assertThat(GitCloner.pins("")).isFalse();
+  }
 }
