@@ -191,13 +191,17 @@ public final class Database implements AutoCloseable {
   static Secret password(Path file) throws IOException {
     if (!Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       String value = ai.bespokelabs.sandbox.core.Ids.urlSafeToken(32);
+      // written whole under another name, then moved into place: a crash never leaves an empty password file
+      // (the data directory's lock makes this start its only writer)
+      Path temp = Files.createTempFile(file.getParent(), ".postgres-password-", ".tmp",
+          java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+              java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
       try {
-        Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
-        Files.writeString(file, value + "\n", java.nio.charset.StandardCharsets.UTF_8);
+        Files.writeString(temp, value + "\n", java.nio.charset.StandardCharsets.UTF_8);
+        Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         return new Secret(value);
-      } catch (java.nio.file.FileAlreadyExistsException raced) {
-        // another start wrote it first: read theirs
+      } finally {
+        Files.deleteIfExists(temp);
       }
     }
     String value = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8).trim();
@@ -226,10 +230,10 @@ public final class Database implements AutoCloseable {
 
   /** Gives a server still on trust authentication the superuser password (required from its next start). */
   private static void setPassword(EmbeddedPostgres pg, Secret password) throws java.sql.SQLException {
-    try (java.sql.Connection c = pg.getPostgresDatabase().getConnection();
-        java.sql.Statement st = c.createStatement()) {
-      // the password is generated URL-safe base64: nothing in it needs quoting
-      st.execute("ALTER ROLE postgres PASSWORD '" + password.reveal() + "'");
+    try (java.sql.Connection c = pg.getPostgresDatabase().getConnection()) {
+      // the driver sends only a SCRAM verifier computed here: the password is in no statement a log could hold
+      c.unwrap(org.postgresql.PGConnection.class).alterUserPassword("postgres", password.reveal().toCharArray(),
+          "scram-sha-256");
     }
   }
 
