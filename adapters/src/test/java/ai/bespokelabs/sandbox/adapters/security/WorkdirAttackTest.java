@@ -79,6 +79,11 @@ class WorkdirAttackTest {
       refused(() -> provider.create(create("sbx_attacker", workdir)), "workdir");
     }
     refused(() -> new Workdirs(List.of(tmp), dataDir).resolve(tmp.toString()), "data directory");
+    // with a root that holds the data directory, the data directory check alone refuses what lies in it
+    Workdirs wide = new Workdirs(List.of(tmp), dataDir);
+    for (String workdir : List.of(dataDir.toString(), root.toString(), victim, link.toString())) {
+      refused(() -> wide.resolve(workdir), "data directory");
+    }
     refused(() -> Workdirs.NONE.resolve(allowed.toString()), "not enabled");
     assertThat(Path.of(victim, "private.txt")).hasContent("victim's");
   }
