@@ -52,11 +52,14 @@ public record ExecRequest(String code, String language, String command, List<Str
         env == null ? Map.of() : env, cwd, timeout, Boolean.TRUE.equals(stdin));
   }
 
-  /** Canonical JSON of the request (sorted keys, defaults applied, raw env values), for the fingerprint. */
+  /**
+   * Canonical JSON of the request (sorted keys, defaults applied, raw env values), for the fingerprint; what
+   * runs the same program hashes the same (no args and an empty list; a language given with a command).
+   */
   public String fingerprintInput() {
     JsonObject all = new JsonObject(new TreeMap<>());
-    all.put("code", code).put("language", language).put("command", command)
-        .put("args", args == null ? null : new JsonArray(args))
+    all.put("code", code).put("language", code == null ? null : language).put("command", command)
+        .put("args", args == null || args.isEmpty() ? null : new JsonArray(args))
         .put("env", new JsonObject(new TreeMap<String, Object>(env))).put("cwd", cwd)
         .put("timeout_secs", timeoutSecs).put("stdin", stdin);
     return all.encode();

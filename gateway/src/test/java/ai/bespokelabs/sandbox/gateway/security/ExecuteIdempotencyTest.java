@@ -59,6 +59,17 @@ class ExecuteIdempotencyTest {
     assertThat(replay.status()).isEqualTo(200);
     assertThat(replay.json()).isEqualTo(ran.json());
 
+    // what runs the same program is the same request: no args and an empty list, a language with a command
+    Resp line = gw.post(execute, key, new JsonObject().put("command", "echo line"), "Idempotency-Key", "k-3");
+    assertThat(line.status()).isEqualTo(200);
+    Resp sameLine = gw.post(execute, key, new JsonObject().put("command", "echo line").put("args", new JsonArray())
+        .put("language", "python"), "Idempotency-Key", "k-3");
+    assertThat(sameLine.status()).as(sameLine.body()).isEqualTo(200);
+    assertThat(sameLine.json()).isEqualTo(line.json());
+    Resp otherCwd = gw.post(execute, key, new JsonObject().put("command", "echo line").put("cwd", "sub"),
+        "Idempotency-Key", "k-3");
+    assertThat(otherCwd.status()).isEqualTo(409);
+
     assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
     Resp afterDestroy = gw.post(execute, key, first, "Idempotency-Key", "k-1");
     assertThat(afterDestroy.status()).isEqualTo(200);
