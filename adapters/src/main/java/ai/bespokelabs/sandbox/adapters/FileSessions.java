@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters;
 
-import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.Ids;

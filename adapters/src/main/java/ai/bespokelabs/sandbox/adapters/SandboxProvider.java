@@ -83,7 +83,7 @@ public interface SandboxProvider extends AutoCloseable {
    *
    * @throws ai.bespokelabs.sandbox.core.error.ApiException 404 for a missing path, 422 for one that escapes
    */
-  default java.util.List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+  default java.util.List<ai.bespokelabs.sandbox.adapters.spi.FileEntry> listFiles(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     throw unsupported("files");
   }

@@ -4,7 +4,7 @@ import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
 import ai.bespokelabs.sandbox.adapters.NonBlockingProvider;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
-import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;

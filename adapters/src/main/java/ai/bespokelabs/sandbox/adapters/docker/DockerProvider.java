@@ -553,7 +553,7 @@ public final class DockerProvider implements SandboxProvider {
   // ---- files ---------------------------------------------------------------------------------------
 
   @Override
-  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+  public List<ai.bespokelabs.sandbox.adapters.spi.FileEntry> listFiles(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     return files.list(op.sandboxId(), op.providerResourceId(), op.path());
   }

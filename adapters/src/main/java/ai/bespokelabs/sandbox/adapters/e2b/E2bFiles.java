@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider.Envd;
-import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;

@@ -682,7 +682,7 @@ public final class E2bProvider implements NonBlockingProvider {
   // ---- files (envd REST and filesystem.Filesystem) --------------------------------------------------------
 
   @Override
-  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(FileOp op) {
+  public List<ai.bespokelabs.sandbox.adapters.spi.FileEntry> listFiles(FileOp op) {
     return files.list(op);
   }
 

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.files;
 
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.error.ApiException;

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.files;
 
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import java.io.IOException;
 
 /**

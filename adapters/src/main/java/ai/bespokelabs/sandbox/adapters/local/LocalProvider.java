@@ -413,7 +413,7 @@ public final class LocalProvider implements SandboxProvider {
   }
 
   @Override
-  public List<ai.bespokelabs.sandbox.adapters.files.FileEntry> listFiles(
+  public List<ai.bespokelabs.sandbox.adapters.spi.FileEntry> listFiles(
       ai.bespokelabs.sandbox.core.bus.Messages.FileOp op) {
     return files(op).list(op.path());
   }

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.bespokelabs.sandbox.adapters.CapturingSink;
 import ai.bespokelabs.sandbox.adapters.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.files.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.Secret;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.files;
+package ai.bespokelabs.sandbox.adapters.spi;
 
 import io.vertx.core.json.JsonObject;
 import java.time.Instant;

@@ -1,0 +1,18 @@
+package ai.bespokelabs.sandbox.adapters.spi;
+
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import io.vertx.core.Future;
+import java.util.List;
+
+/** What the provider holds, for reconciliation, orphan cleanup and health. */
+public interface Inventory {
+
+  /** The provider's resources that carry our marks; node-bound backends list this node's. */
+  Future<List<Resource>> list();
+
+  /**
+   * A real, cheap check that the backend can serve (local: spawn a process; cloud: an authenticated call).
+   * Fails when not healthy; the reason never leaves the adapter.
+   */
+  Future<Void> checkHealth();
+}
