@@ -1,5 +1,10 @@
 package ai.bespokelabs.sandbox.adapters;
 
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
+import ai.bespokelabs.sandbox.adapters.spi.Capability;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
+import ai.bespokelabs.sandbox.adapters.workspace.Materializer;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
@@ -9,10 +14,18 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DetachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecStarted;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
+import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
+import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
+import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken;
 import ai.bespokelabs.sandbox.core.bus.Messages.SignalExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StdinExec;
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
@@ -23,20 +36,18 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Binds one {@link SandboxProvider} to the event bus: {@code sandbox.adapter.<backend>} for node-independent
+ * Binds one {@link Backend} to the event bus: {@code sandbox.adapter.<backend>} for node-independent
  * operations and {@code sandbox.adapter.<backend>.<nodeId>} for sandboxes and executions hosted by this
- * node. Blocking provider calls run on virtual threads, so a slow call never holds up another; file operations
- * run on a bounded pool of their own with a share per organization ({@link FilePool}); everything
- * else (the execution registry, streaming) runs on this verticle's context.
+ * node. Every backend call is made on this verticle's context and answered when its future completes; an
+ * operation outside the backend's declared {@link Capability capabilities} is answered
+ * {@code feature_not_supported} here, without calling it. File operations are admitted with a share per
+ * organization ({@link FairShare}). The execution registry and streaming run on this context too.
  */
 public final class AdapterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(AdapterVerticle.class);
@@ -49,27 +60,26 @@ public final class AdapterVerticle extends VerticleBase {
    * attaching later gets the stored result instead of the live journal).
    */
   static final long RETAINED_BUDGET_BYTES = 64L << 20;
+  /** File operations one organization may have running at a time (a quarter of a host backend's file pool). */
+  static final int FILES_PER_ORGANIZATION = Math.max(2, ai.bespokelabs.sandbox.adapters.host.BlockingBackend.FILE_THREADS / 4);
 
-  private final SandboxProvider provider;
+  private final Backend provider;
   private final String nodeId;
   private final long journalBytes;
-  private final ai.bespokelabs.sandbox.adapters.workspace.Materializer materializer;
+  private final Materializer materializer;
   private final Map<String, ExecStream> executions = new HashMap<>();
   private final Map<String, Future<Void>> stdinChains = new HashMap<>();
   private final java.util.LinkedHashMap<String, Long> retained = new java.util.LinkedHashMap<>();
   private long retainedBytes;
-  private ExecutorService executor;
-  private FilePool filePool;
+  private FairShare fileShare;
   private FileSessions files;
 
-  public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes) {
-    this(provider, nodeId, journalBytes, new ai.bespokelabs.sandbox.adapters.workspace.Materializer(
-        new ai.bespokelabs.sandbox.adapters.workspace.GitCloner(false)));
+  public AdapterVerticle(Backend provider, String nodeId, long journalBytes) {
+    this(provider, nodeId, journalBytes, new Materializer(new GitCloner(false)));
   }
 
   /** @param materializer populates each created sandbox from its workspace before the create is answered */
-  public AdapterVerticle(SandboxProvider provider, String nodeId, long journalBytes,
-      ai.bespokelabs.sandbox.adapters.workspace.Materializer materializer) {
+  public AdapterVerticle(Backend provider, String nodeId, long journalBytes, Materializer materializer) {
     this.provider = Objects.requireNonNull(provider, "provider");
     this.nodeId = Objects.requireNonNull(nodeId, "nodeId");
     this.journalBytes = journalBytes;
@@ -78,31 +88,29 @@ public final class AdapterVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    executor = Executors.newThreadPerTaskExecutor(
-        Thread.ofVirtual().name("adapter-" + provider.backend() + "-", 0).factory());
-    if (provider instanceof NonBlockingProvider nb) {
-      nb.useContext(context);
-    }
-    filePool = FilePool.sized("adapter-" + provider.backend() + "-files-");
-    files = new FileSessions(provider);
-    vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> executor.execute(files::expire));
-    MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.backend(), nodeId),
-        this::handle);
-    if (provider.nodeBound()) {
-      return node.completion();
-    }
-    MessageConsumer<Object> shared = vertx.eventBus().consumer(Addresses.adapter(provider.backend()), this::handle);
-    return Future.all(node.completion(), shared.completion());
+    return provider.start(context).compose(v -> {
+      fileShare = new FairShare(FILES_PER_ORGANIZATION);
+      if (provider.capabilities().contains(Capability.FILES)) {
+        files = new FileSessions(provider.files());
+        vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> files.expire());
+      }
+      MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.name(), nodeId),
+          this::handle);
+      if (provider.nodeBound()) {
+        return node.completion();
+      }
+      MessageConsumer<Object> shared = vertx.eventBus().consumer(Addresses.adapter(provider.name()), this::handle);
+      return Future.all(node.completion(), shared.completion()).mapEmpty();
+    });
   }
 
   @Override
   public Future<?> stop() {
     executions.values().forEach(ExecStream::close);
-    executor.shutdownNow();
-    filePool.shutdownNow();
-    files.closeAll();
-    provider.close();
-    return Future.succeededFuture();
+    if (files != null) {
+      files.closeAll();
+    }
+    return provider.close();
   }
 
   private void handle(Message<Object> msg) {
@@ -110,48 +118,33 @@ public final class AdapterVerticle extends VerticleBase {
     switch (action) {
       case Addresses.CREATE -> {
         CreateSandbox request = (CreateSandbox) msg.body();
-        if (provider instanceof NonBlockingProvider nb && request.workspace().isEmpty()) {
-          nonBlocking(msg, "create", () -> nb.createAsync(request).map(id -> new SandboxCreated(id, nodeId)))
-              .onSuccess(msg::reply);
+        call(msg, "create", null, () -> provider.lifecycle().create(request)
+            .compose(id -> materializer.apply(provider, request, id).map(id))
+            .map(id -> new SandboxCreated(id, nodeId)));
+      }
+      case Addresses.DESTROY -> call(msg, "destroy", null,
+          () -> provider.lifecycle().destroy((DestroySandbox) msg.body()));
+      case Addresses.HEALTH -> call(msg, "health", null, () -> provider.inventory().checkHealth());
+      case Addresses.LIST -> call(msg, "list", null, () -> provider.inventory().list().map(ResourceList::new));
+      case Addresses.FILES -> {
+        FileOp op = (FileOp) msg.body();
+        String organization = msg.headers().get(Addresses.ORGANIZATION);
+        call(msg, op.op(), Capability.FILES, () -> fileShare.run(organization == null ? op.sandboxId() : organization,
+            () -> files.handle(op)));
+      }
+      case Addresses.ADOPT -> call(msg, "adopt", Capability.ADOPT, () -> provider.lifecycle()
+          .adopt((CreateSandbox) msg.body(), msg.headers().get("resource")).map(id -> new SandboxCreated(id, nodeId)));
+      case Addresses.SNAPSHOT -> call(msg, "snapshot", Capability.SNAPSHOT,
+          () -> provider.lifecycle().snapshot((SnapshotSandbox) msg.body()).map(SnapshotTaken::new));
+      case Addresses.SET_TIMEOUT -> {
+        if (!provider.capabilities().contains(Capability.PROVIDER_TIMEOUT)) {
+          msg.reply(null); // the supervisor enforces the gateway's deadline; nothing to move along
           return;
         }
-        blocking(msg, "create", () -> {
-          String resourceId = provider.create(request);
-          materializer.apply(provider, request, resourceId);
-          return new SandboxCreated(resourceId, nodeId);
-        }).onSuccess(msg::reply);
+        call(msg, "timeout", null, () -> provider.lifecycle().extendTimeout((SetTimeout) msg.body()));
       }
-      case Addresses.DESTROY -> (provider instanceof NonBlockingProvider nb
-          ? nonBlocking(msg, "destroy", () -> nb.destroyAsync((DestroySandbox) msg.body()))
-          : blocking(msg, "destroy", () -> provider.destroy((DestroySandbox) msg.body())))
-          .onSuccess(msg::reply);
-      case Addresses.HEALTH -> blocking(msg, "health", () -> {
-        provider.checkHealth();
-        return (Void) null;
-      }).onSuccess(v -> msg.reply(null));
-      case Addresses.LIST -> blocking(msg, "list",
-          () -> new ai.bespokelabs.sandbox.core.bus.Messages.ResourceList(provider.list())).onSuccess(msg::reply);
-      case Addresses.FILES -> {
-        ai.bespokelabs.sandbox.core.bus.Messages.FileOp op = (ai.bespokelabs.sandbox.core.bus.Messages.FileOp) msg.body();
-        String organization = msg.headers().get(Addresses.ORGANIZATION);
-        Future.fromCompletionStage(filePool.submit(organization == null ? op.sandboxId() : organization,
-                () -> files.handle(op)), context)
-            .recover(t -> failed(msg, op.op(), t)).onSuccess(msg::reply);
-      }
-      case Addresses.ADOPT -> {
-        CreateSandbox request = (CreateSandbox) msg.body();
-        blocking(msg, "adopt", () -> new SandboxCreated(provider.adopt(request, msg.headers().get("resource")),
-            nodeId)).onSuccess(msg::reply);
-      }
-      case Addresses.SNAPSHOT -> blocking(msg, "snapshot", () -> new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken(
-          provider.snapshot((ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox) msg.body()))).onSuccess(msg::reply);
-      case Addresses.SET_TIMEOUT -> blocking(msg, "timeout", () -> {
-        provider.setTimeout((ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout) msg.body());
-        return (Void) null;
-      }).onSuccess(v -> msg.reply(null));
-      case Addresses.METRICS -> blocking(msg, "metrics",
-          () -> provider.metrics((ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest) msg.body()))
-          .onSuccess(msg::reply);
+      case Addresses.METRICS -> call(msg, "metrics", Capability.METRICS,
+          () -> provider.metrics().sample((MetricsRequest) msg.body()));
       case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
       case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
       case Addresses.DETACH -> {
@@ -168,8 +161,26 @@ public final class AdapterVerticle extends VerticleBase {
     }
   }
 
-  /** Runs a non-blocking provider call on this context; failures are answered in the error contract. */
-  private <T> Future<T> nonBlocking(Message<?> msg, String op, Supplier<Future<T>> work) {
+  /**
+   * Calls the backend for {@code op} and replies with the result; an operation outside the backend's declared
+   * capabilities is {@code feature_not_supported}, answered here.
+   */
+  private <T> void call(Message<?> msg, String op, Capability needed, Supplier<Future<T>> work) {
+    if (needed != null && !provider.capabilities().contains(needed)) {
+      failed(msg, op, unsupported(needed));
+      return;
+    }
+    attempt(msg, op, work).onSuccess(msg::reply);
+  }
+
+  /** The one {@code feature_not_supported} answer of every backend. */
+  private ProviderException unsupported(Capability capability) {
+    return new ProviderException(ProviderError.of(ErrorCode.FEATURE_NOT_SUPPORTED, provider.name(),
+        capability.wire(), false, ProviderError.Outcome.FAILED));
+  }
+
+  /** Runs a backend call; failures (thrown or failed futures) are answered in the error contract. */
+  private <T> Future<T> attempt(Message<?> msg, String op, Supplier<Future<T>> work) {
     Future<T> f;
     try {
       f = work.get();
@@ -179,20 +190,14 @@ public final class AdapterVerticle extends VerticleBase {
     return f.recover(t -> failed(msg, op, t));
   }
 
-  /** Runs a blocking provider call on a virtual thread; failures are answered in the error contract. */
-  private <T> Future<T> blocking(Message<?> msg, String op, Supplier<T> work) {
-    return Future.fromCompletionStage(CompletableFuture.supplyAsync(work, executor), context)
-        .recover(t -> failed(msg, op, t));
-  }
-
   private <T> Future<T> failed(Message<?> msg, String op, Throwable t) {
     Throwable cause = unwrap(t);
     if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
       // only the type and where it was thrown: provider exception texts may echo credentials
-      LOG.warn("{} {} failed unexpectedly: {} at {}", provider.backend(), op, cause.getClass().getName(),
+      LOG.warn("{} {} failed unexpectedly: {} at {}", provider.name(), op, cause.getClass().getName(),
           origin(cause));
     }
-    BusFailures.fail(msg, cause, provider.backend(), op);
+    BusFailures.fail(msg, cause, provider.name(), op);
     return Future.failedFuture(cause);
   }
 
@@ -224,9 +229,7 @@ public final class AdapterVerticle extends VerticleBase {
       }
     });
     stream.onIdle(() -> retain(req.executionId(), stream));
-    Future<ExecHandle> started = provider instanceof NonBlockingProvider nb
-        ? nonBlocking(msg, "execute", () -> nb.startAsync(req, stream))
-        : blocking(msg, "execute", () -> provider.start(req, stream));
+    Future<Execution> started = attempt(msg, "execute", () -> provider.executions().start(req, stream));
     started.onComplete(stream::started)
         .onSuccess(handle -> {
           if (async) {
@@ -294,29 +297,25 @@ public final class AdapterVerticle extends VerticleBase {
       return;
     }
     if (!stream.keepStdin()) {
-      BusFailures.fail(msg, ApiException.conflict("stdin is not open for this execution"), provider.backend(), "stdin");
+      BusFailures.fail(msg, ApiException.conflict("stdin is not open for this execution"), provider.name(), "stdin");
       return;
     }
     if (stream.result() != null) {
-      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "stdin");
+      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "stdin");
       return;
     }
     Future<Void> previous = stdinChains.getOrDefault(in.executionId(), Future.succeededFuture());
     Future<Void> next = previous.transform(ignored -> stream.handle().transform(started -> {
       if (started.failed()) {
-        BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "stdin");
+        BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "stdin");
         return Future.<Void>succeededFuture();
       }
-      ExecHandle handle = started.result();
-      return blocking(msg, "stdin", () -> {
-        if (in.data() != null && in.data().length > 0) {
-          handle.writeStdin(in.data());
-        }
-        if (in.eof()) {
-          handle.closeStdin();
-        }
-        return (Void) null;
-      }).onSuccess(v -> msg.reply(null)).mapEmpty();
+      Execution execution = started.result();
+      return attempt(msg, "stdin", () -> {
+        Future<Void> written = in.data() != null && in.data().length > 0
+            ? execution.write(io.vertx.core.buffer.Buffer.buffer(in.data())) : Future.succeededFuture();
+        return in.eof() ? written.compose(v -> execution.closeStdin()) : written;
+      }).onSuccess(v -> msg.reply(null));
     }));
     stdinChains.put(in.executionId(), next.otherwiseEmpty());
   }
@@ -327,19 +326,17 @@ public final class AdapterVerticle extends VerticleBase {
       return;
     }
     if (!SIGNALS.contains(s.signal())) {
-      BusFailures.fail(msg, ApiException.invalid("signal must be one of TERM, KILL, INT"), provider.backend(),
+      BusFailures.fail(msg, ApiException.invalid("signal must be one of TERM, KILL, INT"), provider.name(),
           "signal");
       return;
     }
     if (stream.result() != null) {
-      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.backend(), "signal");
+      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "signal");
       return;
     }
     stream.handle().onFailure(t -> BusFailures.fail(msg, ApiException.conflict("execution has finished"),
-        provider.backend(), "signal")).onSuccess(handle -> blocking(msg, "signal", () -> {
-          handle.signal(s.signal());
-          return (Void) null;
-        }).onSuccess(v -> msg.reply(null)));
+        provider.name(), "signal")).onSuccess(execution -> attempt(msg, "signal", () -> execution.signal(s.signal()))
+            .onSuccess(v -> msg.reply(null)));
   }
 
   /** The innermost frame of this project's code in {@code t}'s stack, else its first frame. */

@@ -4,7 +4,11 @@ import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.eventbus.ReplyException;
@@ -16,9 +20,9 @@ import java.util.Map;
 
 /**
  * The live side of one execution: a bounded journal of its sequenced output, its capped result, and the
- * subscribers it streams to. Output arrives on the provider's threads ({@link #output} blocks while the
+ * subscribers it streams to. Output arrives on any thread ({@link #output}'s future stays pending while the
  * journal is full of events an attached subscriber has not acknowledged, which stops the provider reading
- * the pipe); delivery runs on the adapter's context, each event a bus request whose reply is the credit
+ * the stream); delivery runs on the adapter's context, each event a bus request whose reply is the credit
  * for the next, at most {@link #WINDOW} in flight per subscriber. Nothing relies on pausing a consumer.
  *
  * <p>A subscriber that resumes from events that already left the journal gets one {@code gap} event with
@@ -28,7 +32,7 @@ import java.util.Map;
  * <p>While a client that reads JSON text is attached, each output event is also encoded (its JSON string,
  * at most twice its size, not counted in the journal limit) as it is read, so the event loops only frame it.
  */
-final class ExecStream implements ExecSink {
+final class ExecStream implements OutputSink {
   static final int WINDOW = 16;
   static final long DELIVERY_TIMEOUT_MS = 120_000;
   private static final int MAX_TRACKED_SEQS = 4_000_000;
@@ -55,8 +59,14 @@ final class ExecStream implements ExecSink {
   private boolean recorded;
   private boolean closed;
 
-  private final io.vertx.core.Promise<ExecHandle> started = io.vertx.core.Promise.promise();
+  private final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
+  private final Promise<Execution> started = Promise.promise();
   private Runnable onIdle = () -> { };
+
+  private static final Future<Void> TAKEN = Future.succeededFuture();
+
+  /** A chunk that waits for room in the journal; its producer reads on once {@code taken} completes. */
+  private record Pending(Stream stream, byte[] data, OutputJson.Body body, Promise<Void> taken) {}
 
   private record Entry(long seq, String type, String stream, byte[] data, JsonObject info, OutputJson.Body body) {
     long size() {
@@ -99,12 +109,12 @@ final class ExecStream implements ExecSink {
   }
 
   /** The program runs (or could not be started); call on the context. */
-  void started(io.vertx.core.AsyncResult<ExecHandle> ar) {
+  void started(io.vertx.core.AsyncResult<Execution> ar) {
     started.handle(ar);
   }
 
   /** Completes with the handle once the program runs; fails if it could not be started. */
-  io.vertx.core.Future<ExecHandle> handle() {
+  Future<Execution> handle() {
     return started.future();
   }
 
@@ -125,30 +135,63 @@ final class ExecStream implements ExecSink {
   // ---- producer side (provider threads) -----------------------------------------------------------
 
   @Override
-  public void output(Stream stream, byte[] data) throws InterruptedException {
+  public Future<Void> output(Stream stream, byte[] data) {
     // encoded here, on the reading thread, once for every text client (not on an event loop per client)
     OutputJson.Body body = textSubscribers > 0 ? OutputJson.body(data) : null;
+    Pending waiting;
     synchronized (this) {
-      while (!closed && result == null && journalBytes + data.length > journalLimit && !journal.isEmpty()) {
-        if (journal.peekFirst().seq() <= floor) {
-          journalBytes -= journal.removeFirst().size();
-        } else {
-          wait(1000);
-        }
-      }
-      if (closed || result != null) {
-        return;
-      }
-      append(new Entry(++lastSeq, StreamEvent.OUTPUT, stream.wire(), data, null, body), data.length);
-      CappedOutput capture = stream == Stream.STDOUT ? stdout : stderr;
-      if (capture.append(data)) {
-        append(new Entry(++lastSeq, StreamEvent.NOTICE, stream.wire(), null, new JsonObject()
-            .put("message", stream.wire() + " exceeded the stored-output cap of " + capture.limit()
-                + " bytes; the stored result is truncated, streaming continues")
-            .put("stream", stream.wire()).put("cap_bytes", capture.limit()), null), 0);
+      if (!pending.isEmpty() || !admit(stream, data, body)) {
+        waiting = new Pending(stream, data, body, Promise.promise());
+        pending.addLast(waiting);
+      } else {
+        waiting = null;
       }
     }
+    if (waiting != null) {
+      return waiting.taken.future();
+    }
     schedulePump();
+    return TAKEN;
+  }
+
+  /**
+   * Journals a chunk when it fits (dropping entries every subscriber acknowledged to make room); false when the
+   * journal is full of events an attached subscriber has not acknowledged. After the end, chunks are dropped.
+   */
+  private boolean admit(Stream stream, byte[] data, OutputJson.Body body) {
+    while (!closed && result == null && journalBytes + data.length > journalLimit && !journal.isEmpty()) {
+      if (journal.peekFirst().seq() > floor) {
+        return false;
+      }
+      journalBytes -= journal.removeFirst().size();
+    }
+    if (closed || result != null) {
+      return true;
+    }
+    append(new Entry(++lastSeq, StreamEvent.OUTPUT, stream.wire(), data, null, body), data.length);
+    CappedOutput capture = stream == Stream.STDOUT ? stdout : stderr;
+    if (capture.append(data)) {
+      append(new Entry(++lastSeq, StreamEvent.NOTICE, stream.wire(), null, new JsonObject()
+          .put("message", stream.wire() + " exceeded the stored-output cap of " + capture.limit()
+              + " bytes; the stored result is truncated, streaming continues")
+          .put("stream", stream.wire()).put("cap_bytes", capture.limit()), null), 0);
+    }
+    return true;
+  }
+
+  /** Journals waiting chunks that fit now and tells their producers to go on. */
+  private void admitWaiting() {
+    java.util.List<Promise<Void>> taken = new java.util.ArrayList<>();
+    synchronized (this) {
+      while (!pending.isEmpty() && admit(pending.peekFirst().stream, pending.peekFirst().data,
+          pending.peekFirst().body)) {
+        taken.add(pending.removeFirst().taken);
+      }
+    }
+    if (!taken.isEmpty()) {
+      taken.forEach(Promise::tryComplete);
+      schedulePump();
+    }
   }
 
   private void append(Entry e, long bytes) {
@@ -167,8 +210,8 @@ final class ExecStream implements ExecSink {
     synchronized (this) {
       result = new ExecResult(exitCode, stdout.text(), stderr.text(), stdout.truncated(), stderr.truncated(),
           timedOut, durationMs, cancelled, lastSeq);
-      notifyAll();
     }
+    admitWaiting();
     context.runOnContext(v -> onExit.run());
   }
 
@@ -188,9 +231,11 @@ final class ExecStream implements ExecSink {
   }
 
   /** Stops the producer and forgets subscribers (the adapter is stopping). */
-  synchronized void close() {
-    closed = true;
-    notifyAll();
+  void close() {
+    synchronized (this) {
+      closed = true;
+    }
+    admitWaiting();
   }
 
   // ---- subscribers (adapter context) --------------------------------------------------------------
@@ -358,8 +403,8 @@ final class ExecStream implements ExecSink {
     }
     synchronized (this) {
       floor = min;
-      notifyAll();
     }
+    admitWaiting();
   }
 
   private void maybeIdle() {

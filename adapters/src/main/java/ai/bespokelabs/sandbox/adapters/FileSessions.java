@@ -1,17 +1,16 @@
 package ai.bespokelabs.sandbox.adapters;
 
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
-import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
-import ai.bespokelabs.sandbox.adapters.files.WritableFile;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import io.vertx.core.Future;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -20,97 +19,79 @@ import java.util.concurrent.ConcurrentHashMap;
  * HTTP side asks for the next chunk only once the client took the previous one) and an upload is pushed
  * chunk by chunk (the HTTP side reads the next chunk only once this one is written), so neither side holds
  * more than a chunk whatever the file's size. A session nobody touched for {@link #IDLE_MS} is closed (an
- * upload is then discarded). Every method blocks; callers run them on the adapter's virtual threads.
+ * upload is then discarded).
  */
 final class FileSessions {
   static final int CHUNK = 256 * 1024;
   static final long IDLE_MS = 60_000;
+  private static final FileReply EMPTY = new FileReply(new JsonObject(), null);
 
-  private final SandboxProvider provider;
+  private final FileSystem files;
   private final Map<String, Session> sessions = new ConcurrentHashMap<>();
 
   private static final class Session {
-    final ReadableFile reader;
-    final WritableFile writer;
+    final FileReader reader;
+    final FileWriter writer;
     volatile long touched = System.currentTimeMillis();
 
-    Session(ReadableFile reader, WritableFile writer) {
+    Session(FileReader reader, FileWriter writer) {
       this.reader = reader;
       this.writer = writer;
     }
   }
 
-  FileSessions(SandboxProvider provider) {
-    this.provider = provider;
+  FileSessions(FileSystem files) {
+    this.files = files;
   }
 
-  FileReply handle(FileOp op) {
-    try {
-      return switch (op.op()) {
-        case "list" -> {
-          JsonArray entries = new JsonArray();
-          provider.listFiles(op).forEach(e -> entries.add(e.toJson()));
-          yield new FileReply(new JsonObject().put("entries", entries), null);
-        }
-        case "delete" -> {
-          provider.deleteFile(op);
-          yield new FileReply(new JsonObject(), null);
-        }
-        case "open_read", "open_archive_read" -> {
-          ReadableFile reader = op.op().equals("open_read") ? provider.openRead(op) : provider.openArchiveRead(op);
-          String id = Ids.newId("fss");
-          sessions.put(id, new Session(reader, null));
-          yield new FileReply(new JsonObject().put("session", id).put("size", reader.size()), null);
-        }
-        case "read" -> {
-          Session s = session(op);
-          byte[] buf = new byte[CHUNK];
-          int n = s.reader.read(buf);
-          if (n < 0) {
+  Future<FileReply> handle(FileOp op) {
+    return switch (op.op()) {
+      case "list" -> files.list(op).map(list -> {
+        JsonArray entries = new JsonArray();
+        list.forEach(e -> entries.add(e.toJson()));
+        return new FileReply(new JsonObject().put("entries", entries), null);
+      });
+      case "delete" -> files.delete(op).map(EMPTY);
+      case "open_read", "open_archive_read" ->
+          (op.op().equals("open_read") ? files.openRead(op) : files.openArchiveRead(op)).map(reader -> {
+            String id = Ids.newId("fss");
+            sessions.put(id, new Session(reader, null));
+            return new FileReply(new JsonObject().put("session", id).put("size", reader.size()), null);
+          });
+      case "read" -> {
+        Session s = session(op);
+        yield s.reader.read(CHUNK).map(chunk -> {
+          if (chunk == null) {
             close(op.session());
-            yield new FileReply(new JsonObject().put("eof", true), new byte[0]);
+            return new FileReply(new JsonObject().put("eof", true), new byte[0]);
           }
-          yield new FileReply(new JsonObject().put("eof", false), n == buf.length ? buf : Arrays.copyOf(buf, n));
+          return new FileReply(new JsonObject().put("eof", false), chunk.getBytes());
+        });
+      }
+      case "open_write", "open_archive_write" ->
+          (op.op().equals("open_write") ? files.openWrite(op) : files.openArchiveWrite(op)).map(writer -> {
+            String id = Ids.newId("fss");
+            sessions.put(id, new Session(null, writer));
+            return new FileReply(new JsonObject().put("session", id), null);
+          });
+      case "write" -> {
+        Session s = session(op);
+        yield s.writer.write(Buffer.buffer(op.data() == null ? new byte[0] : op.data()))
+            .onFailure(t -> close(op.session())).map(EMPTY);
+      }
+      case "commit" -> {
+        Session s = sessions.remove(op.session());
+        if (s == null || s.writer == null) {
+          throw ApiException.conflict("upload session expired");
         }
-        case "open_write", "open_archive_write" -> {
-          WritableFile writer = op.op().equals("open_write") ? provider.openWrite(op) : provider.openArchiveWrite(op);
-          String id = Ids.newId("fss");
-          sessions.put(id, new Session(null, writer));
-          yield new FileReply(new JsonObject().put("session", id), null);
-        }
-        case "write" -> {
-          Session s = session(op);
-          try {
-            s.writer.write(op.data() == null ? new byte[0] : op.data());
-          } catch (IOException | RuntimeException e) {
-            close(op.session());
-            throw e;
-          }
-          yield new FileReply(new JsonObject(), null);
-        }
-        case "commit" -> {
-          Session s = sessions.remove(op.session());
-          if (s == null || s.writer == null) {
-            throw ApiException.conflict("upload session expired");
-          }
-          FileEntry entry;
-          try {
-            entry = s.writer.commit();
-          } catch (IOException | RuntimeException e) {
-            s.writer.abort();
-            throw e;
-          }
-          yield new FileReply(entry.toJson(), null);
-        }
-        case "close", "abort" -> {
-          close(op.session());
-          yield new FileReply(new JsonObject(), null);
-        }
-        default -> throw ApiException.invalid("unsupported file operation");
-      };
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+        yield s.writer.commit().onFailure(t -> s.writer.abort()).map(entry -> new FileReply(entry.toJson(), null));
+      }
+      case "close", "abort" -> {
+        close(op.session());
+        yield Future.succeededFuture(EMPTY);
+      }
+      default -> throw ApiException.invalid("unsupported file operation");
+    };
   }
 
   private Session session(FileOp op) {
@@ -130,11 +111,7 @@ final class FileSessions {
       return;
     }
     if (s.reader != null) {
-      try {
-        s.reader.close();
-      } catch (IOException ignored) {
-        // nothing more to release
-      }
+      s.reader.close();
     }
     if (s.writer != null) {
       s.writer.abort();

@@ -59,7 +59,7 @@ class ExecStreamTest {
   void output_is_encoded_once_while_a_text_client_watches() throws Exception {
     LinkedBlockingQueue<StreamEvent> binary = subscribe(Addresses.subscriber(false, "b"));
     byte[] first = "first \"line\"\n".getBytes(StandardCharsets.UTF_8);
-    stream.output(ExecSink.Stream.STDOUT, first);
+    stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, first);
     StreamEvent e1 = binary.poll(10, SECONDS);
     assertThat(e1.data()).isEqualTo(first);
     assertThat(e1.body()).as("no text client: nothing encoded").isNull();
@@ -67,7 +67,7 @@ class ExecStreamTest {
     LinkedBlockingQueue<StreamEvent> text = subscribe(Addresses.subscriber(true, "t"));
     assertThat(text.poll(10, SECONDS).body()).as("replayed from the journal as it was").isNull();
     byte[] second = new byte[64]; // NUL bytes: base64
-    stream.output(ExecSink.Stream.STDOUT, second);
+    stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, second);
     StreamEvent forText = text.poll(10, SECONDS);
     StreamEvent forBinary = binary.poll(10, SECONDS);
     assertThat(forText.body()).isNotNull().isSameAs(forBinary.body());
@@ -78,7 +78,32 @@ class ExecStreamTest {
             + "\"}");
 
     onContext(() -> stream.detach(Addresses.subscriber(true, "t")));
-    stream.output(ExecSink.Stream.STDOUT, first);
+    stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, first);
     assertThat(binary.poll(10, SECONDS).body()).as("the text client left").isNull();
+  }
+
+  /** A full journal holds the producer back (its future stays pending) until the client acknowledges. */
+  @Test
+  void a_full_journal_paces_the_producer_until_the_client_acknowledges() throws Exception {
+    stream = new ExecStream("exe_2", false, context, vertx.eventBus(), 100, 1 << 20);
+    LinkedBlockingQueue<io.vertx.core.eventbus.Message<StreamEvent>> held = new LinkedBlockingQueue<>();
+    String address = Addresses.subscriber(false, "slow");
+    vertx.eventBus().<StreamEvent>consumer(address, held::add).completion().toCompletionStage().toCompletableFuture()
+        .get(10, SECONDS);
+    onContext(() -> stream.attach(address, 0));
+    var out = ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT;
+    assertThat(stream.output(out, new byte[60]).succeeded()).isTrue();
+    io.vertx.core.Future<Void> second = stream.output(out, new byte[60]);
+    io.vertx.core.Future<Void> third = stream.output(out, new byte[10]);
+    assertThat(second.isComplete()).as("the journal holds 100 bytes the client has not acknowledged").isFalse();
+    assertThat(third.isComplete()).as("later chunks wait behind it, in order").isFalse();
+    held.poll(10, SECONDS).reply(null); // the first event is acknowledged: its bytes may leave the journal
+    second.toCompletionStage().toCompletableFuture().get(10, SECONDS);
+    third.toCompletionStage().toCompletableFuture().get(10, SECONDS);
+    assertThat(held.poll(10, SECONDS).body().data()).hasSize(60);
+    io.vertx.core.Future<Void> fourth = stream.output(out, new byte[60]);
+    assertThat(fourth.isComplete()).isFalse();
+    stream.close(); // the adapter stops: a waiting producer is let go, its output dropped
+    fourth.toCompletionStage().toCompletableFuture().get(10, SECONDS);
   }
 }

@@ -15,15 +15,37 @@ public final class Backends {
   private final Map<String, Boolean> enabled;
   private final String nodeId;
   private final java.util.Set<String> installed;
+  private final Map<String, List<String>> capabilities;
 
-  public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
-    this(registeredNodeBound, allowList, nodeId, registeredNodeBound.keySet());
+  /** The registered {@code backends}, enabled as {@code allowList} says (all when empty). */
+  public static Backends of(List<ai.bespokelabs.sandbox.adapters.spi.Backend> backends, Optional<List<String>> allowList,
+      String nodeId) {
+    Map<String, Boolean> registered = new java.util.LinkedHashMap<>();
+    Map<String, List<String>> capabilities = new TreeMap<>();
+    java.util.Set<String> installed = new java.util.HashSet<>();
+    for (ai.bespokelabs.sandbox.adapters.spi.Backend b : backends) {
+      registered.put(b.name(), b.nodeBound());
+      capabilities.put(b.name(), b.capabilities().stream().map(ai.bespokelabs.sandbox.adapters.spi.Capability::wire)
+          .sorted().toList());
+      if (b.installed()) {
+        installed.add(b.name());
+      }
+    }
+    return new Backends(registered, allowList, nodeId, installed, capabilities);
   }
 
-  /** @param installed the registered backends whose prerequisites this node has */
+  public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
+    this(registeredNodeBound, allowList, nodeId, registeredNodeBound.keySet(), Map.of());
+  }
+
+  /**
+   * @param installed the registered backends whose prerequisites this node has
+   * @param capabilities each backend's optional capabilities, by wire name
+   */
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId,
-      java.util.Set<String> installed) {
+      java.util.Set<String> installed, Map<String, List<String>> capabilities) {
     this.installed = java.util.Set.copyOf(installed);
+    this.capabilities = Map.copyOf(capabilities);
     Map<String, Boolean> on = new TreeMap<>();
     if (allowList.isPresent()) {
       for (String b : allowList.get()) {
@@ -52,6 +74,11 @@ public final class Backends {
   /** Whether this node has what a create of {@code backend} needs (its tool, engine or credentials). */
   public boolean isInstalled(String backend) {
     return installed.contains(backend);
+  }
+
+  /** What {@code backend} offers beyond lifecycle and executions (e.g. {@code files}, {@code snapshot}), sorted. */
+  public List<String> capabilities(String backend) {
+    return capabilities.getOrDefault(backend, List.of());
   }
 
   public List<String> names() {

@@ -1,7 +1,8 @@
 package ai.bespokelabs.sandbox.gateway;
 
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
 import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
@@ -77,22 +78,24 @@ public final class Gateway implements AutoCloseable {
 
   /**
    * Every backend this node offers: the host-process ones always, the others as their settings allow
-   * (cloud providers only when their credentials are configured).
+   * (cloud providers only when their credentials are configured). The host-process providers are also put in
+   * {@code hosted}, by name, for the node's start-up and shutdown work on their sandboxes.
    */
-  static List<SandboxProvider> providers(Vertx vertx, GatewayConfig config, Clock clock) {
-    List<SandboxProvider> out = new java.util.ArrayList<>();
+  static List<Backend> backends(Vertx vertx, GatewayConfig config, Clock clock, Map<String, LocalProvider> hosted) {
     Workdirs workdirs = new Workdirs(config.workdirRoots(), config.dataDir());
-    out.add(new LocalProvider(LocalProvider.BACKEND, config.dataDir().resolve("sandboxes"), clock, HostWrapper.NONE,
-        workdirs));
-    out.add(new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
-        new BwrapWrapper(), workdirs));
-    out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
-        new SafehouseWrapper(), workdirs));
-    out.add(new DockerProvider(vertx, config.providers()));
-    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
+    hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, config.dataDir().resolve("sandboxes"),
+        clock, HostWrapper.NONE, workdirs));
+    hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"),
+        clock, new BwrapWrapper(), workdirs));
+    hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
+        config.dataDir().resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
+    List<Backend> out = new java.util.ArrayList<>();
+    hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
+    out.add(new BlockingBackend(new DockerProvider(vertx, config.providers())));
+    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
     DaytonaSettings daytona = DaytonaSettings.from(config.providers());
     if (daytona != null) {
-      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock));
+      out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock)));
     }
     return out;
   }
@@ -126,11 +129,9 @@ public final class Gateway implements AutoCloseable {
     HostSandboxes hostSandboxes;
     try {
       Messages.registerCodecs(vertx.eventBus());
-      List<SandboxProvider> providers = providers(vertx, config, clock);
-      Map<String, Boolean> registered = new LinkedHashMap<>();
-      providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
-      Backends backends = new Backends(registered, config.allowedBackends(), nodeId, providers.stream()
-          .filter(SandboxProvider::installed).map(SandboxProvider::backend).collect(java.util.stream.Collectors.toSet()));
+      Map<String, LocalProvider> hosted = new LinkedHashMap<>();
+      List<Backend> providers = backends(vertx, config, clock, hosted);
+      Backends backends = Backends.of(providers, config.allowedBackends(), nodeId);
       if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
         LoopbackGuard.install(HostUsers.detect());
       }
@@ -143,8 +144,6 @@ public final class Gateway implements AutoCloseable {
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
           PricingCatalog.load(config.pricingFile()));
 
-      Map<String, SandboxProvider> hosted = new LinkedHashMap<>();
-      providers.stream().filter(p -> p instanceof LocalProvider).forEach(p -> hosted.put(p.backend(), p));
       hostSandboxes = new HostSandboxes(vertx, services.sandboxes(), nodeId, hosted, services::now);
       HostSandboxes ending = hostSandboxes;
       Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(services, nodeId))
@@ -156,9 +155,10 @@ public final class Gateway implements AutoCloseable {
               .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> services.routes().forget(m.body())).completion())
           .compose(v -> vertx.eventBus()
               .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> services.policyHints().forget(m.body())).completion());
-      for (SandboxProvider provider : providers) {
-        if (backends.isEnabled(provider.backend())) {
-          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),
+      for (Backend provider : providers) {
+        if (backends.isEnabled(provider.name())) {
+          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
+              config.execJournalBytes(),
               new Materializer(new GitCloner(config.gitAllowFileUrls(), config.gitAllowPrivate())))));
         }
       }

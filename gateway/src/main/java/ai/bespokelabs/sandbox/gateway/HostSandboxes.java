@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.gateway;
 
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -32,11 +32,11 @@ final class HostSandboxes {
   private final Vertx vertx;
   private final SandboxRepository sandboxes;
   private final String nodeId;
-  private final Map<String, SandboxProvider> providers;
+  private final Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers;
   private final Supplier<OffsetDateTime> now;
 
   /** @param providers the host-process providers by backend */
-  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, String nodeId, Map<String, SandboxProvider> providers,
+  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, String nodeId, Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers,
       Supplier<OffsetDateTime> now) {
     this.vertx = vertx;
     this.sandboxes = sandboxes;
@@ -68,7 +68,7 @@ final class HostSandboxes {
 
   private Future<Void> end(Stranded s) {
     String reason = s.expired() ? DestroySandbox.TTL_EXPIRED : SHUTDOWN;
-    SandboxProvider provider = providers.get(s.backend());
+    BlockingProvider provider = providers.get(s.backend());
     return vertx.executeBlocking(() -> provider.destroy(new DestroySandbox(s.id(), s.providerResourceId(), reason)),
             false)
         .transform(ar -> {

@@ -48,6 +48,7 @@ class ProviderTest {
   void local_is_checked_by_spawning_a_process_and_a_broken_host_is_degraded() throws Exception {
     JsonObject before = local(gw.get("/v1/providers", key).json());
     assertThat(before).isEqualTo(new JsonObject().put("backend", "local").put("configured", true)
+        .put("capabilities", new io.vertx.core.json.JsonArray().add("adopt").add("files").add("metrics"))
         .put("status", "unknown").putNull("checked_at").put("message", "Not checked yet."));
 
     Resp ok = gw.post("/v1/providers/local/health-check", key, null);
@@ -75,6 +76,24 @@ class ProviderTest {
         Files.move(moved, sandboxes);
       }
     }
+  }
+
+  /** Each backend lists what it offers; an operation outside the list is feature_not_supported, from one place. */
+  @Test
+  void capabilities_are_listed_and_an_operation_outside_them_is_feature_not_supported() {
+    Map<String, java.util.List<Object>> capabilities = new java.util.TreeMap<>();
+    for (Object o : gw.get("/v1/providers", key).json().getJsonArray("items")) {
+      JsonObject item = (JsonObject) o;
+      capabilities.put(item.getString("backend"), item.getJsonArray("capabilities").getList());
+    }
+    assertThat(capabilities.get("bwrap")).containsExactly("adopt", "files", "metrics");
+    assertThat(capabilities.get("docker")).containsExactly("adopt", "files", "metrics", "snapshot");
+    String id = gw.sandbox(key, null).getString("id");
+    Resp snapshot = gw.post("/v1/sandboxes/" + id + "/snapshot", key, null);
+    assertThat(snapshot.status()).isEqualTo(502);
+    assertThat(snapshot.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+    assertThat(snapshot.json().getJsonObject("detail").getString("op")).isEqualTo("snapshot");
+    gw.delete("/v1/sandboxes/" + id, key);
   }
 
   static JsonObject local(JsonObject providers) {

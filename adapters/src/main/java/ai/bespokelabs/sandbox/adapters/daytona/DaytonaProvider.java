@@ -1,8 +1,8 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.NonBlockingProvider;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.NonBlockingProvider;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
@@ -114,6 +114,11 @@ public final class DaytonaProvider implements NonBlockingProvider {
   @Override
   public String backend() {
     return BACKEND;
+  }
+
+  @Override
+  public java.util.Set<ai.bespokelabs.sandbox.adapters.spi.Capability> capabilities() {
+    return java.util.EnumSet.of(ai.bespokelabs.sandbox.adapters.spi.Capability.FILES, ai.bespokelabs.sandbox.adapters.spi.Capability.METRICS, ai.bespokelabs.sandbox.adapters.spi.Capability.ADOPT, ai.bespokelabs.sandbox.adapters.spi.Capability.PROVIDER_TIMEOUT);
   }
 
   @Override

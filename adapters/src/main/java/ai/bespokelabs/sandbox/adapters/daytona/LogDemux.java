@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import java.util.Arrays;
 
@@ -14,13 +14,13 @@ import java.util.Arrays;
 final class LogDemux {
   /** Where demultiplexed output goes. */
   interface Out {
-    void accept(ExecSink.Stream stream, byte[] data) throws InterruptedException;
+    void accept(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, byte[] data) throws InterruptedException;
   }
 
   private static final byte[] NONE = new byte[0];
 
   private final Out out;
-  private ExecSink.Stream current = ExecSink.Stream.STDOUT;
+  private ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream current = ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT;
   private byte[] pending = NONE;
   private final byte[][] carry = {NONE, NONE};
 
@@ -43,7 +43,7 @@ final class LogDemux {
         }
         if (run == 3) {
           emit(b, start, i);
-          current = c == 1 ? ExecSink.Stream.STDOUT : ExecSink.Stream.STDERR;
+          current = c == 1 ? ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT : ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR;
           i += 3;
           start = i;
           continue;
@@ -65,7 +65,7 @@ final class LogDemux {
     byte[] held = pending;
     pending = NONE;
     emit(held, 0, held.length);
-    for (ExecSink.Stream s : ExecSink.Stream.values()) {
+    for (ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream s : ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.values()) {
       byte[] rest = carry[s.ordinal()];
       carry[s.ordinal()] = NONE;
       if (rest.length > 0) {

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
-import ai.bespokelabs.sandbox.adapters.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;

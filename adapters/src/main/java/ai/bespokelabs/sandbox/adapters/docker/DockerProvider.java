@@ -1,8 +1,8 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
@@ -49,7 +49,7 @@ import org.slf4j.LoggerFactory;
  * program, which is a process-group leader in its container: signals and timeouts kill that group through
  * a second exec, since the Engine API has no way to signal an exec.
  */
-public final class DockerProvider implements SandboxProvider {
+public final class DockerProvider implements BlockingProvider {
   public static final String BACKEND = "docker";
   public static final String DEFAULT_IMAGE = "python:3.12-slim";
   static final String LABEL = "ai.bespokelabs.sandbox.";
@@ -88,6 +88,16 @@ public final class DockerProvider implements SandboxProvider {
   @Override
   public String backend() {
     return BACKEND;
+  }
+
+  @Override
+  public java.util.Set<ai.bespokelabs.sandbox.adapters.spi.Capability> capabilities() {
+    return java.util.EnumSet.of(ai.bespokelabs.sandbox.adapters.spi.Capability.FILES, ai.bespokelabs.sandbox.adapters.spi.Capability.METRICS, ai.bespokelabs.sandbox.adapters.spi.Capability.ADOPT, ai.bespokelabs.sandbox.adapters.spi.Capability.SNAPSHOT);
+  }
+
+  @Override
+  public boolean nativeArchives() {
+    return true;
   }
 
   /** Containers live on the engine this node is configured with. */
@@ -297,14 +307,14 @@ public final class DockerProvider implements SandboxProvider {
         int type;
         while ((type = stream.readFrame(frame)) >= 0) {
           if (type == 1) {
-            stdoutCarry = forward(ExecSink.Stream.STDOUT, stdoutCarry, frame[0], false);
+            stdoutCarry = forward(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, stdoutCarry, frame[0], false);
           } else if (type == 2) {
             byte[] data = pid.isDone() ? frame[0] : takePid(frame[0]);
-            stderrCarry = forward(ExecSink.Stream.STDERR, stderrCarry, data, false);
+            stderrCarry = forward(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, stderrCarry, data, false);
           }
         }
-        forward(ExecSink.Stream.STDOUT, stdoutCarry, new byte[0], true);
-        forward(ExecSink.Stream.STDERR, stderrCarry, new byte[0], true);
+        forward(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, stdoutCarry, new byte[0], true);
+        forward(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, stderrCarry, new byte[0], true);
       } catch (IOException e) {
         broken = true;
       } catch (InterruptedException e) {
@@ -335,7 +345,7 @@ public final class DockerProvider implements SandboxProvider {
     /** A last line of stderr, from the gateway. */
     private void message(byte[] line) {
       try {
-        sink.output(ExecSink.Stream.STDERR, line);
+        sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, line);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -358,7 +368,7 @@ public final class DockerProvider implements SandboxProvider {
       return all;
     }
 
-    private byte[] forward(ExecSink.Stream which, byte[] carry, byte[] data, boolean last)
+    private byte[] forward(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream which, byte[] carry, byte[] data, boolean last)
         throws InterruptedException {
       byte[] all = carry.length == 0 ? data : concat(carry, data);
       int cut = last ? all.length : Utf8.completePrefix(all, all.length);

@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.e2b.ConnectEnvelope.Frame;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider.Envd;
 import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
@@ -270,8 +270,8 @@ final class E2bExecution implements ExecHandle {
               throw new ConnectEnvelope.FramingException("output before the start event");
             }
             JsonObject data = event.getJsonObject("data");
-            deliver(data, "stdout", ExecSink.Stream.STDOUT, carry, 0);
-            deliver(data, "stderr", ExecSink.Stream.STDERR, carry, 1);
+            deliver(data, "stdout", ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, carry, 0);
+            deliver(data, "stderr", ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, carry, 1);
           } else if (event.containsKey("end")) {
             end = event.getJsonObject("end");
           }
@@ -296,7 +296,7 @@ final class E2bExecution implements ExecHandle {
     }
   }
 
-  private void deliver(JsonObject data, String key, ExecSink.Stream stream, byte[][] carry, int i)
+  private void deliver(JsonObject data, String key, ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, byte[][] carry, int i)
       throws InterruptedException {
     String b64 = data.getString(key);
     if (b64 == null) {
@@ -313,10 +313,10 @@ final class E2bExecution implements ExecHandle {
 
   private void flush(byte[][] carry) throws InterruptedException {
     if (carry[0].length > 0 && !abandoned) {
-      sink.output(ExecSink.Stream.STDOUT, carry[0]);
+      sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, carry[0]);
     }
     if (carry[1].length > 0 && !abandoned) {
-      sink.output(ExecSink.Stream.STDERR, carry[1]);
+      sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, carry[1]);
     }
   }
 

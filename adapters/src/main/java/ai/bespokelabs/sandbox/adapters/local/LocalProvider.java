@@ -1,8 +1,9 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
+import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
 import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
@@ -38,7 +39,14 @@ import org.slf4j.LoggerFactory;
  * without a runtime a sandbox is destroyed from its provider resource id (its directory) and its process
  * records.
  */
-public final class LocalProvider implements SandboxProvider {
+public final class LocalProvider implements BlockingProvider {
+  /** Metrics read processes from /proc: not offered where there is none (safehouse on macOS). */
+  private static final java.util.Set<ai.bespokelabs.sandbox.adapters.spi.Capability> CAPABILITIES =
+      Files.isDirectory(Path.of("/proc"))
+          ? java.util.EnumSet.of(ai.bespokelabs.sandbox.adapters.spi.Capability.FILES,
+              ai.bespokelabs.sandbox.adapters.spi.Capability.METRICS, ai.bespokelabs.sandbox.adapters.spi.Capability.ADOPT)
+          : java.util.EnumSet.of(ai.bespokelabs.sandbox.adapters.spi.Capability.FILES,
+              ai.bespokelabs.sandbox.adapters.spi.Capability.ADOPT);
   public static final String BACKEND = "local";
 
   private static final Logger LOG = LoggerFactory.getLogger(LocalProvider.class);
@@ -152,6 +160,16 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public String backend() {
     return backend;
+  }
+
+  @Override
+  public java.util.Set<ai.bespokelabs.sandbox.adapters.spi.Capability> capabilities() {
+    return CAPABILITIES;
+  }
+
+  @Override
+  public boolean nativeArchives() {
+    return true;
   }
 
   @Override
@@ -316,9 +334,6 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics metrics(
       ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest request) {
-    if (!Files.isDirectory(Path.of("/proc"))) {
-      throw unsupported("metrics"); // e.g. safehouse on macOS: no /proc to read processes from
-    }
     if (!SANDBOX_ID.matcher(request.sandboxId()).matches()) {
       throw new ApiException(409, "sandbox directory is gone");
     }
@@ -482,7 +497,7 @@ public final class LocalProvider implements SandboxProvider {
   /** Spawns {@code true} in its own process group, as every execution does, within five seconds. */
   @Override
   public void checkHealth() {
-    ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
+    ai.bespokelabs.sandbox.adapters.host.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.host.CapturingSink(1024);
     wrapper.check();
     users.check(backend);
     try {

@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
 import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.core.error.ApiException;
@@ -126,8 +126,8 @@ public final class ProcessRunner {
       run.closeStdin();
     }
     Object progress = new Object();
-    Reader out = new Reader(process.getInputStream(), ExecSink.Stream.STDOUT, sink, progress);
-    Reader err = new Reader(process.getErrorStream(), ExecSink.Stream.STDERR, sink, progress);
+    Reader out = new Reader(process.getInputStream(), ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, sink, progress);
+    Reader err = new Reader(process.getErrorStream(), ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, sink, progress);
     THREADS.execute(out);
     THREADS.execute(err);
     if (spawner.isPresent()) {
@@ -205,7 +205,7 @@ public final class ProcessRunner {
       try {
         drain(progress, out, err);
         if (timedOut) {
-          sink.output(ExecSink.Stream.STDERR, Timeouts.message(timeoutSecs));
+          sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, Timeouts.message(timeoutSecs));
         }
       } catch (InterruptedException e) {
         ProcessGroups.kill(spawner, List.of(pgid));
@@ -299,7 +299,7 @@ public final class ProcessRunner {
   /** Reads one pipe to its end in chunks that end on UTF-8 boundaries, handing each to the sink. */
   private static final class Reader implements Runnable {
     final InputStream in;
-    final ExecSink.Stream stream;
+    final ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream;
     final ExecSink sink;
     volatile boolean done;
     volatile boolean inSink;
@@ -308,7 +308,7 @@ public final class ProcessRunner {
 
     final Object progress;
 
-    Reader(InputStream in, ExecSink.Stream stream, ExecSink sink, Object progress) {
+    Reader(InputStream in, ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, ExecSink sink, Object progress) {
       this.in = in;
       this.stream = stream;
       this.sink = sink;

@@ -1,12 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.workspace;
 
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
+import ai.bespokelabs.sandbox.adapters.ResultSink;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.TarGz;
-import ai.bespokelabs.sandbox.adapters.files.WritableFile;
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
-import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.error.ApiException;
@@ -14,11 +14,15 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.Workspace;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,135 +46,137 @@ public final class Materializer {
     this.git = git;
   }
 
-  /** Applies the workspace of {@code request} to the sandbox {@code resourceId}; destroys it on failure. */
-  public void apply(SandboxProvider provider, CreateSandbox request, String resourceId) {
+  /**
+   * Applies the workspace of {@code request} to the sandbox {@code resourceId}, on the adapter's context;
+   * destroys the sandbox on failure.
+   */
+  public Future<Void> apply(Backend backend, CreateSandbox request, String resourceId) {
     Workspace ws = request.workspace();
     if (ws.isEmpty()) {
-      return;
+      return Future.succeededFuture();
     }
-    try {
-      for (Workspace.Step step : ws.steps()) {
-        switch (step.kind()) {
-          case "file" -> writeFile(provider, request, resourceId, step);
-          case "archive" -> extract(provider, request, resourceId, step.path(), step.content());
-          case "git" -> cloneInto(provider, request, resourceId, step);
-          default -> throw failed("unsupported_step", null);
-        }
+    Vertx vertx = Vertx.currentContext().owner();
+    Future<Void> chain = Future.succeededFuture();
+    for (Workspace.Step step : ws.steps()) {
+      chain = chain.compose(v -> switch (step.kind()) {
+        case "file" -> copy(backend.files().openWrite(fileOp("open_write", request, resourceId, step.path(),
+            step.executable())), inline(step.content()), "file_failed");
+        case "archive" -> copyArchive(backend, request, resourceId, step.path(), inline(step.content()),
+            "archive_failed");
+        case "git" -> cloneInto(vertx, backend, request, resourceId, step);
+        default -> Future.failedFuture(failed("unsupported_step", null));
+      });
+    }
+    for (String command : ws.setup()) {
+      chain = chain.compose(v -> {
+        ResultSink sink = new ResultSink(64 * 1024);
+        return backend.executions().start(new ExecSandbox(request.sandboxId(), "setup", resourceId, null, null,
+                command, null, Map.of(), null, SETUP_TIMEOUT_SECS, 64 * 1024), sink)
+            .compose(execution -> sink.result())
+            .compose(r -> r.exitCode() == 0 ? Future.succeededFuture() : Future.failedFuture(
+                failed("setup_failed", r.exitCode())));
+      });
+    }
+    return chain.recover(t -> {
+      StepFailed cause = t instanceof StepFailed sf ? sf : failed(kindCode(t), null);
+      if (!(t instanceof StepFailed)) {
+        LOG.debug("workspace of {} failed: {}", request.sandboxId(), t.getClass().getName());
       }
-      for (String command : ws.setup()) {
-        ExecResult r = provider.exec(new ExecSandbox(request.sandboxId(), "setup", resourceId, null, null, command, null,
-            Map.of(), null, SETUP_TIMEOUT_SECS, 64 * 1024));
-        if (r.exitCode() != 0) {
-          throw failed("setup_failed", r.exitCode());
-        }
+      return destroyed(backend, request, resourceId, cause);
+    });
+  }
+
+  private static String kindCode(Throwable t) {
+    return t instanceof ApiException ? "file_failed" : "workspace_failed";
+  }
+
+  private static FileOp fileOp(String op, CreateSandbox request, String resourceId, String path, boolean executable) {
+    return new FileOp(op, request.sandboxId(), resourceId, path, null, null, executable, false);
+  }
+
+  /** Chunks of inline content, read in order; {@code null} at the end. */
+  private static Supplier<Future<Buffer>> inline(byte[] content) {
+    byte[] data = content == null ? new byte[0] : content;
+    int[] off = {0};
+    return () -> {
+      if (off[0] >= data.length) {
+        return Future.succeededFuture();
       }
-    } catch (StepFailed e) {
-      throw destroyed(provider, request, resourceId, e);
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("workspace of {} failed: {}", request.sandboxId(), e.getClass().getName());
-      throw destroyed(provider, request, resourceId, failed(kindCode(e), null));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw destroyed(provider, request, resourceId, failed("interrupted", null));
-    }
+      int from = off[0];
+      off[0] = Math.min(data.length, from + CHUNK);
+      return Future.succeededFuture(Buffer.buffer(Arrays.copyOfRange(data, from, off[0])));
+    };
   }
 
-  private static String kindCode(Exception e) {
-    return e instanceof ApiException ? "file_failed" : "workspace_failed";
+  private static Future<Void> copyArchive(Backend backend, CreateSandbox request, String resourceId, String path,
+      Supplier<Future<Buffer>> source, String code) {
+    return copy(backend.files().openArchiveWrite(fileOp("open_archive_write", request, resourceId, path, false)),
+        source, code);
   }
 
-  private static void writeFile(SandboxProvider provider, CreateSandbox request, String resourceId,
-      Workspace.Step step) throws IOException, StepFailed {
-    WritableFile w;
-    try {
-      w = provider.openWrite(new FileOp("open_write", request.sandboxId(), resourceId, step.path(), null, null,
-          step.executable(), false));
-    } catch (ApiException | ProviderException e) {
-      throw failed("file_failed", null);
-    }
-    try {
-      byte[] data = step.content() == null ? new byte[0] : step.content();
-      for (int off = 0; off < data.length; off += CHUNK) {
-        w.write(Arrays.copyOfRange(data, off, Math.min(data.length, off + CHUNK)));
-      }
-      w.commit();
-    } catch (IOException | RuntimeException e) {
-      w.abort();
-      throw failed("file_failed", null);
-    }
+  /** Writes every chunk of {@code source} and commits; any failure aborts the upload and fails with {@code code}. */
+  private static Future<Void> copy(Future<FileWriter> opened, Supplier<Future<Buffer>> source, String code) {
+    return opened.recover(t -> Future.failedFuture(failed(code, null)))
+        .compose(w -> pump(w, source).compose(v -> w.commit()).<Void>mapEmpty()
+            .recover(t -> w.abort().transform(ignored -> Future.failedFuture(failed(code, null)))));
   }
 
-  private static void extract(SandboxProvider provider, CreateSandbox request, String resourceId, String path,
-      byte[] targz) throws StepFailed {
-    copyArchive(provider, request, resourceId, path, null, targz, "archive_failed");
+  private static Future<Void> pump(FileWriter w, Supplier<Future<Buffer>> source) {
+    return source.get().compose(chunk -> chunk == null ? Future.succeededFuture()
+        : w.write(chunk).compose(v -> pump(w, source)));
   }
 
-  private void cloneInto(SandboxProvider provider, CreateSandbox request, String resourceId, Workspace.Step step)
-      throws IOException, InterruptedException, StepFailed {
-    Path tmp = Files.createTempDirectory("git-clone-");
-    try {
-      Path repo = tmp.resolve("repo");
+  /** Clones on a worker thread (git runs as a process) and copies the tree in as an archive. */
+  private Future<Void> cloneInto(Vertx vertx, Backend backend, CreateSandbox request, String resourceId,
+      Workspace.Step step) {
+    return vertx.<Path>executeBlocking(() -> {
+      Path tmp = Files.createTempDirectory("git-clone-");
       try {
-        git.cloneInto(step.repo(), step.ref(), repo);
+        git.cloneInto(step.repo(), step.ref(), tmp.resolve("repo"));
+        return tmp;
       } catch (GitCloner.CloneFailed e) {
+        GitCloner.deleteTree(tmp);
         throw failed(e.code(), null);
+      } catch (IOException | RuntimeException | InterruptedException e) {
+        GitCloner.deleteTree(tmp);
+        throw e;
       }
-      copyArchive(provider, request, resourceId, step.path(), TarGz.ofDirectory(repo), null, "git_clone_failed");
-    } finally {
-      GitCloner.deleteTree(tmp);
-    }
-  }
-
-  /** Sends an archive (streamed from {@code source}, or the bytes {@code inline}) into directory {@code path}. */
-  private static void copyArchive(SandboxProvider provider, CreateSandbox request, String resourceId, String path,
-      ReadableFile source, byte[] inline, String code) throws StepFailed {
-    WritableFile w = null;
-    try {
-      w = provider.openArchiveWrite(new FileOp("open_archive_write", request.sandboxId(), resourceId, path, null, null,
-          false, false));
-      if (inline != null) {
-        for (int off = 0; off < inline.length; off += CHUNK) {
-          w.write(Arrays.copyOfRange(inline, off, Math.min(inline.length, off + CHUNK)));
-        }
-      } else {
+    }, false).compose(tmp -> {
+      ReadableFile tar = TarGz.ofDirectory(tmp.resolve("repo"));
+      Supplier<Future<Buffer>> chunks = () -> vertx.executeBlocking(() -> {
         byte[] buf = new byte[CHUNK];
-        for (int n; (n = source.read(buf)) > 0; ) {
-          w.write(n == buf.length ? buf : Arrays.copyOf(buf, n));
-        }
-      }
-      w.commit();
-    } catch (IOException | RuntimeException e) {
-      if (w != null) {
-        w.abort();
-      }
-      throw failed(code, null);
-    } finally {
-      if (source != null) {
-        try {
-          source.close();
-        } catch (IOException ignored) {
-          // the producer thread ends with the pipe
-        }
-      }
-    }
+        int n = tar.read(buf);
+        return n <= 0 ? null : Buffer.buffer(n == buf.length ? buf : Arrays.copyOf(buf, n));
+      }, true);
+      return copyArchive(backend, request, resourceId, step.path(), chunks, "git_clone_failed")
+          .eventually(() -> vertx.executeBlocking(() -> {
+            try {
+              tar.close();
+            } finally {
+              GitCloner.deleteTree(tmp);
+            }
+            return null;
+          }, false));
+    });
   }
 
-  private static ProviderException destroyed(SandboxProvider provider, CreateSandbox request, String resourceId,
+  private static Future<Void> destroyed(Backend backend, CreateSandbox request, String resourceId,
       StepFailed cause) {
-    String cleanup;
+    Future<Void> gone;
     try {
-      provider.destroy(new DestroySandbox(request.sandboxId(), resourceId));
-      cleanup = "deleted";
+      gone = backend.lifecycle().destroy(new DestroySandbox(request.sandboxId(), resourceId)).mapEmpty();
     } catch (RuntimeException e) {
-      cleanup = "unknown";
+      gone = Future.failedFuture(e);
     }
-    ProviderError error = ProviderError.of(ErrorCode.WORKSPACE, request.backend(), "create", false,
-            ProviderError.Outcome.FAILED)
-        .withContext("provider_code", cause.code).withContext("cleanup_status", cleanup);
-    if (cause.exitCode != null) {
-      error = error.withContext("exit_code", cause.exitCode);
-    }
-    return new ProviderException(error);
+    return gone.transform(ar -> {
+      ProviderError error = ProviderError.of(ErrorCode.WORKSPACE, request.backend(), "create", false,
+              ProviderError.Outcome.FAILED)
+          .withContext("provider_code", cause.code).withContext("cleanup_status", ar.succeeded() ? "deleted" : "unknown");
+      if (cause.exitCode != null) {
+        error = error.withContext("exit_code", cause.exitCode);
+      }
+      return Future.failedFuture(new ProviderException(error));
+    });
   }
 
   private static StepFailed failed(String code, Integer exitCode) {
@@ -178,7 +184,7 @@ public final class Materializer {
   }
 
   /** A step that failed, by kind. */
-  private static final class StepFailed extends Exception {
+  private static final class StepFailed extends RuntimeException {
     final String code;
     final Integer exitCode;
 

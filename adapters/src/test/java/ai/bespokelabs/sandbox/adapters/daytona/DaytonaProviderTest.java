@@ -1,11 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ai.bespokelabs.sandbox.adapters.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;

@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -32,7 +32,7 @@ class LogDemuxTest {
       List<byte[]> chunks = new ArrayList<>();
       LogDemux d = new LogDemux((s, data) -> {
         chunks.add(data);
-        (s == ExecSink.Stream.STDOUT ? out : err).writeBytes(data);
+        (s == ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT ? out : err).writeBytes(data);
       });
       d.feed(Arrays.copyOfRange(log, 0, cut));
       d.feed(Arrays.copyOfRange(log, cut, log.length));

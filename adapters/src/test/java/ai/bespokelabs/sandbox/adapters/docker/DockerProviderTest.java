@@ -1,10 +1,11 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ai.bespokelabs.sandbox.adapters.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
@@ -136,7 +137,7 @@ class DockerProviderTest {
       java.util.concurrent.LinkedBlockingQueue<String> chunks = new java.util.concurrent.LinkedBlockingQueue<>();
       CapturingSink sink = new CapturingSink(1 << 20);
       ExecHandle h = provider.start(shell(id, container, "echo ready; while read l; do echo \"got $l\"; done; echo eof",
-          10, true), new ai.bespokelabs.sandbox.adapters.ExecSink() {
+          10, true), new ai.bespokelabs.sandbox.adapters.host.ExecSink() {
             @Override
             public void output(Stream stream, byte[] data) {
               sink.output(stream, data);

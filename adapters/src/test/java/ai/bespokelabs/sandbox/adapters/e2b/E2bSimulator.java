@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
-import ai.bespokelabs.sandbox.adapters.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.ExecSink;
+import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
+import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.local.ProcessRunner;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import ai.bespokelabs.sandbox.adapters.sim.Faults;
@@ -975,10 +975,10 @@ public final class E2bSimulator implements AutoCloseable {
     boolean stdin = !start.hasStdin() || start.getStdin();
     ExecSink sink = new ExecSink() {
       @Override
-      public void output(Stream stream, byte[] data) throws InterruptedException {
+      public void output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, byte[] data) throws InterruptedException {
         ready.await();
         ProcessEvent.DataEvent.Builder d = ProcessEvent.DataEvent.newBuilder();
-        if (stream == Stream.STDOUT) {
+        if (stream == ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT) {
           d.setStdout(ByteString.copyFrom(data));
         } else {
           d.setStderr(ByteString.copyFrom(data));

@@ -46,7 +46,8 @@ class LocalAdapterVerticleTest {
     Messages.registerCodecs(vertx.eventBus());
     await(vertx.deployVerticle(new AdapterVerticle(
         // the bus contract under test, not privileges: programs start directly, so a missing one fails to spawn
-        new LocalProvider("local", data, Clock.systemUTC(), HostWrapper.NONE, new HostUsers(java.util.Optional.empty(), false)),
+        new ai.bespokelabs.sandbox.adapters.host.BlockingBackend(new LocalProvider("local", data, Clock.systemUTC(),
+            HostWrapper.NONE, new HostUsers(java.util.Optional.empty(), false))),
         "node1", 1 << 20)));
   }
 

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.nio.file.Files;
@@ -62,7 +63,7 @@ class LocalProviderTest {
     LocalProvider bwrap = new LocalProvider("bwrap", data.resolve("bwrap"), Clock.systemUTC(),
         new ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper());
     bwrap.create(create("sbx_a", null, null));
-    ai.bespokelabs.sandbox.adapters.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.CapturingSink(1024);
+    ai.bespokelabs.sandbox.adapters.host.CapturingSink sink = new ai.bespokelabs.sandbox.adapters.host.CapturingSink(1024);
     Thread starter = new Thread(() -> bwrap.start(shell("sbx_a", "sleep 1; echo survived"), sink));
     starter.start();
     starter.join();
@@ -131,8 +132,10 @@ class LocalProviderTest {
   @Test
   void aTreeThousandsOfLevelsDeepIsRemovedByDestroy() {
     String resourceId = provider.create(create("sbx_deep", null, null));
-    ExecResult r = provider.exec(shell("sbx_deep",
-        "for i in $(seq 2000); do mkdir d && cd d || exit 1; done; touch bottom; echo made"));
+    // a single mkdir -p (one process, not 2000) with room for a loaded machine
+    ExecResult r = provider.exec(new ExecSandbox("sbx_deep", "exe_test", null, null, null,
+        "mkdir -p \"$(printf 'd/%.0s' $(seq 2000))\" && touch \"$(printf 'd/%.0s' $(seq 2000))bottom\" && echo made",
+        null, java.util.Map.of(), null, 120, 64 * 1024));
     assertThat(r.stdout()).as(r.stderr()).isEqualTo("made\n");
     assertThatThrownBy(() -> provider.deleteFile(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("delete",
         "sbx_deep", resourceId, "d", null, null, false, true)))

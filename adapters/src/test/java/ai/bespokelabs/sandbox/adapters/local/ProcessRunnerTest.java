@@ -1,10 +1,11 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ai.bespokelabs.sandbox.adapters.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -134,7 +135,7 @@ class ProcessRunnerTest {
       for (int i = 0; i < 200; i++) { // the program may end before start() returns
         java.util.concurrent.CountDownLatch returned = new java.util.concurrent.CountDownLatch(1);
         CapturingSink inner = new CapturingSink(1024);
-        ai.bespokelabs.sandbox.adapters.ExecSink sink = new ai.bespokelabs.sandbox.adapters.ExecSink() {
+        ai.bespokelabs.sandbox.adapters.host.ExecSink sink = new ai.bespokelabs.sandbox.adapters.host.ExecSink() {
           @Override
           public void output(Stream stream, byte[] data) throws InterruptedException {
             inner.output(stream, data);
@@ -296,7 +297,7 @@ class ProcessRunnerTest {
     ProcessSpec spec = new ProcessSpec(CommandLine.forCommand("sleep 100 & echo $!; wait", null), dir, env, 30, 1024);
     java.util.concurrent.LinkedBlockingQueue<String> out = new java.util.concurrent.LinkedBlockingQueue<>();
     CapturingSink sink = new CapturingSink(1024);
-    var handle = runner.start(spec, false, new ai.bespokelabs.sandbox.adapters.ExecSink() {
+    var handle = runner.start(spec, false, new ai.bespokelabs.sandbox.adapters.host.ExecSink() {
       @Override
       public void output(Stream stream, byte[] data) {
         sink.output(stream, data);

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
-import ai.bespokelabs.sandbox.adapters.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;

@@ -151,7 +151,7 @@ class WorkdirAttackTest {
     Files.createSymbolicLink(sibling, dataDir);
     assertThatThrownBy(() -> provider.start(new ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox("sbx_sibling",
         "exe_t", null, null, null, "cat admin-token", null, java.util.Map.of(), null, 10, 1024),
-        new ai.bespokelabs.sandbox.adapters.CapturingSink(1024)))
+        new ai.bespokelabs.sandbox.adapters.host.CapturingSink(1024)))
         .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.status()).isEqualTo(409));
     assertThatThrownBy(() -> provider.listFiles(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("list",
         "sbx_sibling", sibling.toString(), ".", null, null, false, false)))

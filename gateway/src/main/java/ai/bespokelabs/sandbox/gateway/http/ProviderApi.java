@@ -13,6 +13,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -64,7 +65,8 @@ public final class ProviderApi {
     return health.all().map(rows -> {
       JsonArray items = new JsonArray();
       for (String backend : s.backends().names()) {
-        items.add(item(backend, s.backends().isInstalled(backend), rows.get(backend)));
+        items.add(item(backend, s.backends().isInstalled(backend), s.backends().capabilities(backend),
+            rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
     });
@@ -85,14 +87,19 @@ public final class ProviderApi {
                   ? s.alerts().providerDegraded(backend, now) : Future.succeededFuture());
         })
         .compose(v -> health.all())
-        .map(rows -> Reply.ok(item(backend, s.backends().isInstalled(backend), rows.get(backend))));
+        .map(rows -> Reply.ok(item(backend, s.backends().isInstalled(backend), s.backends().capabilities(backend),
+            rows.get(backend))));
   }
 
-  /** {@code configured}: whether a create on this node would meet what it needs, not merely that it is enabled. */
-  static JsonObject item(String backend, boolean installed, JsonObject row) {
+  /**
+   * {@code configured}: whether a create on this node would meet what it needs, not merely that it is enabled;
+   * {@code capabilities}: what it offers beyond creating, destroying and running programs.
+   */
+  static JsonObject item(String backend, boolean installed, List<String> capabilities, JsonObject row) {
     return new JsonObject()
         .put("backend", backend)
         .put("configured", installed)
+        .put("capabilities", new JsonArray(capabilities))
         .put("status", row == null ? "unknown" : row.getString("status"))
         .put("checked_at", row == null ? null : row.getString("checked_at"))
         .put("message", row == null ? "Not checked yet." : row.getString("message"));

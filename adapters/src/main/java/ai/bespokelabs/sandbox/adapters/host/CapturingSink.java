@@ -1,5 +1,7 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.host;
 
+import ai.bespokelabs.sandbox.adapters.CappedOutput;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import java.util.concurrent.CountDownLatch;
 

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.host;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 

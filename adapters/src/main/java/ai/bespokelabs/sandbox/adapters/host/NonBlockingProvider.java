@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.host;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
@@ -9,12 +9,12 @@ import io.vertx.core.Future;
 
 /**
  * A provider that can also create and destroy without blocking a thread (a remote API spoken with the Vert.x
- * HTTP client). The adapter then calls these on its own context instead of handing {@link SandboxProvider#create}
- * and {@link SandboxProvider#destroy} to a virtual thread, which takes two thread hand-offs off each call. They
+ * HTTP client). The adapter then calls these on its own context instead of handing {@link BlockingProvider#create}
+ * and {@link BlockingProvider#destroy} to a virtual thread, which takes two thread hand-offs off each call. They
  * must mean exactly what the blocking methods mean, errors included (a slow path, such as cleaning up after a
  * lost create, may still run blocking code off the event loop).
  */
-public interface NonBlockingProvider extends SandboxProvider {
+public interface NonBlockingProvider extends BlockingProvider {
   /**
    * Runs blocking work (a slow path) on a virtual thread of its own and completes on the calling context: unlike
    * Vert.x's bounded worker pool, long polls cannot starve other work.

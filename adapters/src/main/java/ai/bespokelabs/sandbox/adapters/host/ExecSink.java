@@ -1,20 +1,13 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.host;
+
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 
 /**
- * Receives what a started execution produces. Called from the provider's own threads: {@link #output}
- * may block, and while it does the provider must stop reading that stream (the program then blocks on a
- * full pipe), which is how a slow client slows the program down.
+ * Receives what a program started by a {@link BlockingProvider} produces, on the provider's own threads:
+ * {@link #output} may block, and while it does the provider reads no more of that stream (the program then
+ * blocks on a full pipe), which is how a slow client slows the program down.
  */
 public interface ExecSink {
-  /** The two output streams. */
-  enum Stream {
-    STDOUT, STDERR;
-
-    public String wire() {
-      return this == STDOUT ? "stdout" : "stderr";
-    }
-  }
-
   /** A chunk of output, in order per stream; chunks end on UTF-8 character boundaries where possible. */
   void output(Stream stream, byte[] data) throws InterruptedException;
 

@@ -1,7 +1,9 @@
-package ai.bespokelabs.sandbox.adapters.files;
+package ai.bespokelabs.sandbox.adapters.host;
 
+import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.TarGz;
+import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
-import ai.bespokelabs.sandbox.adapters.SandboxProvider;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.io.IOException;
@@ -21,7 +23,7 @@ public final class TreeTransfer {
 
   private TreeTransfer() {}
 
-  public static ReadableFile read(SandboxProvider provider, FileOp op) {
+  public static ReadableFile read(BlockingProvider provider, FileOp op) {
     ReadableFile asFile;
     try {
       asFile = provider.openRead(new FileOp("open_read", op.sandboxId(), op.providerResourceId(), op.path(), null, null,
@@ -43,7 +45,7 @@ public final class TreeTransfer {
     return TarGz.stream("tree", tar -> walk(provider, op, op.path(), "", tar));
   }
 
-  private static void walk(SandboxProvider provider, FileOp op, String dir, String rel, TarArchiveOutputStream tar)
+  private static void walk(BlockingProvider provider, FileOp op, String dir, String rel, TarArchiveOutputStream tar)
       throws IOException {
     for (FileEntry e : provider.listFiles(new FileOp("list", op.sandboxId(), op.providerResourceId(), dir, null, null,
         false, false))) {
@@ -78,7 +80,7 @@ public final class TreeTransfer {
     }
   }
 
-  public static WritableFile write(SandboxProvider provider, FileOp op) {
+  public static WritableFile write(BlockingProvider provider, FileOp op) {
     return TarGz.spool((spool, entries) -> {
       try (TarArchiveInputStream tar = TarGz.open(spool)) {
         TarArchiveEntry e;
