@@ -33,6 +33,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * The life of an execution, whatever transport asked for it: inserting the running execution (or finding the
@@ -40,10 +41,10 @@ import java.util.Set;
  * result, which happens here and only here ({@link #store}).
  */
 public final class ExecutionService {
+  public static final String SIGNAL_MESSAGE = "signal must be one of TERM, KILL, INT";
   static final long EXEC_GRACE_MS = 30_000L;
   static final long CONTROL_TIMEOUT_MS = 30_000L;
   private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
-  public static final String SIGNAL_MESSAGE = "signal must be one of TERM, KILL, INT";
 
   /** The configured values executions use. */
   public record Settings(int execTimeoutSecs, int outputLimitBytes, BigDecimal customerMarkup) {}
@@ -331,7 +332,7 @@ public final class ExecutionService {
   }
 
   private Future<Void> control(Principal p, String sandboxId, String executionId, String action,
-      java.util.function.Function<ExecutionRecord, Object> message, boolean needsStdin) {
+      Function<ExecutionRecord, Object> message, boolean needsStdin) {
     return find(p, sandboxId, executionId).compose(e -> {
       if (!"running".equals(e.status())) {
         throw ApiException.conflict("execution has finished");
