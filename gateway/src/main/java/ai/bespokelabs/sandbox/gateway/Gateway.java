@@ -24,6 +24,7 @@ import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
 import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
 import ai.bespokelabs.sandbox.ledger.LedgerHandler;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
@@ -142,7 +143,7 @@ public final class Gateway implements AutoCloseable {
             config.host());
       }
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
-          PricingCatalog.load(config.pricingFile()));
+          PricingCatalog.load(config.pricingFile()), vertx);
 
       hostSandboxes = new HostSandboxes(vertx, services.sandboxes(), nodeId, hosted, services::now);
       HostSandboxes ending = hostSandboxes;
@@ -168,7 +169,7 @@ public final class Gateway implements AutoCloseable {
           .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
               config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
               watches(backends), new Reconciler(vertx, pool), services.alerts())))
-          .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
+          .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services.executionService())))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
               new DeploymentOptions().setInstances(config.httpInstances())))
           .await(60, TimeUnit.SECONDS);

@@ -12,8 +12,10 @@ import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.PresetRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
+import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Pool;
 import java.time.Clock;
 import java.time.OffsetDateTime;
@@ -25,16 +27,21 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
     PricingCatalog pricing, OrganizationRepository organizations, ApiKeyRepository keys, SandboxRepository sandboxes,
     ExecutionRepository executions, PolicyRepository policies, CostLedger ledger, OperationsRepository operations,
     AlertEvaluator alerts, Authenticator authenticator, ExecRoutes routes, PresetRepository presets,
-    PolicyHints policyHints) {
+    PolicyHints policyHints, ExecutionService executionService) {
 
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
-      PricingCatalog pricing) {
+      PricingCatalog pricing, Vertx vertx) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
     CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.customerMarkup()));
+    SandboxRepository sandboxes = new SandboxRepository(pool);
+    ExecutionRepository executions = new ExecutionRepository(pool);
+    ExecRoutes routes = new ExecRoutes();
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
-        new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
+        sandboxes, executions, new PolicyRepository(pool),
         ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),
-        new Authenticator(keys, hmac, clock), new ExecRoutes(), new PresetRepository(pool), new PolicyHints());
+        new Authenticator(keys, hmac, clock), routes, new PresetRepository(pool), new PolicyHints(),
+        new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock, new ExecutionService.Settings(
+            config.execTimeoutSecs(), config.execOutputLimitBytes(), config.customerMarkup())));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

@@ -54,6 +54,6 @@ class OpenApiTest {
     return Services.create(gw.gateway.config(), new Backends(java.util.Map.of("local", true),
         java.util.Optional.empty(), "n"), gw.clock, new ai.bespokelabs.sandbox.core.Hmac(
         gw.gateway.config().pepper().orElseThrow()), gw.gateway.pool(),
-        ai.bespokelabs.sandbox.core.pricing.PricingCatalog.load(java.util.Optional.empty()));
+        ai.bespokelabs.sandbox.core.pricing.PricingCatalog.load(java.util.Optional.empty()), gw.gateway.vertx());
   }
 }

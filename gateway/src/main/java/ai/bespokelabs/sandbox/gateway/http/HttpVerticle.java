@@ -78,7 +78,7 @@ public final class HttpVerticle extends VerticleBase {
                 : ctx.request().authority())).put("description", "This gateway."))))));
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
-    new ExecutionApi(vertx, services).register(api);
+    new ExecutionApi(vertx, services.executionService()).register(api);
     new FilesApi(vertx, services).register(api);
     new ObservabilityApi(vertx, services).register(api);
     new PolicyApi(services).register(api);

@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
+import ai.bespokelabs.sandbox.gateway.exec.ClientChannel;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.ServerWebSocket;
 import io.vertx.core.json.JsonObject;

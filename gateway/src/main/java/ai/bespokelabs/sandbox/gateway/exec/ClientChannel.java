@@ -1,11 +1,11 @@
-package ai.bespokelabs.sandbox.gateway.http;
+package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
 import io.vertx.core.json.JsonObject;
 
 /** One client's end of an execution stream (an SSE response or a WebSocket). Used on its event loop. */
-interface ClientChannel {
+public interface ClientChannel {
   /** Writes one event; never blocks. */
   void write(StreamEvent event);
 

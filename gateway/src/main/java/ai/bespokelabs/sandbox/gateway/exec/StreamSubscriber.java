@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.http;
+package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
@@ -12,11 +12,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The HTTP side of one client's subscription to an execution: a bus consumer at a unique address that
+ * The gateway side of one client's subscription to an execution: a bus consumer at a unique address that
  * writes each event to the client and replies (the adapter's credit for the next event) only when the
  * client's socket has room, so a slow client slows the program instead of filling memory.
  */
-final class StreamSubscriber {
+public final class StreamSubscriber {
   static final long UNREGISTER_DELAY_MS = 5_000;
   final String address;
   private final Vertx vertx;
@@ -27,7 +27,7 @@ final class StreamSubscriber {
   private final MessageConsumer<StreamEvent> consumer;
   private boolean finished;
 
-  StreamSubscriber(Vertx vertx, ClientChannel channel) {
+  public StreamSubscriber(Vertx vertx, ClientChannel channel) {
     this.vertx = vertx;
     this.channel = channel;
     this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
@@ -70,7 +70,7 @@ final class StreamSubscriber {
   }
 
   /** Ends the stream without an exit event (the execution cannot be attached). */
-  void failAndEnd(String message) {
+  public void failAndEnd(String message) {
     if (!finished) {
       finish();
       channel.error(message);
@@ -78,17 +78,19 @@ final class StreamSubscriber {
     }
   }
 
-  /** Writes a last event that did not come from the adapter (a stored result) and ends the stream. */
-  void deliverFinal(StreamEvent event) {
+  /** Writes the last events, which did not come from the adapter (a stored result), and ends the stream. */
+  void deliverFinal(StreamEvent... events) {
     if (!finished) {
       finish();
-      channel.write(event);
+      for (StreamEvent event : events) {
+        channel.write(event);
+      }
       channel.end();
     }
   }
 
   /** The client went away: stop consuming and tell the adapter, so nothing waits for this client. */
-  void clientGone() {
+  public void clientGone() {
     if (!finished) {
       finish();
       if (adapterAddress != null) {

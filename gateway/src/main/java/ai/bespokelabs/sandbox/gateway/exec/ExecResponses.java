@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway;
+package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import io.vertx.core.json.JsonObject;

@@ -1,0 +1,405 @@
+package ai.bespokelabs.sandbox.gateway.exec;
+
+import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SignalExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.StdinExec;
+import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
+import ai.bespokelabs.sandbox.core.model.SandboxRecord;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.ExecRoutes;
+import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
+import java.time.Clock;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * The life of an execution, whatever transport asked for it: inserting the running execution (or finding the
+ * request it replays), launching it on its adapter, attaching watchers, stdin and signals, and storing its
+ * result, which happens here and only here ({@link #store}).
+ */
+public final class ExecutionService {
+  public static final String SIGNAL_MESSAGE = "signal must be one of TERM, KILL, INT";
+  static final long EXEC_GRACE_MS = 30_000L;
+  static final long CONTROL_TIMEOUT_MS = 30_000L;
+  private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
+
+  /** The configured values executions use. */
+  public record Settings(int execTimeoutSecs, int outputLimitBytes, BigDecimal customerMarkup) {}
+
+  /**
+   * A launched (or replayed) execution. {@code existing} is set for a replay of its request id; otherwise
+   * {@code adapterAddress} and {@code message} say where and what to send.
+   */
+  public record Launch(String executionId, String requestId, ExecutionRepository.Target target,
+      ExecutionRecord existing, String adapterAddress, ExecSandbox message, OffsetDateTime createdAt) {}
+
+  /** A stored execution and the adapter that runs (or ran) it. */
+  public record Located(ExecutionRecord execution, String adapterAddress) {}
+
+  private final Vertx vertx;
+  private final ExecutionRepository executions;
+  private final SandboxRepository sandboxes;
+  private final Backends backends;
+  private final ExecRoutes routes;
+  private final Hmac hmac;
+  private final Clock clock;
+  private final Settings settings;
+
+  public ExecutionService(Vertx vertx, ExecutionRepository executions, SandboxRepository sandboxes,
+      Backends backends, ExecRoutes routes, Hmac hmac, Clock clock, Settings settings) {
+    this.vertx = vertx;
+    this.executions = executions;
+    this.sandboxes = sandboxes;
+    this.backends = backends;
+    this.routes = routes;
+    this.hmac = hmac;
+    this.clock = clock;
+    this.settings = settings;
+  }
+
+  public static boolean isSignal(String signal) {
+    return SIGNALS.contains(signal);
+  }
+
+  /** The node whose recorder stores the results of the executions this node starts. */
+  String nodeId() {
+    return backends.nodeId();
+  }
+
+  // ---- launching ----------------------------------------------------------------------------------
+
+  /** Inserts the running execution (or finds the replay) and builds the adapter message; sends nothing. */
+  private Future<Launch> prepare(Principal p, String sandboxId, ExecRequest req, String requestId, boolean async,
+      String subscriberAddress) {
+    String executionId = Ids.newId("exe");
+    String rid = requestId != null ? requestId : Ids.newId("req");
+    OffsetDateTime now = now();
+    return executions.start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,
+            backends.nodeBound(), backends.nodeId(), req.stdin(), fingerprint(req))
+        .map(start -> {
+          ExecutionRepository.Target t = start.target();
+          if (start.existing().isPresent()) {
+            ExecutionRecord existing = start.existing().get();
+            return new Launch(existing.id(), rid, t, existing, null, null, existing.createdAt());
+          }
+          if (!"running".equals(t.status())) {
+            throw ApiException.conflict("sandbox is " + t.status());
+          }
+          if (!start.started()) {
+            throw ApiException.conflict("execution is already in progress");
+          }
+          if (!async) {
+            routes.remember(p.organizationId(), t);
+          }
+          return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress, now);
+        });
+  }
+
+  /** What an {@code Idempotency-Key} is bound to: the keyed HMAC of the request, so env values stay unreadable. */
+  private String fingerprint(ExecRequest req) {
+    return hmac.hex(req.fingerprintInput());
+  }
+
+  /** The adapter message of a new execution and where it goes. */
+  private Launch launch(ExecutionRepository.Target t, String sandboxId, String executionId, String requestId,
+      ExecRequest req, boolean async, String subscriberAddress, OffsetDateTime now) {
+    int timeout = req.timeoutSecs() != null ? req.timeoutSecs()
+        : t.timeoutSecs() != null ? t.timeoutSecs() : settings.execTimeoutSecs();
+    ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(), req.language(),
+        req.command(), req.args(), req.env(), req.cwd(), timeout, settings.outputLimitBytes(), req.stdin(),
+        async ? Addresses.recorder(backends.nodeId()) : null, subscriberAddress);
+    String address = Addresses.adapter(t.backend(), backends.execNode(t.backend(), t.nodeId()));
+    return new Launch(executionId, requestId, t, null, address, msg, now);
+  }
+
+  /**
+   * Sends a prepared asynchronous launch (its result reaches {@link #recordFinished}); a failure marks the
+   * execution failed and is rethrown.
+   */
+  public Future<Void> send(Launch l) {
+    wakeLedger();
+    return vertx.eventBus().request(l.adapterAddress(), l.message(), action(Addresses.START, CONTROL_TIMEOUT_MS))
+        .<Void>mapEmpty()
+        .recover(cause -> failed(l, cause));
+  }
+
+  private <T> Future<T> failed(Launch l, Throwable cause) {
+    RuntimeException failure;
+    if (cause instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
+      failure = ApiException.conflict("sandbox runtime is unavailable after a control-plane restart");
+    } else {
+      failure = BusFailures.decode(cause, l.target().backend(), "execute");
+    }
+    JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
+        : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
+    return executions.fail(l.executionId(), stored, 0, now())
+        .onComplete(ar -> wakeLedger())
+        .compose(v -> Future.failedFuture(failure));
+  }
+
+  // ---- blocking execute ---------------------------------------------------------------------------
+
+  /** Runs the program and answers with its stored result (or replays the request's earlier result). */
+  public Future<JsonObject> execute(Principal p, String sandboxId, ExecRequest req, String requestId) {
+    ExecutionRepository.Target route = requestId == null ? routes.route(p.organizationId(), sandboxId) : null;
+    if (route != null) {
+      return executeEarly(p, sandboxId, req, route);
+    }
+    return prepare(p, sandboxId, req, requestId, false, null).compose(l -> {
+      if (l.existing() != null) {
+        return replay(l.existing());
+      }
+      wakeLedger();
+      return run(l).transform(ar -> ar.succeeded() ? completed(l, ar.result()) : failed(l, ar.cause()));
+    });
+  }
+
+  private Future<ExecResult> run(Launch l) {
+    return vertx.eventBus().<ExecResult>request(l.adapterAddress(), l.message(),
+            action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
+        .map(Message::body);
+  }
+
+  /**
+   * {@code execute} without an idempotency key on a sandbox this node saw running moments ago: the program is
+   * launched at once while its execution row is inserted, instead of after, which takes a database round
+   * trip off every call. The insert still decides: when it finds the sandbox no longer running (or gone)
+   * the launched program is killed and the caller gets that answer, as it would have before launching. (A
+   * program that ends within a few milliseconds may have run by then, as one may that races a terminate.)
+   * Without a key there is no earlier request the insert could find instead.
+   */
+  private Future<JsonObject> executeEarly(Principal p, String sandboxId, ExecRequest req,
+      ExecutionRepository.Target t) {
+    OffsetDateTime now = now();
+    Launch l = launch(t, sandboxId, Ids.newId("exe"), Ids.newId("req"), req, false, null, now);
+    wakeLedger();
+    Future<ExecResult> ran = run(l);
+    return executions.start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
+            backends.nodeBound(), backends.nodeId(), req.stdin(), fingerprint(req))
+        .transform(started -> {
+          if (started.succeeded() && started.result().started()) {
+            return ran.transform(ar -> {
+              if (ar.failed()) {
+                routes.forget(sandboxId); // the route may be stale (e.g. the sandbox moved): look it up next time
+              }
+              return ar.succeeded() ? completed(l, ar.result()) : this.<JsonObject>failed(l, ar.cause());
+            });
+          }
+          routes.forget(sandboxId);
+          vertx.eventBus().send(l.adapterAddress(), new SignalExec(l.executionId(), "KILL"),
+              new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.SIGNAL));
+          if (started.failed()) {
+            return Future.failedFuture(started.cause());
+          }
+          return Future.failedFuture(ApiException.conflict("sandbox is " + started.result().target().status()));
+        });
+  }
+
+  private Future<JsonObject> completed(Launch l, ExecResult r) {
+    return store(l.executionId(), l.requestId(), l.target().hourlyRateUsd(), r);
+  }
+
+  /** The earlier result of a replayed request, or why there is none to give. */
+  public Future<JsonObject> replay(ExecutionRecord existing) {
+    return switch (existing.status()) {
+      case "completed", "timed_out", "cancelled" -> Future.succeededFuture((JsonObject) existing.response());
+      case "running" -> Future.failedFuture(ApiException.conflict("execution is already in progress"));
+      default -> Future.failedFuture(ApiException.conflict(String.valueOf(existing.error())));
+    };
+  }
+
+  // ---- started executions -------------------------------------------------------------------------
+
+  /** Starts an execution nobody watches yet; answers with its stored (or replayed) record. */
+  public Future<ExecutionRecord> start(Principal p, String sandboxId, ExecRequest req, String requestId) {
+    return prepare(p, sandboxId, req, requestId, true, null).compose(l -> l.existing() != null
+        ? Future.succeededFuture(l.existing())
+        : send(l).map(sent -> new ExecutionRecord(l.executionId(), p.organizationId(), sandboxId, l.requestId(),
+            "running", null, null, null, null, l.createdAt(), null, null, req.stdin())));
+  }
+
+  /**
+   * Prepares an execution that {@code sub} watches from its start: once the subscriber is registered the
+   * execution is inserted and {@code sub} targets it. Nothing runs until {@link #send}, so the caller can
+   * announce the execution first. A replay ({@code existing} set) or a failure releases the subscriber.
+   */
+  public Future<Launch> prepareWatched(Principal p, String sandboxId, ExecRequest req, String requestId,
+      StreamSubscriber sub) {
+    return sub.ready()
+        .compose(v -> prepare(p, sandboxId, req, requestId, true, sub.address))
+        .map(l -> {
+          if (l.existing() != null) {
+            sub.clientGone();
+          } else {
+            sub.target(l.executionId(), l.adapterAddress());
+          }
+          return l;
+        })
+        .onFailure(e -> sub.clientGone());
+  }
+
+  /** The organization's execution, or the contract's 404. */
+  public Future<ExecutionRecord> find(Principal p, String sandboxId, String executionId) {
+    return executions.findById(p.organizationId(), sandboxId, executionId)
+        .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
+  }
+
+  /** The execution and the adapter address of its sandbox's backend. */
+  public Future<Located> locate(Principal p, String sandboxId, String executionId) {
+    return find(p, sandboxId, executionId).compose(e -> sandboxOf(p, e).map(sbx -> new Located(e, adapterOf(sbx, e))));
+  }
+
+  /** The sandbox of an execution, for its backend (routing). */
+  private Future<SandboxRecord> sandboxOf(Principal p, ExecutionRecord e) {
+    return sandboxes.find(p.organizationId(), e.sandboxId())
+        .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
+  }
+
+  private static String adapterOf(SandboxRecord sbx, ExecutionRecord e) {
+    return Addresses.adapter(sbx.backend(), e.nodeId() != null ? e.nodeId() : sbx.nodeId());
+  }
+
+  // ---- watching -----------------------------------------------------------------------------------
+
+  /**
+   * Attaches {@code sub} to the live execution from sequence number {@code after}; when its node no longer
+   * holds it, serves the stored result: a {@code gap} for the output that is no longer retained, then
+   * {@code exit}.
+   */
+  public void attach(Principal p, Located at, StreamSubscriber sub, long after) {
+    ExecutionRecord e = at.execution();
+    sub.target(e.id(), at.adapterAddress());
+    sub.ready()
+        .compose(v -> vertx.eventBus().request(at.adapterAddress(), new AttachExec(e.id(), sub.address, after),
+            action(Addresses.ATTACH, CONTROL_TIMEOUT_MS)))
+        .onFailure(cause -> find(p, e.sandboxId(), e.id()).onComplete(ar -> {
+          if (sub.finished()) {
+            return;
+          }
+          ExecutionRecord now = ar.succeeded() ? ar.result() : e;
+          if (now.response() instanceof JsonObject stored) {
+            long lastSeq = stored.getLong("last_seq", 0L);
+            StreamEvent exit = new StreamEvent(StreamEvent.EXIT, lastSeq, null, null, stored.copy());
+            if (after < lastSeq) {
+              sub.deliverFinal(new StreamEvent(StreamEvent.GAP, lastSeq, null, null, new JsonObject()
+                  .put("from_seq", after + 1).put("to_seq", lastSeq).putNull("bytes")
+                  .put("message", "live output is no longer retained; the exit event holds the stored result")),
+                  exit);
+            } else {
+              sub.deliverFinal(exit);
+            }
+          } else if ("failed".equals(now.status())) {
+            sub.failAndEnd("execution failed: " + now.error());
+          } else {
+            sub.failAndEnd("execution is not attached to a running gateway node");
+          }
+        }));
+  }
+
+  // ---- stdin and signals --------------------------------------------------------------------------
+
+  /** Sends stdin to a running execution whose stdin is open; a finished one is the contract's 409. */
+  public Future<Void> stdin(Principal p, String sandboxId, String executionId, byte[] data, boolean eof) {
+    return control(p, sandboxId, executionId, Addresses.STDIN, e -> new StdinExec(e.id(), data, eof), true);
+  }
+
+  /** Signals a running execution (the signal is checked with {@link #isSignal} first). */
+  public Future<Void> signal(Principal p, String sandboxId, String executionId, String signal) {
+    return control(p, sandboxId, executionId, Addresses.SIGNAL, e -> new SignalExec(e.id(), signal), false);
+  }
+
+  private Future<Void> control(Principal p, String sandboxId, String executionId, String action,
+      Function<ExecutionRecord, Object> message, boolean needsStdin) {
+    return find(p, sandboxId, executionId).compose(e -> {
+      if (!"running".equals(e.status())) {
+        throw ApiException.conflict("execution has finished");
+      }
+      if (needsStdin && !e.stdinOpen()) {
+        throw ApiException.conflict("stdin is not open for this execution");
+      }
+      return sandboxOf(p, e).compose(sbx -> vertx.eventBus()
+          .request(adapterOf(sbx, e), message.apply(e), action(action, CONTROL_TIMEOUT_MS))
+          .<Void>mapEmpty()
+          .recover(t -> {
+            RuntimeException failure = BusFailures.decode(t, sbx.backend(), action);
+            if (failure instanceof ApiException api && api.status() == 404
+                || t instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
+              return Future.failedFuture(ApiException.conflict("execution has finished"));
+            }
+            return Future.failedFuture(failure);
+          }));
+    });
+  }
+
+  /** Stdin for an execution a WebSocket is attached to; fails with the adapter's own failure. */
+  public Future<Void> sendStdin(String executionId, String adapterAddress, byte[] data, boolean eof) {
+    return vertx.eventBus().request(adapterAddress, new StdinExec(executionId, data, eof),
+        action(Addresses.STDIN, CONTROL_TIMEOUT_MS)).mapEmpty();
+  }
+
+  /** A signal for an execution a WebSocket is attached to; fails with the adapter's own failure. */
+  public Future<Void> sendSignal(String executionId, String adapterAddress, String signal) {
+    return vertx.eventBus().request(adapterAddress, new SignalExec(executionId, signal),
+        action(Addresses.SIGNAL, CONTROL_TIMEOUT_MS)).mapEmpty();
+  }
+
+  // ---- results ------------------------------------------------------------------------------------
+
+  /**
+   * Stores the result an adapter reported for an execution this node started, unless it is no longer
+   * pending (stored already, or ended otherwise).
+   */
+  Future<Void> recordFinished(ExecFinished f) {
+    return executions.pending(f.executionId())
+        .compose(p -> p.isEmpty() ? Future.succeededFuture()
+            : store(f.executionId(), p.get().requestId(), p.get().hourlyRateUsd(), f.result()).mapEmpty());
+  }
+
+  /**
+   * The one place an execution's result is stored: usage priced at the sandbox's captured hourly rate, then
+   * the ledger is woken to meter it. Answers with the stored response.
+   */
+  private Future<JsonObject> store(String executionId, String requestId, BigDecimal hourlyRate, ExecResult r) {
+    JsonObject response = ExecResponses.of(requestId, executionId, r, hourlyRate, settings.customerMarkup());
+    return executions.complete(executionId, r.status(), response, r.exitCode(), r.durationMs(), now())
+        .onComplete(ar -> wakeLedger())
+        .map(v -> response);
+  }
+
+  /** Wakes the ledger after a write it meters (an execution inserted, failed or completed). */
+  private void wakeLedger() {
+    vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
+  }
+
+  private static DeliveryOptions action(String action, long timeoutMs) {
+    return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
+  }
+
+  /** Now, in UTC, at the microsecond precision PostgreSQL stores. */
+  private OffsetDateTime now() {
+    return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS);
+  }
+}
