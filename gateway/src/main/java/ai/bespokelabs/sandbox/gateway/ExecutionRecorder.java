@@ -31,7 +31,7 @@ public final class ExecutionRecorder extends VerticleBase {
         .compose(p -> p.isEmpty() ? Future.succeededFuture()
             : services.executions().complete(f.executionId(), f.result().status(),
                 ExecResponses.of(p.get().requestId(), f.executionId(), f.result(), p.get().hourlyRateUsd(),
-                    services.config().customerMarkup()),
+                    services.config().ledger().customerMarkup()),
                 f.result().exitCode(), f.result().durationMs(), services.now()))
         .onSuccess(v -> {
           vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);

@@ -81,18 +81,18 @@ public final class Gateway implements AutoCloseable {
    */
   static List<SandboxProvider> providers(Vertx vertx, GatewayConfig config, Clock clock) {
     List<SandboxProvider> out = new java.util.ArrayList<>();
-    Workdirs workdirs = new Workdirs(config.workdirRoots(), config.dataDir());
-    out.add(new LocalProvider(LocalProvider.BACKEND, config.dataDir().resolve("sandboxes"), clock, HostWrapper.NONE,
+    Workdirs workdirs = new Workdirs(config.execution().workdirRoots(), config.node().dataDir());
+    out.add(new LocalProvider(LocalProvider.BACKEND, config.node().dataDir().resolve("sandboxes"), clock, HostWrapper.NONE,
         workdirs));
-    out.add(new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"), clock,
+    out.add(new LocalProvider(BwrapWrapper.BACKEND, config.node().dataDir().resolve("bwrap-sandboxes"), clock,
         new BwrapWrapper(), workdirs));
-    out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.dataDir().resolve("safehouse-sandboxes"), clock,
+    out.add(new LocalProvider(SafehouseWrapper.BACKEND, config.node().dataDir().resolve("safehouse-sandboxes"), clock,
         new SafehouseWrapper(), workdirs));
-    out.add(new DockerProvider(vertx, config.providers()));
-    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
-    DaytonaSettings daytona = DaytonaSettings.from(config.providers());
+    out.add(new DockerProvider(vertx, config.providers().settings()));
+    E2bSettings.from(config.providers().settings()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
+    DaytonaSettings daytona = DaytonaSettings.from(config.providers().settings());
     if (daytona != null) {
-      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock));
+      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
     }
     return out;
   }
@@ -102,7 +102,7 @@ public final class Gateway implements AutoCloseable {
    * a data directory another gateway runs on is a {@link ai.bespokelabs.sandbox.core.config.ConfigException}.
    */
   public static Gateway start(GatewayConfig initial, Clock clock) {
-    DataDirectoryLock owner = DataDirectoryLock.acquire(initial.dataDir(), initial.port());
+    DataDirectoryLock owner = DataDirectoryLock.acquire(initial.node().dataDir(), initial.http().port());
     try {
       return start(initial, clock, owner);
     } catch (RuntimeException | Error e) {
@@ -112,16 +112,16 @@ public final class Gateway implements AutoCloseable {
   }
 
   private static Gateway start(GatewayConfig initial, Clock clock, DataDirectoryLock owner) {
-    SecretStore store = new SecretStore(initial.dataDir());
-    SecretStore.Resolved pepper = store.resolve(initial.pepper(), SecretStore.PEPPER_FILE, 32);
-    SecretStore.Resolved admin = store.resolve(initial.adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
-    String nodeId = initial.nodeId().orElseGet(() -> store.resolve(Optional.empty(), SecretStore.NODE_ID_FILE, 8)
+    SecretStore store = new SecretStore(initial.node().dataDir());
+    SecretStore.Resolved pepper = store.resolve(initial.secrets().pepper(), SecretStore.PEPPER_FILE, 32);
+    SecretStore.Resolved admin = store.resolve(initial.secrets().adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
+    String nodeId = initial.node().id().orElseGet(() -> store.resolve(Optional.empty(), SecretStore.NODE_ID_FILE, 8)
         .value().reveal().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9]", "x"));
     GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
 
-    Database database = Database.open(config.databaseUrl(), owner);
+    Database database = Database.open(config.database().url(), owner);
     Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
-    Pool pool = database.pool(vertx, config.databasePoolSize());
+    Pool pool = database.pool(vertx, config.database().poolSize());
     String httpDeployment;
     HostSandboxes hostSandboxes;
     try {
@@ -129,19 +129,19 @@ public final class Gateway implements AutoCloseable {
       List<SandboxProvider> providers = providers(vertx, config, clock);
       Map<String, Boolean> registered = new LinkedHashMap<>();
       providers.forEach(p -> registered.put(p.backend(), p.nodeBound()));
-      Backends backends = new Backends(registered, config.allowedBackends(), nodeId, providers.stream()
+      Backends backends = new Backends(registered, config.providers().allowed(), nodeId, providers.stream()
           .filter(SandboxProvider::installed).map(SandboxProvider::backend).collect(java.util.stream.Collectors.toSet()));
       if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
         LoopbackGuard.install(HostUsers.detect());
       }
-      if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.host())) {
+      if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.http().host())) {
         LOG.warn("The local backend is enabled for every organization on a gateway reachable beyond this host"
             + " ({}): its programs run on the host with no isolation beyond an unprivileged uid. Leave it out of"
             + " BESPOKE_ALLOWED_BACKENDS or restrict it with organization policies unless every tenant is trusted.",
-            config.host());
+            config.http().host());
       }
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
-          PricingCatalog.load(config.pricingFile()));
+          PricingCatalog.load(config.ledger().pricingFile()));
 
       Map<String, SandboxProvider> hosted = new LinkedHashMap<>();
       providers.stream().filter(p -> p instanceof LocalProvider).forEach(p -> hosted.put(p.backend(), p));
@@ -158,19 +158,19 @@ public final class Gateway implements AutoCloseable {
               .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> services.policyHints().forget(m.body())).completion());
       for (SandboxProvider provider : providers) {
         if (backends.isEnabled(provider.backend())) {
-          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execJournalBytes(),
-              new Materializer(new GitCloner(config.gitAllowFileUrls(), config.gitAllowPrivate())))));
+          deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId, config.execution().journalBytes(),
+              new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))));
         }
       }
       httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
-              new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
+              new LifecycleCosts(config.ledger().customerMarkup()), new UsageMeter(config.ledger().customerMarkup())))))
           .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
-              config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
+              config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
               watches(backends), new Reconciler(vertx, pool), services.alerts())))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services)))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
-              new DeploymentOptions().setInstances(config.httpInstances())))
+              new DeploymentOptions().setInstances(config.http().instances())))
           .await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
@@ -178,7 +178,7 @@ public final class Gateway implements AutoCloseable {
       throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
     }
     LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {}, transport: {})", nodeId,
-        config.host(), config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
+        config.http().host(), config.http().port(), config.providers().allowed().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
         httpDeployment, hostSandboxes, owner);
@@ -245,12 +245,12 @@ public final class Gateway implements AutoCloseable {
   @Override
   public void close() {
     try {
-      vertx.undeploy(httpDeployment).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+      vertx.undeploy(httpDeployment).await(config.node().shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("HTTP verticles did not stop within the grace period: {}", e.toString());
     }
     try {
-      hostSandboxes.endAll(false).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+      hostSandboxes.endAll(false).await(config.node().shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("Host sandboxes did not all end within the grace period (the next start ends them): {}",
           e.toString());

@@ -30,7 +30,7 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
-    CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.customerMarkup()));
+    CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.ledger().customerMarkup()));
     return new Services(config, backends, clock, hmac, pool, pricing, new OrganizationRepository(pool), keys,
         new SandboxRepository(pool), new ExecutionRepository(pool), new PolicyRepository(pool),
         ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),

@@ -113,9 +113,9 @@ public final class ExecutionApi {
   private Launch launch(ExecutionRepository.Target t, String sandboxId, String executionId, String requestId,
       ExecRequest req, boolean async, String subscriberAddress, java.time.OffsetDateTime now) {
     int timeout = req.timeoutSecs() != null ? req.timeoutSecs()
-        : t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execTimeoutSecs();
+        : t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execution().timeoutSecs();
     ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(), req.language(),
-        req.command(), req.args(), req.env(), req.cwd(), timeout, s.config().execOutputLimitBytes(), req.stdin(),
+        req.command(), req.args(), req.env(), req.cwd(), timeout, s.config().execution().outputLimitBytes(), req.stdin(),
         async ? Addresses.recorder(s.backends().nodeId()) : null, subscriberAddress);
     String address = Addresses.adapter(t.backend(), s.backends().execNode(t.backend(), t.nodeId()));
     return new Launch(executionId, requestId, t, null, address, msg, now);
@@ -208,7 +208,7 @@ public final class ExecutionApi {
 
   private Future<Reply> completed(Launch l, ExecResult r) {
     JsonObject response = ExecResponses.of(l.requestId(), l.executionId(), r, l.target().hourlyRateUsd(),
-        s.config().customerMarkup());
+        s.config().ledger().customerMarkup());
     return s.executions().complete(l.executionId(), r.status(), response, r.exitCode(), r.durationMs(), s.now())
         .map(v -> Reply.ok(response));
   }
