@@ -47,6 +47,18 @@ class ConfigLoaderTest {
     assertThat(c.providers().settings().get("E2B_API_KEY")).isEmpty();
   }
 
+  /** The README's configuration table names every setting: its variable and its key in conf/gateway.json. */
+  @Test
+  void the_readme_documents_every_setting() throws Exception {
+    String readme = Files.readString(Path.of("..", "README.md"));
+    String table = readme.substring(readme.indexOf("## Configuration"), readme.indexOf("### Upgrading the embedded"));
+    Variables.KEYS.forEach((variable, key) -> {
+      assertThat(table).as(variable).contains("`" + variable + "`");
+      String leaf = key.substring(key.lastIndexOf('.'));
+      assertThat(table.contains("`" + key + "`") || table.contains("`" + leaf + "`")).as(key).isTrue();
+    });
+  }
+
   private static List<String> leaves(JsonObject section, String prefix) {
     List<String> out = new ArrayList<>();
     section.forEach(e -> {
