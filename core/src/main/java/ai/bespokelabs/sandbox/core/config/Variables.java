@@ -57,7 +57,7 @@ final class Variables {
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
       "BESPOKE_MAX_OUTPUT_BYTES");
 
-  /** Names the file of {@code conf/gateway.json} has no key for: where a config file is. */
+  /** The variable naming a config file; it has no key in {@code conf/gateway.json}. */
   static final String CONFIG_FILE = "BESPOKE_CONFIG_FILE";
 
   private static final String PROVIDER_SECTION = "providers.";
