@@ -20,6 +20,7 @@ import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.config.ProviderSettings;
 import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
@@ -83,20 +84,23 @@ public final class Gateway implements AutoCloseable {
    * {@code hosted}, by name, for the node's start-up and shutdown work on their sandboxes.
    */
   static List<Backend> backends(Vertx vertx, GatewayConfig config, Clock clock, Map<String, LocalProvider> hosted) {
-    Workdirs workdirs = new Workdirs(config.workdirRoots(), config.dataDir());
-    hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, config.dataDir().resolve("sandboxes"),
+    java.nio.file.Path data = config.node().dataDir();
+    Workdirs workdirs = new Workdirs(config.execution().workdirRoots(), data);
+    hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, data.resolve("sandboxes"),
         clock, HostWrapper.NONE, workdirs));
-    hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, config.dataDir().resolve("bwrap-sandboxes"),
+    hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, data.resolve("bwrap-sandboxes"),
         clock, new BwrapWrapper(), workdirs));
     hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
-        config.dataDir().resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
+        data.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
-    out.add(new BlockingBackend(new DockerProvider(vertx, config.providers())));
-    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
-    DaytonaSettings daytona = DaytonaSettings.from(config.providers());
+    ProviderSettings settings = config.providers().settings();
+    out.add(new BlockingBackend(new DockerProvider(vertx, settings)));
+    E2bSettings.from(settings).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
+    DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {
-      out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock)));
+      out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()),
+          clock)));
     }
     return out;
   }
@@ -106,7 +110,7 @@ public final class Gateway implements AutoCloseable {
    * a data directory another gateway runs on is a {@link ai.bespokelabs.sandbox.core.config.ConfigException}.
    */
   public static Gateway start(GatewayConfig initial, Clock clock) {
-    DataDirectoryLock owner = DataDirectoryLock.acquire(initial.dataDir(), initial.port());
+    DataDirectoryLock owner = DataDirectoryLock.acquire(initial.node().dataDir(), initial.http().port());
     try {
       return start(initial, clock, owner);
     } catch (RuntimeException | Error e) {
@@ -116,34 +120,34 @@ public final class Gateway implements AutoCloseable {
   }
 
   private static Gateway start(GatewayConfig initial, Clock clock, DataDirectoryLock owner) {
-    SecretStore store = new SecretStore(initial.dataDir());
-    SecretStore.Resolved pepper = store.resolve(initial.pepper(), SecretStore.PEPPER_FILE, 32);
-    SecretStore.Resolved admin = store.resolve(initial.adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
-    String nodeId = initial.nodeId().orElseGet(() -> store.resolve(Optional.empty(), SecretStore.NODE_ID_FILE, 8)
+    SecretStore store = new SecretStore(initial.node().dataDir());
+    SecretStore.Resolved pepper = store.resolve(initial.secrets().pepper(), SecretStore.PEPPER_FILE, 32);
+    SecretStore.Resolved admin = store.resolve(initial.secrets().adminToken(), SecretStore.ADMIN_TOKEN_FILE, 32);
+    String nodeId = initial.node().id().orElseGet(() -> store.resolve(Optional.empty(), SecretStore.NODE_ID_FILE, 8)
         .value().reveal().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9]", "x"));
     GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
 
-    Database database = Database.open(config.databaseUrl(), owner);
+    Database database = Database.open(config.database().url(), owner);
     Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
-    Pool pool = database.pool(vertx, config.databasePoolSize());
+    Pool pool = database.pool(vertx, config.database().poolSize());
     String httpDeployment;
     HostSandboxes hostSandboxes;
     try {
       Messages.registerCodecs(vertx.eventBus());
       Map<String, LocalProvider> hosted = new LinkedHashMap<>();
       List<Backend> providers = backends(vertx, config, clock, hosted);
-      Backends backends = Backends.of(providers, config.allowedBackends(), nodeId);
+      Backends backends = Backends.of(providers, config.providers().allowed(), nodeId);
       if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
         LoopbackGuard.install(HostUsers.detect());
       }
-      if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.host())) {
+      if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.http().host())) {
         LOG.warn("The local backend is enabled for every organization on a gateway reachable beyond this host"
             + " ({}): its programs run on the host with no isolation beyond an unprivileged uid. Leave it out of"
             + " BESPOKE_ALLOWED_BACKENDS or restrict it with organization policies unless every tenant is trusted.",
-            config.host());
+            config.http().host());
       }
       Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
-          PricingCatalog.load(config.pricingFile()), vertx);
+          PricingCatalog.load(config.ledger().pricingFile()), vertx);
 
       hostSandboxes = new HostSandboxes(vertx, services.sandboxes(), nodeId, hosted, services::now);
       HostSandboxes ending = hostSandboxes;
@@ -159,19 +163,19 @@ public final class Gateway implements AutoCloseable {
       for (Backend provider : providers) {
         if (backends.isEnabled(provider.name())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
-              config.execJournalBytes(),
-              new Materializer(new GitCloner(config.gitAllowFileUrls(), config.gitAllowPrivate())))));
+              config.execution().journalBytes(),
+              new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))));
         }
       }
       httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
-              new LifecycleCosts(config.customerMarkup()), new UsageMeter(config.customerMarkup())))))
+              new LifecycleCosts(config.ledger().customerMarkup()), new UsageMeter(config.ledger().customerMarkup())))))
           .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
-              config.supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
+              config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
               watches(backends), new Reconciler(vertx, pool), services.alerts())))
           .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services.executionService())))
           .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
-              new DeploymentOptions().setInstances(config.httpInstances())))
+              new DeploymentOptions().setInstances(config.http().instances())))
           .await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
@@ -179,7 +183,7 @@ public final class Gateway implements AutoCloseable {
       throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
     }
     LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {}, transport: {})", nodeId,
-        config.host(), config.port(), config.allowedBackends().map(Object::toString).orElse("all available"),
+        config.http().host(), config.http().port(), config.providers().allowed().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
         httpDeployment, hostSandboxes, owner);
@@ -246,12 +250,12 @@ public final class Gateway implements AutoCloseable {
   @Override
   public void close() {
     try {
-      vertx.undeploy(httpDeployment).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+      vertx.undeploy(httpDeployment).await(config.node().shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("HTTP verticles did not stop within the grace period: {}", e.toString());
     }
     try {
-      hostSandboxes.endAll(false).await(config.shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
+      hostSandboxes.endAll(false).await(config.node().shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {
       LOG.warn("Host sandboxes did not all end within the grace period (the next start ends them): {}",
           e.toString());

@@ -9,7 +9,8 @@ import java.util.Map;
 
 /**
  * Entry point: {@code java -jar sandbox-gateway.jar [--host H] [--port P] [--config FILE]}. Flags override
- * {@code HOST}, {@code PORT} and {@code BESPOKE_CONFIG_FILE}. SIGTERM/SIGINT shut down gracefully.
+ * {@code HOST}, {@code PORT} and {@code BESPOKE_CONFIG_FILE} wherever else they are set. SIGTERM/SIGINT shut
+ * down gracefully.
  */
 public final class Main {
   private Main() {}
@@ -19,15 +20,16 @@ public final class Main {
     if (System.getProperty("logback.configurationFile") == null) {
       System.setProperty("logback.configurationFile", "conf/logback.xml");
     }
-    Map<String, String> env = new HashMap<>(System.getenv());
+    Map<String, String> flags = new HashMap<>();
+    GatewayConfig config = null;
     try {
       for (int i = 0; i < args.length; i++) {
         String flag = args[i];
         String value = i + 1 < args.length ? args[i + 1] : null;
         switch (flag) {
-          case "--host" -> env.put("HOST", require(flag, value));
-          case "--port" -> env.put("PORT", require(flag, value));
-          case "--config" -> env.put("BESPOKE_CONFIG_FILE", require(flag, value));
+          case "--host" -> flags.put("HOST", require(flag, value));
+          case "--port" -> flags.put("PORT", require(flag, value));
+          case "--config" -> flags.put("BESPOKE_CONFIG_FILE", require(flag, value));
           case "-h", "--help" -> {
             System.out.println("usage: sandbox-gateway [--host HOST] [--port PORT] [--config FILE]");
             return;
@@ -36,7 +38,7 @@ public final class Main {
         }
         i++;
       }
-      GatewayConfig config = ConfigLoader.load(env);
+      config = ConfigLoader.fromProcess(flags);
       Gateway gateway = Gateway.start(config, Clock.systemUTC());
       Runtime.getRuntime().addShutdownHook(new Thread(gateway::close, "gateway-shutdown"));
       printBanner(gateway);
@@ -44,7 +46,7 @@ public final class Main {
       System.err.println("sandbox-gateway: " + e.getMessage());
       System.exit(2);
     } catch (RuntimeException e) {
-      if (!portInUse(e, env)) {
+      if (config == null || !portInUse(e, config)) {
         throw e;
       }
       System.exit(2);
@@ -52,13 +54,13 @@ public final class Main {
   }
 
   /** Says in one line that the port is taken, and how to choose another, when that is why the start failed. */
-  private static boolean portInUse(Throwable e, Map<String, String> env) {
+  private static boolean portInUse(Throwable e, GatewayConfig config) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       // NIO reports a BindException, the native transport an IOException saying so
       if (t instanceof java.net.BindException || t instanceof java.io.IOException && t.getMessage() != null
           && t.getMessage().contains("Address already in use")) {
-        String host = env.getOrDefault("HOST", "127.0.0.1");
-        String port = env.getOrDefault("PORT", "8000");
+        String host = config.http().host();
+        int port = config.http().port();
         System.err.println("sandbox-gateway: cannot listen on " + host + ":" + port
             + " (address already in use); choose another port with PORT=<port> or --port <port>");
         return true;
@@ -77,8 +79,8 @@ public final class Main {
   /** Prints how to bootstrap the first organization without ever printing a secret. */
   private static void printBanner(Gateway gateway) {
     GatewayConfig c = gateway.config();
-    String host = c.host().equals("0.0.0.0") ? "127.0.0.1" : c.host();
-    String base = "http://" + host + ":" + c.port();
+    String host = c.http().host().equals("0.0.0.0") ? "127.0.0.1" : c.http().host();
+    String base = "http://" + host + ":" + c.http().port();
     String tokenSource = System.getenv("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN") != null
         ? "$BESPOKE_CONTROL_PLANE_ADMIN_TOKEN"
         : "$(cat " + gateway.secretStore().path(SecretStore.ADMIN_TOKEN_FILE) + ")";
@@ -92,7 +94,7 @@ public final class Main {
               -H "X-Control-Plane-Admin: %s" \\
               -H 'Content-Type: application/json' \\
               -d '{"name":"Acme"}'
-          """.formatted(base, c.dataDir(), base, tokenSource));
+          """.formatted(base, c.node().dataDir(), base, tokenSource));
     } else {
       System.out.println("Sandbox gateway is ready at " + base);
     }

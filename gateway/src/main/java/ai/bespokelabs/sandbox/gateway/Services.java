@@ -32,7 +32,7 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
   public static Services create(GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing, Vertx vertx) {
     ApiKeyRepository keys = new ApiKeyRepository(pool);
-    CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.customerMarkup()));
+    CostLedger ledger = new CostLedger(pool, new LifecycleCosts(config.ledger().customerMarkup()));
     SandboxRepository sandboxes = new SandboxRepository(pool);
     ExecutionRepository executions = new ExecutionRepository(pool);
     ExecRoutes routes = new ExecRoutes();
@@ -41,7 +41,7 @@ public record Services(GatewayConfig config, Backends backends, Clock clock, Hma
         ledger, new OperationsRepository(pool), new AlertEvaluator(pool, ledger::hourAndDay),
         new Authenticator(keys, hmac, clock), routes, new PresetRepository(pool), new PolicyHints(),
         new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock, new ExecutionService.Settings(
-            config.execTimeoutSecs(), config.execOutputLimitBytes(), config.customerMarkup())));
+            config.execution().timeoutSecs(), config.execution().outputLimitBytes(), config.ledger().customerMarkup())));
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

@@ -53,7 +53,7 @@ class OpenApiTest {
   static Services servicesOf(TestGateway gw) {
     return Services.create(gw.gateway.config(), new Backends(java.util.Map.of("local", true),
         java.util.Optional.empty(), "n"), gw.clock, new ai.bespokelabs.sandbox.core.Hmac(
-        gw.gateway.config().pepper().orElseThrow()), gw.gateway.pool(),
+        gw.gateway.config().secrets().pepper().orElseThrow()), gw.gateway.pool(),
         ai.bespokelabs.sandbox.core.pricing.PricingCatalog.load(java.util.Optional.empty()), gw.gateway.vertx());
   }
 }

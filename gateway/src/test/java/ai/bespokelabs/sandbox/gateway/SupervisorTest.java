@@ -27,7 +27,7 @@ class SupervisorTest {
     gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
-    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().requireNodeId(),
+    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().node().requireId(),
             Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
             new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool()),
             new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(gw.gateway.pool(),

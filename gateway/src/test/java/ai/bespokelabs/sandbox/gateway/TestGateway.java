@@ -60,7 +60,7 @@ public final class TestGateway implements AutoCloseable {
     env.putAll(overrides);
     GatewayConfig config = ConfigLoader.fromMap(env, System.getProperty("user.home"));
     gateway = Gateway.start(config, clock);
-    base = "http://127.0.0.1:" + config.port();
+    base = "http://127.0.0.1:" + config.http().port();
   }
 
   private TestGateway(TestGateway previous) {
@@ -69,7 +69,7 @@ public final class TestGateway implements AutoCloseable {
     env = previous.env;
     GatewayConfig config = ConfigLoader.fromMap(env, System.getProperty("user.home"));
     gateway = Gateway.start(config, clock);
-    base = "http://127.0.0.1:" + config.port();
+    base = "http://127.0.0.1:" + config.http().port();
   }
 
   /** Stops this gateway (its data stays) and starts another on the same port, data directory and database. */

@@ -3,86 +3,134 @@ package ai.bespokelabs.sandbox.core.config;
 import ai.bespokelabs.sandbox.core.Secret;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
+import io.vertx.config.ConfigRetriever;
+import io.vertx.config.ConfigRetrieverOptions;
+import io.vertx.config.ConfigStoreOptions;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.file.FileSystemOptions;
 import java.io.IOException;
 import java.io.InputStream;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 /**
- * Builds {@link GatewayConfig} from three layers, later ones winning: the defaults in
- * {@code conf/gateway.json} (on the classpath), an optional JSON file named by {@code BESPOKE_CONFIG_FILE},
- * and environment variables. Every layer uses the same names (the environment variable names); provider
- * settings keep the providers' own names ({@link ProviderSettings}).
+ * Builds {@link GatewayConfig} with vertx-config from layers, later ones winning: the defaults in
+ * {@code conf/gateway.json} (on the classpath; every setting is there, nested in sections), an optional JSON
+ * file named by {@code BESPOKE_CONFIG_FILE}, environment variables, system properties, and command-line
+ * flags. Every layer but the defaults names settings by their variable names ({@link Variables}, the one
+ * table of names); a config file may also use the nested keys of {@code conf/gateway.json}.
+ *
+ * <p>Loading is synchronous and runs on a short-lived Vert.x instance of its own: it comes before the
+ * gateway's Vert.x instance exists, so that a bad setting stops the start before anything is started, and
+ * the data directory's lock and secrets are taken from it first.
  */
 public final class ConfigLoader {
   public static final String DEFAULTS_RESOURCE = "conf/gateway.json";
 
-  /** Every setting the gateway understands. */
-  public static final Set<String> KEYS = Set.of(
-      "HOST", "PORT", "BESPOKE_CONFIG_FILE", "BESPOKE_DATA_DIR", "BESPOKE_DATABASE_URL",
-      "BESPOKE_DATABASE_POOL_SIZE", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN",
-      "BESPOKE_ALLOWED_BACKENDS", "BESPOKE_CUSTOMER_MARKUP", "BESPOKE_SUPERVISION_INTERVAL_SECS",
-      "BESPOKE_MAX_REQUEST_BODY_BYTES", "BESPOKE_MAX_OUTPUT_BYTES", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "BESPOKE_EXEC_TIMEOUT_SECS", "BESPOKE_EXEC_JOURNAL_BYTES",
-      "BESPOKE_NODE_ID", "BESPOKE_HTTP_INSTANCES", "BESPOKE_SHUTDOWN_GRACE_SECS", "BESPOKE_PRICING_FILE", "BESPOKE_MAX_UPLOAD_BYTES", "BESPOKE_GIT_ALLOW_FILE_URLS",
-      "BESPOKE_GIT_ALLOW_PRIVATE", "BESPOKE_WORKDIR_ROOTS");
-
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
+  private static final long LOAD_TIMEOUT_SECS = 30;
+
+  /** The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone. */
+  static final JsonObject DEFAULTS = readDefaults();
+
+  /**
+   * The defaults by variable name (a null there is left out: unset, or, for {@code BESPOKE_DATA_DIR} and
+   * {@code BESPOKE_HTTP_INSTANCES}, derived: {@code ~/.bespoke-sandbox}, one per core).
+   */
+  private static final Map<String, String> DEFAULT_VALUES = Variables.byVariable(DEFAULTS);
 
   private ConfigLoader() {}
 
-  /** Loads from the classpath defaults, the optional file and the process environment. */
-  public static GatewayConfig load(Map<String, String> env) {
-    Map<String, String> merged = new HashMap<>(DEFAULTS);
-    String file = env.get("BESPOKE_CONFIG_FILE");
-    if (file != null && !file.isBlank()) {
-      merged.putAll(renamed(readFile(Path.of(file))));
-    }
-    Map<String, String> given = new HashMap<>();
-    env.forEach((key, value) -> {
-      if (value != null && (KEYS.contains(key) || ProviderSettings.isProviderKey(key))) {
-        given.put(key, value);
-      }
-    });
-    merged.putAll(renamed(given));
-    return fromMap(merged, env.getOrDefault("HOME", System.getProperty("user.home")));
-  }
-
   /**
-   * The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone (a null there: unset, or, for
-   * {@code BESPOKE_DATA_DIR} and {@code BESPOKE_HTTP_INSTANCES}, derived: {@code ~/.bespoke-sandbox}, one per core).
+   * This process's configuration: the defaults, the config file, the process environment, system
+   * properties, then {@code flags} (settings given on the command line, by variable name).
    */
-  static final Map<String, String> DEFAULTS = readDefaults();
-
-  /** Former names, read when the current one is not given in the same place. */
-  private static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
-      "BESPOKE_MAX_OUTPUT_BYTES");
-
-  /** One source's settings with former names replaced by the current ones (a current name given wins). */
-  private static Map<String, String> renamed(Map<String, String> values) {
-    Map<String, String> out = new HashMap<>(values);
-    FORMER_NAMES.forEach((former, current) -> {
-      String value = out.remove(former);
-      if (value != null) {
-        out.putIfAbsent(current, value);
-      }
-    });
-    return out;
+  public static GatewayConfig fromProcess(Map<String, String> flags) {
+    Optional<String> file = nonBlank(flags.get(Variables.CONFIG_FILE))
+        .or(() -> nonBlank(System.getProperty(Variables.CONFIG_FILE)))
+        .or(() -> nonBlank(System.getenv(Variables.CONFIG_FILE)));
+    String home = Optional.ofNullable(System.getenv("HOME")).orElse(System.getProperty("user.home"));
+    JsonObject raw = new JsonObject().put("raw-data", true);
+    return load(file, List.of(
+        new ConfigStoreOptions().setType("env").setFormat(VariablesFormat.NAME).setConfig(raw.copy()),
+        new ConfigStoreOptions().setType("sys").setFormat(VariablesFormat.NAME).setConfig(raw.copy().put("cache", false)),
+        variables(flags)), home);
   }
 
-  /** Builds the record from {@code given} over the defaults; pure, used by tests. */
+  /** Loads from the classpath defaults, the optional file and {@code env} standing for the environment. */
+  public static GatewayConfig load(Map<String, String> env) {
+    return load(env, Map.of());
+  }
+
+  /** As {@link #load(Map)}, with {@code systemProperties} over {@code env}. */
+  static GatewayConfig load(Map<String, String> env, Map<String, String> systemProperties) {
+    Optional<String> file = nonBlank(systemProperties.get(Variables.CONFIG_FILE))
+        .or(() -> nonBlank(env.get(Variables.CONFIG_FILE)));
+    return load(file, List.of(variables(env), variables(systemProperties)),
+        env.getOrDefault("HOME", System.getProperty("user.home")));
+  }
+
+  /** Builds the record from {@code given} (by variable name) over the defaults; used by tests. */
   public static GatewayConfig fromMap(Map<String, String> given, String home) {
-    Map<String, String> v = new HashMap<>(DEFAULTS);
-    v.putAll(renamed(given));
+    return load(Optional.empty(), List.of(variables(given)), home);
+  }
+
+  private static GatewayConfig load(Optional<String> file, List<ConfigStoreOptions> overrides, String home) {
+    List<ConfigStoreOptions> stores = new ArrayList<>();
+    stores.add(new ConfigStoreOptions().setType("json").setConfig(DEFAULTS.copy()));
+    file.ifPresent(path -> stores.add(new ConfigStoreOptions().setType("file").setFormat(ConfigFileFormat.NAME)
+        .setConfig(new JsonObject().put("path", path))));
+    stores.addAll(overrides);
+    return build(Variables.byVariable(retrieve(stores, file)), home);
+  }
+
+  private static ConfigStoreOptions variables(Map<String, String> values) {
+    JsonObject given = new JsonObject();
+    values.forEach((k, v) -> {
+      if (v != null) {
+        given.put(k, v);
+      }
+    });
+    return new ConfigStoreOptions().setType("json").setFormat(VariablesFormat.NAME).setConfig(given);
+  }
+
+  /** The stores merged by a retriever on a Vert.x instance that lives for this call only. */
+  private static JsonObject retrieve(List<ConfigStoreOptions> stores, Optional<String> file) {
+    Vertx vertx = Vertx.vertx(new VertxOptions().setFileSystemOptions(
+        new FileSystemOptions().setClassPathResolvingEnabled(false).setFileCachingEnabled(false)));
+    try {
+      ConfigRetriever retriever = ConfigRetriever.create(vertx,
+          new ConfigRetrieverOptions().setScanPeriod(0).setStores(stores));
+      return retriever.getConfig().eventually(retriever::close).await(LOAD_TIMEOUT_SECS, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (t instanceof ConfigException c) {
+          throw c;
+        }
+      }
+      Throwable root = e;
+      while (root.getCause() != null) {
+        root = root.getCause();
+      }
+      throw new ConfigException(file.map(f -> "cannot read " + Variables.CONFIG_FILE + " " + f + ": ")
+          .orElse("cannot load the configuration: ") + Optional.ofNullable(root.getMessage()).orElse(root.toString()));
+    } finally {
+      vertx.close().await();
+    }
+  }
+
+  /** The typed configuration from every setting by variable name; validates each. */
+  private static GatewayConfig build(Map<String, String> v, String home) {
     String dataDir = nonBlank(v.get("BESPOKE_DATA_DIR")).orElse(Path.of(home, ".bespoke-sandbox").toString());
     Optional<List<String>> allowed = nonBlank(v.get("BESPOKE_ALLOWED_BACKENDS")).map(ConfigLoader::backendList);
     BigDecimal markup;
@@ -96,29 +144,32 @@ public final class ConfigLoader {
     }
     int cores = Runtime.getRuntime().availableProcessors();
     return new GatewayConfig(
-        value(v, "HOST").trim(),
-        intIn(v, "PORT", 0, 65535),
-        Path.of(dataDir).toAbsolutePath().normalize(),
-        nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
-        intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000),
-        nonBlank(v.get("BESPOKE_API_KEY_PEPPER")).map(Secret::new),
-        nonBlank(v.get("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN")).map(Secret::new),
-        allowed,
-        markup,
-        intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400),
-        intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1024, Integer.MAX_VALUE),
-        intIn(v, "BESPOKE_MAX_OUTPUT_BYTES", 1024, 256 << 20),
-        intIn(v, "BESPOKE_EXEC_TIMEOUT_SECS", 1, 7 * 86400),
-        intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 256 << 10, 1 << 30),
-        nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
-        nonBlank(v.get("BESPOKE_HTTP_INSTANCES")).isEmpty() ? cores : intIn(v, "BESPOKE_HTTP_INSTANCES", 1, 1024),
-        intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 0, 3600),
-        nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of),
-        longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE),
-        bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
-        bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
-        nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
-        ProviderSettings.from(v));
+        new HttpConfig(
+            value(v, "HOST").trim(),
+            intIn(v, "PORT", 0, 65535),
+            nonBlank(v.get("BESPOKE_HTTP_INSTANCES")).isEmpty() ? cores : intIn(v, "BESPOKE_HTTP_INSTANCES", 1, 1024),
+            intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1024, Integer.MAX_VALUE),
+            longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE)),
+        new NodeConfig(
+            Path.of(dataDir).toAbsolutePath().normalize(),
+            nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
+            intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 0, 3600),
+            intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400)),
+        new DatabaseConfig(
+            nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
+            intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000)),
+        new SecretsConfig(
+            nonBlank(v.get("BESPOKE_API_KEY_PEPPER")).map(Secret::new),
+            nonBlank(v.get("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN")).map(Secret::new)),
+        new ExecutionConfig(
+            intIn(v, "BESPOKE_MAX_OUTPUT_BYTES", 1024, 256 << 20),
+            intIn(v, "BESPOKE_EXEC_TIMEOUT_SECS", 1, 7 * 86400),
+            intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 256 << 10, 1 << 30),
+            nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
+            bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
+            bool(v, "BESPOKE_GIT_ALLOW_PRIVATE")),
+        new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
+        new ProvidersConfig(allowed, ProviderSettings.from(v)));
   }
 
   private static List<String> backendList(String raw) {
@@ -137,7 +188,7 @@ public final class ConfigLoader {
   }
 
   private static List<Path> workdirRoots(String raw) {
-    List<Path> roots = new java.util.ArrayList<>();
+    List<Path> roots = new ArrayList<>();
     for (String part : raw.split(",")) {
       String dir = part.trim();
       if (dir.isEmpty()) {
@@ -172,7 +223,7 @@ public final class ConfigLoader {
   private static String value(Map<String, String> v, String key) {
     String raw = v.get(key);
     if (raw == null || raw.isBlank()) {
-      raw = DEFAULTS.get(key);
+      raw = DEFAULT_VALUES.get(key);
     }
     if (raw == null) {
       throw new ConfigException(key + " needs a value");
@@ -219,41 +270,14 @@ public final class ConfigLoader {
     return s == null || s.isBlank() ? Optional.empty() : Optional.of(s.trim());
   }
 
-  private static Map<String, String> readDefaults() {
+  private static JsonObject readDefaults() {
     try (InputStream in = ConfigLoader.class.getClassLoader().getResourceAsStream(DEFAULTS_RESOURCE)) {
       if (in == null) {
-        return Map.of();
+        throw new ConfigException(DEFAULTS_RESOURCE + " is missing from the classpath");
       }
-      return flatten(new String(in.readAllBytes(), StandardCharsets.UTF_8), DEFAULTS_RESOURCE);
-    } catch (IOException e) {
+      return new JsonObject(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    } catch (IOException | DecodeException e) {
       throw new ConfigException("cannot read " + DEFAULTS_RESOURCE + ": " + e.getMessage());
     }
-  }
-
-  private static Map<String, String> readFile(Path file) {
-    try {
-      return flatten(Files.readString(file), file.toString());
-    } catch (IOException e) {
-      throw new ConfigException("cannot read BESPOKE_CONFIG_FILE " + file + ": " + e.getMessage());
-    }
-  }
-
-  static Map<String, String> flatten(String json, String source) {
-    JsonObject obj;
-    try {
-      obj = new JsonObject(json);
-    } catch (DecodeException e) {
-      throw new ConfigException(source + " is not a JSON object");
-    }
-    Map<String, String> out = new HashMap<>();
-    for (Map.Entry<String, Object> e : obj) {
-      if (!KEYS.contains(e.getKey()) && !ProviderSettings.isProviderKey(e.getKey())) {
-        throw new ConfigException(source + ": unknown setting " + e.getKey());
-      }
-      if (e.getValue() != null) {
-        out.put(e.getKey(), String.valueOf(e.getValue()));
-      }
-    }
-    return out;
   }
 }

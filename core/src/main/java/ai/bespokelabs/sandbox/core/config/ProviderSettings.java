@@ -1,21 +1,17 @@
 package ai.bespokelabs.sandbox.core.config;
 
 import ai.bespokelabs.sandbox.core.Secret;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 
 /**
- * Provider settings taken from the environment (or the config file) under the providers' own variable
- * names, e.g. {@code DOCKER_HOST}, {@code E2B_API_KEY}, {@code DAYTONA_API_URL}. Values may be credentials:
- * {@link #toString} names the keys only, and credentials are handed out as {@link Secret}s.
+ * Each provider's settings ({@code providers.docker}, {@code providers.e2b}, ... in {@code conf/gateway.json}),
+ * handed to the adapters under the providers' own variable names, e.g. {@code DOCKER_HOST},
+ * {@code E2B_API_KEY}, {@code DAYTONA_API_URL}. Values may be credentials: {@link #toString} names the keys
+ * only, and credentials are handed out as {@link Secret}s.
  */
 public final class ProviderSettings {
-  /** Name prefixes of the variables that belong to providers. */
-  public static final List<String> PREFIXES = List.of("DOCKER_", "BESPOKE_DOCKER_", "E2B_", "DAYTONA_", "MODAL_",
-      "RUNPOD_", "TENSORLAKE_", "RAY_", "CODECAPSULES_");
-
   private static final ProviderSettings EMPTY = new ProviderSettings(Map.of());
 
   private final Map<String, String> values;
@@ -39,8 +35,9 @@ public final class ProviderSettings {
     return new ProviderSettings(picked);
   }
 
+  /** Whether {@code key} is the variable of a provider's setting. */
   public static boolean isProviderKey(String key) {
-    return PREFIXES.stream().anyMatch(key::startsWith);
+    return Variables.isProviderVariable(key);
   }
 
   /** A plain (non-secret) setting. */

@@ -3,9 +3,12 @@ package ai.bespokelabs.sandbox.core.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -16,44 +19,68 @@ class ConfigLoaderTest {
   @Test
   void defaults_match_the_seed() {
     GatewayConfig c = ConfigLoader.fromMap(Map.of(), "/home/u");
-    assertThat(c.host()).isEqualTo("127.0.0.1");
-    assertThat(c.port()).isEqualTo(8000);
-    assertThat(c.dataDir()).isEqualTo(Path.of("/home/u/.bespoke-sandbox"));
-    assertThat(c.customerMarkup()).isEqualByComparingTo("1");
-    assertThat(c.supervisionIntervalSecs()).isEqualTo(30);
-    assertThat(c.allowedBackends()).isEmpty();
-    assertThat(c.databaseUrl()).isEmpty();
-    assertThat(c.pepper()).isEmpty();
-    assertThat(c.workdirRoots()).as("no host directory is a workdir unless allowed").isEmpty();
-    assertThat(c.gitAllowPrivate()).isFalse();
+    assertThat(c.http().host()).isEqualTo("127.0.0.1");
+    assertThat(c.http().port()).isEqualTo(8000);
+    assertThat(c.node().dataDir()).isEqualTo(Path.of("/home/u/.bespoke-sandbox"));
+    assertThat(c.ledger().customerMarkup()).isEqualByComparingTo("1");
+    assertThat(c.node().supervisionIntervalSecs()).isEqualTo(30);
+    assertThat(c.providers().allowed()).isEmpty();
+    assertThat(c.database().url()).isEmpty();
+    assertThat(c.secrets().pepper()).isEmpty();
+    assertThat(c.execution().workdirRoots()).as("no host directory is a workdir unless allowed").isEmpty();
+    assertThat(c.execution().gitAllowPrivate()).isFalse();
   }
 
   /** Every setting's default is written once, in conf/gateway.json (null: unset or derived), and nowhere else. */
   @Test
   void every_setting_has_its_default_in_conf_gateway_json() throws Exception {
-    io.vertx.core.json.JsonObject defaults;
+    JsonObject defaults;
     try (var in = ConfigLoader.class.getClassLoader().getResourceAsStream(ConfigLoader.DEFAULTS_RESOURCE)) {
-      defaults = new io.vertx.core.json.JsonObject(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+      defaults = new JsonObject(new String(in.readAllBytes(), StandardCharsets.UTF_8));
     }
-    java.util.Set<String> expected = new java.util.TreeSet<>(ConfigLoader.KEYS);
-    expected.removeAll(java.util.Set.of("BESPOKE_CONFIG_FILE", "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES"));
-    assertThat(new java.util.TreeSet<>(defaults.fieldNames())).isEqualTo(expected);
+    assertThat(leaves(defaults, "")).containsExactlyElementsOf(Variables.KEYS.values());
     GatewayConfig c = ConfigLoader.fromMap(Map.of(), "/home/u");
-    assertThat(c.maxUploadBytes()).isEqualTo(defaults.getLong("BESPOKE_MAX_UPLOAD_BYTES"));
-    assertThat(c.execJournalBytes()).isEqualTo(defaults.getInteger("BESPOKE_EXEC_JOURNAL_BYTES"));
-    assertThat(c.httpInstances()).as("null: one per core").isEqualTo(Runtime.getRuntime().availableProcessors());
+    assertThat(c.http().maxUploadBytes()).isEqualTo(defaults.getJsonObject("http").getLong("maxUploadBytes"));
+    assertThat(c.execution().journalBytes()).isEqualTo(defaults.getJsonObject("execution").getInteger("journalBytes"));
+    assertThat(c.http().instances()).as("null: one per core").isEqualTo(Runtime.getRuntime().availableProcessors());
+    assertThat(c.providers().settings().get("BESPOKE_DOCKER_IMAGE")).contains("python:3.12-slim");
+    assertThat(c.providers().settings().get("E2B_API_KEY")).isEmpty();
+  }
+
+  /** The README's configuration table names every setting: its variable and its key in conf/gateway.json. */
+  @Test
+  void the_readme_documents_every_setting() throws Exception {
+    String readme = Files.readString(Path.of("..", "README.md"));
+    String table = readme.substring(readme.indexOf("## Configuration"), readme.indexOf("### Upgrading the embedded"));
+    Variables.KEYS.forEach((variable, key) -> {
+      assertThat(table).as(variable).contains("`" + variable + "`");
+      String leaf = key.substring(key.lastIndexOf('.'));
+      assertThat(table.contains("`" + key + "`") || table.contains("`" + leaf + "`")).as(key).isTrue();
+    });
+  }
+
+  private static List<String> leaves(JsonObject section, String prefix) {
+    List<String> out = new ArrayList<>();
+    section.forEach(e -> {
+      if (e.getValue() instanceof JsonObject inner) {
+        out.addAll(leaves(inner, prefix + e.getKey() + "."));
+      } else {
+        out.add(prefix + e.getKey());
+      }
+    });
+    return out;
   }
 
   /** The stored output cap has the seed's name; the former name is still read when that one is not set. */
   @Test
   void the_stored_output_cap_is_bespoke_max_output_bytes() {
-    assertThat(ConfigLoader.load(Map.of()).execOutputLimitBytes()).isEqualTo(1 << 20);
-    assertThat(ConfigLoader.load(Map.of("BESPOKE_MAX_OUTPUT_BYTES", "8388608")).execOutputLimitBytes())
+    assertThat(ConfigLoader.load(Map.of()).execution().outputLimitBytes()).isEqualTo(1 << 20);
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_MAX_OUTPUT_BYTES", "8388608")).execution().outputLimitBytes())
         .isEqualTo(8 << 20);
-    assertThat(ConfigLoader.load(Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "4096")).execOutputLimitBytes())
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "4096")).execution().outputLimitBytes())
         .isEqualTo(4096);
     assertThat(ConfigLoader.load(Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES", "4096", "BESPOKE_MAX_OUTPUT_BYTES",
-        "8192")).execOutputLimitBytes()).isEqualTo(8192);
+        "8192")).execution().outputLimitBytes()).isEqualTo(8192);
     assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_MAX_OUTPUT_BYTES", "0"), "/h"))
         .hasMessageContaining("BESPOKE_MAX_OUTPUT_BYTES");
   }
@@ -61,7 +88,7 @@ class ConfigLoaderTest {
   @Test
   void workdir_roots_are_absolute_directories_but_never_the_whole_file_system() {
     assertThat(ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", " /srv/work/ , /data/../projects,"), "/h")
-        .workdirRoots()).containsExactly(Path.of("/srv/work"), Path.of("/projects"));
+        .execution().workdirRoots()).containsExactly(Path.of("/srv/work"), Path.of("/projects"));
     assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", "work"), "/h"))
         .hasMessageContaining("absolute");
     assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_WORKDIR_ROOTS", "/srv,/"), "/h"))
@@ -74,10 +101,76 @@ class ConfigLoaderTest {
     Files.writeString(file, "{\"PORT\": 9100, \"BESPOKE_CUSTOMER_MARKUP\": \"1.5\", \"HOST\": \"0.0.0.0\"}");
     GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "PORT", "9200",
         "BESPOKE_ALLOWED_BACKENDS", " Local, e2b ,local", "HOME", "/h"));
-    assertThat(c.port()).isEqualTo(9200);
-    assertThat(c.host()).isEqualTo("0.0.0.0");
-    assertThat(c.customerMarkup()).isEqualTo(new BigDecimal("1.5"));
-    assertThat(c.allowedBackends()).contains(List.of("e2b", "local"));
+    assertThat(c.http().port()).isEqualTo(9200);
+    assertThat(c.http().host()).isEqualTo("0.0.0.0");
+    assertThat(c.ledger().customerMarkup()).isEqualTo(new BigDecimal("1.5"));
+    assertThat(c.providers().allowed()).contains(List.of("e2b", "local"));
+  }
+
+  /** Precedence, lowest first: conf/gateway.json, the config file, environment, system properties, flags. */
+  @Test
+  void system_properties_win_over_the_environment(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("gw.json");
+    Files.writeString(file, "{\"BESPOKE_EXEC_TIMEOUT_SECS\": 11, \"BESPOKE_DATABASE_POOL_SIZE\": 3}");
+    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "BESPOKE_EXEC_TIMEOUT_SECS",
+        "22", "PORT", "9300"), Map.of("BESPOKE_EXEC_TIMEOUT_SECS", "33", "java.home", "/jdk"));
+    assertThat(c.execution().timeoutSecs()).isEqualTo(33);
+    assertThat(c.database().poolSize()).isEqualTo(3);
+    assertThat(c.http().port()).isEqualTo(9300);
+    assertThat(c.node().shutdownGraceSecs()).as("from conf/gateway.json").isEqualTo(30);
+  }
+
+  /** This process's own system properties are read (under the variable names); flags win over them. */
+  @Test
+  void the_process_system_properties_and_flags_are_read() {
+    System.setProperty("BESPOKE_EXEC_JOURNAL_BYTES", "524288");
+    System.setProperty("BESPOKE_SHUTDOWN_GRACE_SECS", "7");
+    try {
+      GatewayConfig c = ConfigLoader.fromProcess(Map.of("BESPOKE_SHUTDOWN_GRACE_SECS", "9"));
+      assertThat(c.execution().journalBytes()).isEqualTo(524288);
+      assertThat(c.node().shutdownGraceSecs()).isEqualTo(9);
+      System.setProperty("BESPOKE_SHUTDOWN_GRACE_SECS", "soon");
+      assertThatThrownBy(() -> ConfigLoader.fromProcess(Map.of()))
+          .isInstanceOf(ConfigException.class).hasMessage("BESPOKE_SHUTDOWN_GRACE_SECS must be an integer");
+    } finally {
+      System.clearProperty("BESPOKE_EXEC_JOURNAL_BYTES");
+      System.clearProperty("BESPOKE_SHUTDOWN_GRACE_SECS");
+    }
+  }
+
+  /** A former name given in a later source still wins over the current name given in an earlier one. */
+  @Test
+  void a_former_name_is_read_per_source(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("gw.json");
+    Files.writeString(file, "{\"BESPOKE_MAX_OUTPUT_BYTES\": 8192}");
+    assertThat(ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
+        "4096")).execution().outputLimitBytes()).isEqualTo(4096);
+  }
+
+  /** A config file may also use the nested keys of conf/gateway.json; values are checked the same way. */
+  @Test
+  void a_config_file_may_use_the_nested_keys(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("gw.json");
+    Files.writeString(file, "{\"http\": {\"port\": 9400, \"host\": null}, \"providers\": {\"e2b\": "
+        + "{\"domain\": \"example.test\"}}, \"HOST\": \"0.0.0.0\"}");
+    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString()));
+    assertThat(c.http().port()).isEqualTo(9400);
+    assertThat(c.http().host()).isEqualTo("0.0.0.0");
+    assertThat(c.providers().settings().get("E2B_DOMAIN")).contains("example.test");
+    assertThat(c.providers().settings().get("E2B_TEMPLATE")).as("default kept").contains("base");
+    Files.writeString(file, "{\"http\": {\"port\": \"eighty\"}}");
+    assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString())))
+        .isInstanceOf(ConfigException.class).hasMessage("PORT must be an integer");
+    Files.writeString(file, "{\"http\": {\"prot\": 1}}");
+    assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString())))
+        .hasMessage(file + ": unknown setting http.prot");
+    Files.writeString(file, "[1]");
+    assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString())))
+        .hasMessage(file + " is not a JSON object");
+    assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", dir.resolve("missing.json").toString())))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith("cannot read BESPOKE_CONFIG_FILE " + dir.resolve("missing.json"))
+        .hasMessageNotContaining("\n");
   }
 
   @Test
@@ -104,10 +197,10 @@ class ConfigLoaderTest {
     Files.writeString(file, "{\"DOCKER_HOST\": \"unix:///run/file.sock\", \"E2B_API_URL\": \"http://file\"}");
     GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "E2B_API_KEY", "e2b-secret",
         "DOCKER_HOST", "unix:///run/env.sock", "UNRELATED", "x"));
-    assertThat(c.providers().get("DOCKER_HOST")).contains("unix:///run/env.sock");
-    assertThat(c.providers().get("E2B_API_URL")).contains("http://file");
-    assertThat(c.providers().secret("E2B_API_KEY").orElseThrow().reveal()).isEqualTo("e2b-secret");
-    assertThat(c.providers().get("UNRELATED")).isEmpty();
+    assertThat(c.providers().settings().get("DOCKER_HOST")).contains("unix:///run/env.sock");
+    assertThat(c.providers().settings().get("E2B_API_URL")).contains("http://file");
+    assertThat(c.providers().settings().secret("E2B_API_KEY").orElseThrow().reveal()).isEqualTo("e2b-secret");
+    assertThat(c.providers().settings().get("UNRELATED")).isEmpty();
     assertThat(c.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
   }
 }

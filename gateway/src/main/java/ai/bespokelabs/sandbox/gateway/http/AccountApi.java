@@ -37,7 +37,7 @@ public final class AccountApi {
 
   private Future<Reply> createOrganization(RoutingContext ctx) {
     String given = ctx.request().getHeader("X-Control-Plane-Admin");
-    String expected = s.config().adminToken().map(t -> t.reveal()).orElse(null);
+    String expected = s.config().secrets().adminToken().map(t -> t.reveal()).orElse(null);
     if (expected == null) {
       throw new ApiException(503, "organization bootstrap is disabled");
     }

@@ -75,7 +75,7 @@ public final class Api {
     if (!hasBody(req.method()) || FilesApi.streamsBody(req)) {
       return Future.succeededFuture();
     }
-    long limit = services.config().maxRequestBodyBytes();
+    long limit = services.config().http().maxRequestBodyBytes();
     String length = req.getHeader("Content-Length");
     if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 19
         && Long.parseLong(length) > limit) {

@@ -212,7 +212,7 @@ public final class FilesApi {
     HttpServerRequest req = ctx.request();
     String path = path(ctx);
     boolean executable = flag(ctx, "executable");
-    long limit = s.config().maxUploadBytes();
+    long limit = s.config().http().maxUploadBytes();
     String declared = req.getHeader("Content-Length");
     if (declared != null) {
       try {

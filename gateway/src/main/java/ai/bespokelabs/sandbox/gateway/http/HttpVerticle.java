@@ -38,7 +38,7 @@ public final class HttpVerticle extends VerticleBase {
     // A body stays unread until its endpoint is known and its caller authenticated; then the endpoint reads
     // it as bytes (Api), never as a form. What no endpoint read (or the rest of one that was too large) is
     // drained once the answer is sent, up to the body limit again; beyond that the connection is closed.
-    long limit = services.config().maxRequestBodyBytes();
+    long limit = services.config().http().maxRequestBodyBytes();
     router.route().handler(ctx -> {
       HttpServerRequest req = ctx.request();
       if (Api.hasBody(req.method())) {
@@ -74,7 +74,7 @@ public final class HttpVerticle extends VerticleBase {
     // the server is where the client reached this gateway, not a fixed default
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.copy().put("servers",
         new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", ctx.request().scheme() + "://"
-            + (ctx.request().authority() == null ? services.config().host() + ":" + services.config().port()
+            + (ctx.request().authority() == null ? services.config().http().host() + ":" + services.config().http().port()
                 : ctx.request().authority())).put("description", "This gateway."))))));
     new AccountApi(services).register(api);
     new SandboxApi(vertx, services).register(api);
@@ -108,8 +108,8 @@ public final class HttpVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     HttpServerOptions options = new HttpServerOptions()
-        .setHost(services.config().host())
-        .setPort(services.config().port())
+        .setHost(services.config().http().host())
+        .setPort(services.config().http().port())
         .setTcpNoDelay(true)
         // The h2c upgrade of a large response strands common clients (curl, java.net.http) mid-switch;
         // serve cleartext as HTTP/1.1 and leave HTTP/2 to TLS (ALPN) at the proxy.
@@ -149,6 +149,6 @@ public final class HttpVerticle extends VerticleBase {
   @Override
   public Future<?> stop() {
     return server == null ? Future.succeededFuture()
-        : server.shutdown(services.config().shutdownGraceSecs(), TimeUnit.SECONDS);
+        : server.shutdown(services.config().node().shutdownGraceSecs(), TimeUnit.SECONDS);
   }
 }

@@ -159,7 +159,7 @@ public final class SandboxApi {
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
     CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends(),
-        s.config().gitAllowFileUrls(), s.config().gitAllowPrivate());
+        s.config().execution().gitAllowFileUrls(), s.config().execution().gitAllowPrivate());
     String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);

@@ -1,0 +1,17 @@
+package ai.bespokelabs.sandbox.core.config;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Executions and what sandboxes may reach on the host ({@code execution} in {@code conf/gateway.json}).
+ *
+ * @param outputLimitBytes stored bytes per stream and execution ({@code BESPOKE_MAX_OUTPUT_BYTES})
+ * @param timeoutSecs timeout when neither request nor sandbox sets one ({@code BESPOKE_EXEC_TIMEOUT_SECS})
+ * @param journalBytes output kept per running execution for reconnecting clients ({@code BESPOKE_EXEC_JOURNAL_BYTES})
+ * @param workdirRoots directories a host-process sandbox may name as {@code workdir} ({@code BESPOKE_WORKDIR_ROOTS})
+ * @param gitAllowFileUrls whether {@code git_repo} may use {@code file://} URLs ({@code BESPOKE_GIT_ALLOW_FILE_URLS})
+ * @param gitAllowPrivate whether {@code git_repo} may reach private hosts ({@code BESPOKE_GIT_ALLOW_PRIVATE})
+ */
+public record ExecutionConfig(int outputLimitBytes, int timeoutSecs, int journalBytes, List<Path> workdirRoots,
+    boolean gitAllowFileUrls, boolean gitAllowPrivate) {}
