@@ -326,8 +326,14 @@ class DaytonaGatewayTest {
       assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
           "cat blob.bin | wc -c"))).json().getString("stdout").trim()).isEqualTo("2097152");
 
+      // the supervisor (every second here) would otherwise find the sandbox missing first and fail it (then
+      // adopt answers 409): its next listings fail, so this adopt is what meets the vanished resource
+      for (int i = 0; i < 10; i++) {
+        sim.inject(HttpMethod.GET, "/sandbox", DaytonaSimulator.Fault.status(503));
+      }
       sim.vanish(resource);
       Resp gone = seen(gw.post("/v1/sandboxes/adopt", key, state));
+      sim.clearFaults();
       assertThat(gone.status()).isEqualTo(502);
       assertThat(gone.json().getJsonObject("detail")).isEqualTo(new JsonObject()
           .put("message", "Provider resource was not found.").put("code", "not_found").put("backend", "daytona")
@@ -335,6 +341,7 @@ class DaytonaGatewayTest {
           .put("context", new JsonObject().put("provider_status", 404)));
       assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
     } finally {
+      sim.clearFaults();
       sim.telemetryIntervalMs(1_000);
     }
   }

@@ -210,6 +210,11 @@ public final class DaytonaSimulator implements AutoCloseable {
     return this;
   }
 
+  /** Drops the faults injected and not yet fired. */
+  public void clearFaults() {
+    faults.clear();
+  }
+
   /** How long sandboxes take from create to {@code started}; 0 for started already in the create answer. */
   public DaytonaSimulator startDelayMs(long ms) {
     this.startDelayMs = ms;
