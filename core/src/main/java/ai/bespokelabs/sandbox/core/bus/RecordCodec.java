@@ -14,8 +14,9 @@ import java.io.IOException;
 
 /**
  * The event-bus codec of every immutable message record: shared as-is within a node (no copy, no encoding),
- * JSON written by Jackson from the record's components (length-prefixed) between nodes of a cluster.
- * Vert.x's own Jackson module writes {@code byte[]}, {@code JsonObject} and {@code JsonArray} components.
+ * between nodes of a cluster a format version byte, then the length-prefixed JSON written by Jackson from
+ * the record's components. Vert.x's own Jackson module writes {@code byte[]}, {@code JsonObject} and
+ * {@code JsonArray} components.
  */
 public final class RecordCodec<T> implements MessageCodec<T, T> {
   /** Record components only (no {@code isX()} helpers), unknown properties ignored (a newer node may add some). */
@@ -23,6 +24,9 @@ public final class RecordCodec<T> implements MessageCodec<T, T> {
       .registerModule(new VertxModule())
       .setVisibility(PropertyAccessor.IS_GETTER, Visibility.NONE)
       .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
+  /** The wire format: bumped when a change cannot be read by nodes that ignore unknown properties. */
+  private static final byte FORMAT = 1;
 
   private final Class<T> type;
 
@@ -35,7 +39,7 @@ public final class RecordCodec<T> implements MessageCodec<T, T> {
     bus.registerDefaultCodec(type, new RecordCodec<>(type));
   }
 
-  /** Appends the length-prefixed JSON of {@code value}. */
+  /** Appends the format version and the length-prefixed JSON of {@code value}. */
   static void write(Buffer buffer, Object value) {
     byte[] json;
     try {
@@ -44,14 +48,17 @@ public final class RecordCodec<T> implements MessageCodec<T, T> {
       // the exception's text may quote a value (an env var's, say): it stays here
       throw new EncodeException("cannot encode " + value.getClass().getSimpleName());
     }
-    buffer.appendInt(json.length).appendBytes(json);
+    buffer.appendByte(FORMAT).appendInt(json.length).appendBytes(json);
   }
 
   /** Reads what {@link #write} wrote at {@code pos}. */
   static <V> V read(Buffer buffer, int pos, Class<V> type) {
-    int len = buffer.getInt(pos);
+    if (buffer.getByte(pos) != FORMAT) {
+      throw new DecodeException("unknown wire format " + buffer.getByte(pos) + " of " + type.getSimpleName());
+    }
+    int len = buffer.getInt(pos + 1);
     try {
-      return MAPPER.readValue(buffer.getBytes(pos + 4, pos + 4 + len), type);
+      return MAPPER.readValue(buffer.getBytes(pos + 5, pos + 5 + len), type);
     } catch (IOException e) {
       throw new DecodeException("cannot decode " + type.getSimpleName());
     }

@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.core.bus;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
@@ -31,6 +32,7 @@ import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.Workspace;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.lang.reflect.RecordComponent;
@@ -101,6 +103,16 @@ class MessagesCodecTest {
     for (Object sample : SAMPLES) {
       assertSameRecord(roundTrip(sample), sample);
     }
+  }
+
+  @Test
+  void a_property_added_by_a_newer_node_is_ignored_and_an_unknown_format_refused() {
+    byte[] json = "{\"executionId\":\"exe_1\",\"nodeId\":\"n\",\"added\":[1]}".getBytes(StandardCharsets.UTF_8);
+    RecordCodec<ExecStarted> codec = new RecordCodec<>(ExecStarted.class);
+    Buffer wire = Buffer.buffer().appendByte((byte) 1).appendInt(json.length).appendBytes(json);
+    assertThat(codec.decodeFromWire(0, wire)).isEqualTo(new ExecStarted("exe_1", "n"));
+    Buffer future = Buffer.buffer().appendByte((byte) 2).appendInt(json.length).appendBytes(json);
+    assertThatThrownBy(() -> codec.decodeFromWire(0, future)).isInstanceOf(DecodeException.class);
   }
 
   @Test
