@@ -157,7 +157,7 @@ public final class AdapterVerticle extends VerticleBase {
       }
       case Addresses.STDIN -> stdin(msg, (StdinExec) msg.body());
       case Addresses.SIGNAL -> signal(msg, (SignalExec) msg.body());
-      default -> msg.fail(400, "\"unsupported adapter action\"");
+      default -> BusFailures.fail(msg, new ApiException(400, "unsupported adapter action"));
     }
   }
 
@@ -277,7 +277,7 @@ public final class AdapterVerticle extends VerticleBase {
   private ExecStream find(Message<?> msg, String executionId) {
     ExecStream stream = executions.get(executionId);
     if (stream == null) {
-      msg.fail(404, "\"execution not found\"");
+      BusFailures.fail(msg, ApiException.notFound("execution not found"));
     }
     return stream;
   }

@@ -34,7 +34,7 @@ public final class ExecRoutes {
   public void remember(SandboxRecord sbx) {
     if ("running".equals(sbx.status())) {
       remember(sbx.organizationId(), new Target(sbx.id(), sbx.status(), sbx.backend(), sbx.nodeId(),
-          sbx.providerResourceId(), sbx.config() == null ? null : sbx.config().getInteger("timeout_secs"),
+          sbx.providerResourceId(), sbx.config().timeoutSecs(),
           sbx.hourlyRateUsd()));
     }
   }

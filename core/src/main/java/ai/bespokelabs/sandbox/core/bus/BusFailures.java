@@ -4,28 +4,52 @@ import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.MessageCodec;
 import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
-import io.vertx.core.json.Json;
-import io.vertx.core.json.JsonObject;
 
 /**
- * How failures cross the event bus: {@code failureCode} is the HTTP status and the message is the JSON
- * {@code detail}. A provider payload is marked so the receiving side can tell it from a plain detail.
+ * How failures cross the event bus: the reply is a {@link Failed}, a {@link ReplyException} whose body is the
+ * typed {@link BusFailure} (shared as-is within a node, JSON between nodes), and {@link #decode} turns any
+ * failed request back into the exception the sender should see.
  */
 public final class BusFailures {
-  private static final String PROVIDER_MARK = "{\"provider_error\":";
-
   private BusFailures() {}
+
+  /** The failed reply: {@code failureCode} is the HTTP status, the failure itself travels typed. */
+  public static final class Failed extends ReplyException {
+    private final transient BusFailure failure;
+
+    public Failed(BusFailure failure) {
+      super(ReplyFailure.RECIPIENT_FAILURE, failure.status(), failure.summary());
+      this.failure = failure;
+    }
+
+    public BusFailure failure() {
+      return failure;
+    }
+  }
+
+  /** Registers the codec of {@link Failed}; {@link Messages#registerCodecs} calls it. */
+  static void registerCodec(EventBus bus) {
+    bus.registerDefaultCodec(Failed.class, new FailedCodec());
+  }
+
+  /** Fails {@code msg} with a client-facing error. */
+  public static void fail(Message<?> msg, ApiException e) {
+    msg.reply(new Failed(BusFailure.of(e)));
+  }
 
   /** Fails {@code msg} with the contract form of {@code t}; anything unexpected becomes a normalized error. */
   public static void fail(Message<?> msg, Throwable t, String backend, String op) {
     if (t instanceof ApiException api) {
-      msg.fail(api.status(), Json.encode(api.detail()));
+      fail(msg, api);
     } else {
       ProviderError e = t instanceof ProviderException pe ? pe.error() : normalize(backend, op);
-      msg.fail(e.httpStatus(), new JsonObject().put("provider_error", e.toJson()).encode());
+      msg.reply(new Failed(BusFailure.of(e)));
     }
   }
 
@@ -40,18 +64,10 @@ public final class BusFailures {
    * {@link ApiException}. Timeouts and missing handlers become provider errors of {@code backend}/{@code op}.
    */
   public static RuntimeException decode(Throwable t, String backend, String op) {
+    if (t instanceof Failed f) {
+      return f.failure().toException();
+    }
     if (t instanceof ReplyException re) {
-      if (re.failureType() == ReplyFailure.RECIPIENT_FAILURE && re.getMessage() != null) {
-        String m = re.getMessage();
-        try {
-          if (m.startsWith(PROVIDER_MARK)) {
-            return new ProviderException(ProviderError.fromJson(new JsonObject(m).getJsonObject("provider_error")));
-          }
-          return new ApiException(re.failureCode(), Json.decodeValue(m));
-        } catch (RuntimeException ignored) {
-          return new ProviderException(normalize(backend, op));
-        }
-      }
       if (re.failureType() == ReplyFailure.TIMEOUT) {
         return new ProviderException(
             ProviderError.of(ErrorCode.TIMEOUT, backend, op, false, ProviderError.Outcome.UNKNOWN));
@@ -65,5 +81,33 @@ public final class BusFailures {
       return (RuntimeException) t;
     }
     return new ProviderException(normalize(backend, op));
+  }
+
+  /** {@link Failed} on the bus: the same instance within a node, its {@link BusFailure} as JSON between nodes. */
+  static final class FailedCodec implements MessageCodec<Failed, Failed> {
+    @Override
+    public void encodeToWire(Buffer buffer, Failed f) {
+      RecordCodec.write(buffer, f.failure());
+    }
+
+    @Override
+    public Failed decodeFromWire(int pos, Buffer buffer) {
+      return new Failed(RecordCodec.read(buffer, pos, BusFailure.class));
+    }
+
+    @Override
+    public Failed transform(Failed f) {
+      return f;
+    }
+
+    @Override
+    public String name() {
+      return "bus-failure";
+    }
+
+    @Override
+    public byte systemCodecID() {
+      return -1;
+    }
   }
 }

@@ -5,13 +5,16 @@ import io.vertx.sqlclient.Row;
 import java.math.BigDecimal;
 import java.time.OffsetDateTime;
 
-/** One row of {@code sandboxes}, with the names of the keys that created and terminated it. */
+/**
+ * One row of {@code sandboxes}, with the names of the keys that created and terminated it; {@code config} is
+ * the stored configuration (env var names, never their values).
+ */
 public record SandboxRecord(
     String id,
     String organizationId,
     String backend,
     String status,
-    JsonObject config,
+    SandboxConfig config,
     OffsetDateTime createdAt,
     OffsetDateTime destroyedAt,
     String error,
@@ -60,7 +63,7 @@ public record SandboxRecord(
   public static SandboxRecord from(Row r) {
     return new SandboxRecord(
         r.getString("id"), r.getString("organization_id"), r.getString("backend"), r.getString("status"),
-        (JsonObject) r.getValue("config"), r.getOffsetDateTime("created_at"),
+        SandboxConfig.fromStoredJson((JsonObject) r.getValue("config")), r.getOffsetDateTime("created_at"),
         r.getOffsetDateTime("destroyed_at"), r.getString("error"), r.getString("idempotency_key"),
         r.getString("request_fingerprint"), r.getString("create_token"), r.getString("node_id"),
         r.getString("provider_resource_id"), (JsonObject) r.getValue("latest_error"),

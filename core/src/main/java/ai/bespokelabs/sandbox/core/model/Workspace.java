@@ -2,7 +2,6 @@ package ai.bespokelabs.sandbox.core.model;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -32,11 +31,6 @@ public record Workspace(List<Step> steps, List<String> setup) {
       return new JsonObject().put("kind", kind).put("path", path).put("content", content)
           .put("executable", executable).put("repo", repo).put("ref", ref);
     }
-
-    static Step fromJson(JsonObject j) {
-      return new Step(j.getString("kind"), j.getString("path"), j.getBinary("content"),
-          j.getBoolean("executable", false), j.getString("repo"), j.getString("ref"));
-    }
   }
 
   public Workspace {
@@ -48,20 +42,10 @@ public record Workspace(List<Step> steps, List<String> setup) {
     return steps.isEmpty() && setup.isEmpty();
   }
 
+  /** The request's workspace as JSON: part of the create's fingerprint. */
   public JsonObject toJson() {
     JsonArray s = new JsonArray();
     steps.forEach(step -> s.add(step.toJson()));
     return new JsonObject().put("steps", s).put("setup", new JsonArray(setup));
-  }
-
-  public static Workspace fromJson(JsonObject j) {
-    if (j == null) {
-      return EMPTY;
-    }
-    List<Step> steps = new ArrayList<>();
-    j.getJsonArray("steps", new JsonArray()).forEach(o -> steps.add(Step.fromJson((JsonObject) o)));
-    List<String> setup = new ArrayList<>();
-    j.getJsonArray("setup", new JsonArray()).forEach(o -> setup.add((String) o));
-    return new Workspace(steps, setup);
   }
 }

@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.model.AttemptRecord;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
 import io.vertx.core.Future;
@@ -50,7 +51,7 @@ public final class SandboxRepository {
   }
 
   /** What a create request asks to insert. */
-  public record NewSandbox(String id, String organizationId, String backend, JsonObject storedConfig,
+  public record NewSandbox(String id, String organizationId, String backend, SandboxConfig config,
       String idempotencyKey, String fingerprint, String createToken, String nodeId, String creatorKeyId,
       BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {}
 
@@ -183,7 +184,7 @@ public final class SandboxRepository {
   }
 
   private static Tuple insertParams(NewSandbox n) {
-    return Tuple.of(n.id(), n.organizationId(), n.backend(), n.storedConfig(), n.now(), n.idempotencyKey(),
+    return Tuple.of(n.id(), n.organizationId(), n.backend(), n.config().toStoredJson(), n.now(), n.idempotencyKey(),
             n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
             n.expiresAt())
         .addString(Ids.newId("att")).addString(Ids.newId("evt")).addValue(new JsonObject().put("backend", n.backend()));

@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.core.error;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.core.bus.BusFailure;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
@@ -51,22 +52,23 @@ class ProviderErrorTest {
   }
 
   @Test
-  void failures_survive_the_bus_encoding() {
+  void failures_decode_into_the_exception_the_sender_sees() {
     ProviderError e = ProviderError.of(ErrorCode.NOT_FOUND, "docker", "destroy", false, ProviderError.Outcome.FAILED)
         .withContext("provider_status", 404);
-    String wire = new JsonObject().put("provider_error", e.toJson()).encode();
-    RuntimeException back = BusFailures.decode(new ReplyException(ReplyFailure.RECIPIENT_FAILURE, 502, wire), "docker",
-        "destroy");
+    RuntimeException back = BusFailures.decode(new BusFailures.Failed(BusFailure.of(e)), "docker", "destroy");
     assertThat(back).isInstanceOf(ProviderException.class);
     assertThat(((ProviderException) back).error()).isEqualTo(e);
-    RuntimeException api = BusFailures.decode(new ReplyException(ReplyFailure.RECIPIENT_FAILURE, 409, "\"busy\""), "x",
-        "execute");
+    RuntimeException api = BusFailures.decode(new BusFailures.Failed(BusFailure.of(ApiException.conflict("busy"))),
+        "x", "execute");
     assertThat(api).isInstanceOf(ApiException.class);
     assertThat(((ApiException) api).status()).isEqualTo(409);
     assertThat(((ApiException) api).detail()).isEqualTo("busy");
     RuntimeException timeout = BusFailures.decode(new ReplyException(ReplyFailure.TIMEOUT, "t"), "e2b", "create");
     assertThat(((ProviderException) timeout).error().code()).isEqualTo(ErrorCode.TIMEOUT);
     assertThat(((ProviderException) timeout).error().outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    RuntimeException untyped = BusFailures.decode(new ReplyException(ReplyFailure.RECIPIENT_FAILURE, 409, "\"busy\""),
+        "local", "execute");
+    assertThat(((ProviderException) untyped).error().code()).isEqualTo(ErrorCode.EXECUTION_FAILED);
     RuntimeException odd = BusFailures.decode(new IllegalStateException("boom"), "local", "create");
     assertThat(((ProviderException) odd).error().code()).isEqualTo(ErrorCode.CREATION_FAILED);
     assertThat(odd.getMessage()).doesNotContain("boom");

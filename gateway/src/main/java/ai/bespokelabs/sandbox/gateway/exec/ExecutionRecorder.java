@@ -1,7 +1,9 @@
 package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.Message;
@@ -31,7 +33,7 @@ public final class ExecutionRecorder extends VerticleBase {
         .onSuccess(v -> msg.reply(null))
         .onFailure(e -> {
           LOG.warn("Storing the result of execution {} failed: {}", f.executionId(), e.toString());
-          msg.fail(500, "\"the result could not be stored\"");
+          BusFailures.fail(msg, new ApiException(500, "the result could not be stored"));
         });
   }
 }

@@ -2,8 +2,10 @@ package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DetachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
@@ -42,7 +44,7 @@ public final class StreamSubscriber {
 
   private void onEvent(Message<StreamEvent> msg) {
     if (finished) {
-      msg.fail(410, "\"subscriber is gone\"");
+      BusFailures.fail(msg, new ApiException(410, "subscriber is gone"));
       return;
     }
     StreamEvent event = msg.body();
@@ -106,7 +108,7 @@ public final class StreamSubscriber {
    */
   private void finish() {
     finished = true;
-    waitingForDrain.forEach(m -> m.fail(410, "\"subscriber is gone\""));
+    waitingForDrain.forEach(m -> BusFailures.fail(m, new ApiException(410, "subscriber is gone")));
     waitingForDrain.clear();
     vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());
   }

@@ -175,9 +175,8 @@ public final class ObservabilityApi {
       if (!"running".equals(sbx.status())) {
         throw ApiException.conflict("sandbox is " + sbx.status());
       }
-      JsonObject config = sbx.config() == null ? new JsonObject() : sbx.config();
-      MetricsRequest msg = new MetricsRequest(sbx.id(), sbx.providerResourceId(), config.getInteger("memory_mb"),
-          config.getInteger("disk_mb"));
+      MetricsRequest msg = new MetricsRequest(sbx.id(), sbx.providerResourceId(), sbx.config().memoryMb(),
+          sbx.config().diskMb());
       return vertx.eventBus().<SandboxMetrics>request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               SandboxApi.action(Addresses.METRICS, METRICS_TIMEOUT_MS))
           .transform(ar -> {

@@ -124,8 +124,7 @@ public final class SandboxApi {
       }
       String address = s.backends().isNodeBound(backend)
           ? s.backends().sandboxAddress(backend, s.backends().nodeId()) : s.backends().createAddress(backend);
-      CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(),
-          SandboxConfig.fromWireJson(sbx.config()));
+      CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(), sbx.config());
       return vertx.eventBus().<SandboxCreated>request(address, msg, action(Addresses.ADOPT, CREATE_TIMEOUT_MS)
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
@@ -171,7 +170,7 @@ public final class SandboxApi {
   private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
     OffsetDateTime now = s.now();
     SandboxConfig config = req.config();
-    NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config.toStoredJson(),
+    NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
         idempotencyKey, s.hmac().hex(req.fingerprintInput()), Ids.newId("ctk"), s.backends().nodeId(), p.keyId(),
         s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);

@@ -31,7 +31,7 @@ public final class Wire {
         .put("id", s.id())
         .put("backend", s.backend())
         .put("status", s.status())
-        .put("config", s.config())
+        .put("config", s.config().toStoredJson())
         .put("created_at", ts(s.createdAt()))
         .put("destroyed_at", ts(s.destroyedAt()))
         .put("error", s.error() == null || s.error().isEmpty() ? null : GENERIC_SANDBOX_ERROR)
