@@ -603,7 +603,7 @@ public final class LocalProvider implements BlockingProvider {
   private void deleteTree(Path dir) {
     for (int attempt = 1; ; attempt++) {
       try {
-        HostFiles.deleteTree(dir);
+        HostDeletes.deleteTree(dir);
         return;
       } catch (NoSuchFileException e) {
         return;
@@ -612,7 +612,7 @@ public final class LocalProvider implements BlockingProvider {
           throw destroyFailed(e);
         }
         // a process killed a moment ago may still have been writing: walk again
-      } catch (HostFiles.TooDeep e) {
+      } catch (HostDeletes.TooDeep e) {
         removeDeepTree(dir, e);
         return;
       } catch (IOException e) {
