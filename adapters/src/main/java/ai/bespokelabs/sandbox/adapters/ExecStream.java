@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
+import ai.bespokelabs.sandbox.adapters.exec.CappedOutput;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import io.vertx.core.Context;

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.host;
 
-import ai.bespokelabs.sandbox.adapters.CappedOutput;
+import ai.bespokelabs.sandbox.adapters.exec.CappedOutput;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import java.util.concurrent.CountDownLatch;

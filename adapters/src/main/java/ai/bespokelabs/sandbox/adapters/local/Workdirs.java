@@ -107,6 +107,17 @@ public final class Workdirs {
     }
   }
 
+  /**
+   * A workdir is used only while its path still leads where it led when the sandbox was created.
+   *
+   * @throws ApiException 409 when it changed
+   */
+  void requireUnchanged(SandboxRuntime runtime) {
+    if (!runtime.owned && !stillAt(runtime.config.workdir(), runtime.dir)) {
+      throw new ApiException(409, "the sandbox's workdir changed since it was created");
+    }
+  }
+
   /** Whether {@code dir} lies in a root: as resolved ({@code real}), else as the root is written or resolved. */
   private boolean insideRoot(Path dir, boolean real) {
     return roots.stream().anyMatch(r -> dir.startsWith(realOrNormal(r)) || !real && dir.startsWith(r.normalize()));

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.workspace;
 
-import ai.bespokelabs.sandbox.adapters.ResultSink;
+import ai.bespokelabs.sandbox.adapters.exec.ResultSink;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.TarGz;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;

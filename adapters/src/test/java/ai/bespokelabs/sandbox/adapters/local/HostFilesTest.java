@@ -28,7 +28,7 @@ class HostFilesTest {
     HostFiles files = new HostFiles(root, null, data.resolve("sandboxes/.files-staging"));
     List<ReadableFile> open = new ArrayList<>();
     try {
-      for (int i = 0; i < HostFiles.ARCHIVES_PER_SANDBOX; i++) {
+      for (int i = 0; i < HostArchives.ARCHIVES_PER_SANDBOX; i++) {
         open.add(files.archiveRead("."));
       }
       assertThatThrownBy(() -> files.archiveRead(".")).isInstanceOfSatisfying(ApiException.class,

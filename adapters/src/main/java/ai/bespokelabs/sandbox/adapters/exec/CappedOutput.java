@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.exec;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;

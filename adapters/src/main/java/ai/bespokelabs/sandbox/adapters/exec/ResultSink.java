@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters;
+package ai.bespokelabs.sandbox.adapters.exec;
 
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
