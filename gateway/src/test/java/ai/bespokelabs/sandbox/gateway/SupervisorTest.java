@@ -27,8 +27,11 @@ class SupervisorTest {
     gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
-    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().requireNodeId(),
-            Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
+    io.vertx.sqlclient.Pool pool = gw.gateway.pool();
+    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(new ai.bespokelabs.sandbox.core.repo.NodeRepository(pool),
+            new ai.bespokelabs.sandbox.core.repo.SandboxRepository(pool),
+            new ai.bespokelabs.sandbox.core.repo.ExecutionRepository(pool), gw.gateway.wiring().wakeups(),
+            gw.gateway.config().requireNodeId(), Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
             new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool()),
             new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(gw.gateway.pool(),
                 (org, now) -> io.vertx.core.Future.succeededFuture(new java.math.BigDecimal[] {

@@ -1,6 +1,8 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
@@ -9,13 +11,16 @@ import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SignalExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StdinExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
 import ai.bespokelabs.sandbox.gateway.ExecResponses;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
@@ -30,6 +35,7 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.Set;
@@ -39,19 +45,32 @@ import java.util.concurrent.TimeUnit;
  * Executions: the seed's blocking {@code execute}, and started executions that stream their output over
  * Server-Sent Events or WebSocket, take stdin and signals, and can be resumed by sequence number.
  */
-public final class ExecutionApi {
+public final class ExecutionApi implements Endpoints {
   static final long EXEC_GRACE_MS = 30_000L;
   static final long CONTROL_TIMEOUT_MS = 30_000L;
   static final long HEARTBEAT_NANOS = TimeUnit.SECONDS.toNanos(15);
   private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
 
   private final Vertx vertx;
-  private final Services s;
+  private final GatewayConfig config;
+  private final Backends backends;
+  private final Hmac hmac;
+  private final SandboxRepository sandboxes;
+  private final ExecutionRepository executions;
+  private final ExecRoutes routes;
+  private final Clock clock;
   private final Set<SseChannel> openStreams = new HashSet<>();
 
-  public ExecutionApi(Vertx vertx, Services services) {
+  public ExecutionApi(Vertx vertx, GatewayConfig config, Backends backends, Hmac hmac, SandboxRepository sandboxes,
+      ExecutionRepository executions, ExecRoutes routes, Clock clock) {
     this.vertx = vertx;
-    this.s = services;
+    this.config = config;
+    this.backends = backends;
+    this.hmac = hmac;
+    this.sandboxes = sandboxes;
+    this.executions = executions;
+    this.routes = routes;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -82,9 +101,9 @@ public final class ExecutionApi {
       String subscriberAddress) {
     String executionId = Ids.newId("exe");
     String rid = requestId != null ? requestId : Ids.newId("req");
-    java.time.OffsetDateTime now = s.now();
-    return s.executions().start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,
-            s.backends().nodeBound(), s.backends().nodeId(), req.stdin(), fingerprint(req))
+    java.time.OffsetDateTime now = Times.now(clock);
+    return executions.start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,
+            backends.nodeBound(), backends.nodeId(), req.stdin(), fingerprint(req))
         .map(start -> {
           ExecutionRepository.Target t = start.target();
           if (start.existing().isPresent()) {
@@ -98,7 +117,7 @@ public final class ExecutionApi {
             throw ApiException.conflict("execution is already in progress");
           }
           if (!async) {
-            s.routes().remember(p.organizationId(), t);
+            routes.remember(p.organizationId(), t);
           }
           return launch(t, sandboxId, executionId, rid, req, async, subscriberAddress, now);
         });
@@ -106,24 +125,23 @@ public final class ExecutionApi {
 
   /** What an {@code Idempotency-Key} is bound to: the keyed HMAC of the request, so env values stay unreadable. */
   private String fingerprint(ExecRequest req) {
-    return s.hmac().hex(req.fingerprintInput());
+    return hmac.hex(req.fingerprintInput());
   }
 
   /** The adapter message of a new execution and where it goes. */
   private Launch launch(ExecutionRepository.Target t, String sandboxId, String executionId, String requestId,
       ExecRequest req, boolean async, String subscriberAddress, java.time.OffsetDateTime now) {
     int timeout = req.timeoutSecs() != null ? req.timeoutSecs()
-        : t.timeoutSecs() != null ? t.timeoutSecs() : s.config().execTimeoutSecs();
+        : t.timeoutSecs() != null ? t.timeoutSecs() : config.execTimeoutSecs();
     ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(), req.language(),
-        req.command(), req.args(), req.env(), req.cwd(), timeout, s.config().execOutputLimitBytes(), req.stdin(),
-        async ? Addresses.recorder(s.backends().nodeId()) : null, subscriberAddress);
-    String address = Addresses.adapter(t.backend(), s.backends().execNode(t.backend(), t.nodeId()));
+        req.command(), req.args(), req.env(), req.cwd(), timeout, config.execOutputLimitBytes(), req.stdin(),
+        async ? Addresses.recorder(backends.nodeId()) : null, subscriberAddress);
+    String address = Addresses.adapter(t.backend(), backends.execNode(t.backend(), t.nodeId()));
     return new Launch(executionId, requestId, t, null, address, msg, now);
   }
 
   /** Sends a prepared asynchronous launch; a failure marks the execution failed and is rethrown. */
   private Future<Launch> send(Launch l) {
-    publishWakeup();
     return vertx.eventBus().request(l.adapterAddress(), l.message(),
             SandboxApi.action(Addresses.START, CONTROL_TIMEOUT_MS))
         .map(reply -> l)
@@ -139,7 +157,7 @@ public final class ExecutionApi {
     }
     JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
         : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
-    return s.executions().fail(l.executionId(), stored, 0, s.now()).compose(v -> Future.failedFuture(failure));
+    return executions.fail(l.executionId(), stored, 0, Times.now(clock)).compose(v -> Future.failedFuture(failure));
   }
 
   // ---- POST /execute ------------------------------------------------------------------------------
@@ -152,7 +170,7 @@ public final class ExecutionApi {
     if (accept != null && accept.contains("text/event-stream")) {
       return executeStreaming(ctx, p, sandboxId, req, requestId);
     }
-    ExecutionRepository.Target route = requestId == null ? s.routes().route(p.organizationId(), sandboxId) : null;
+    ExecutionRepository.Target route = requestId == null ? routes.route(p.organizationId(), sandboxId) : null;
     if (route != null) {
       return executeEarly(p, sandboxId, req, route);
     }
@@ -160,12 +178,10 @@ public final class ExecutionApi {
       if (l.existing() != null) {
         return replay(l.existing());
       }
-      publishWakeup();
       return vertx.eventBus().<ExecResult>request(l.adapterAddress(), l.message(),
               SandboxApi.action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
           .map(Message::body)
-          .transform(ar -> ar.succeeded() ? completed(l, ar.result()) : this.<Reply>failed(l, ar.cause()))
-          .onComplete(ar -> publishWakeup());
+          .transform(ar -> ar.succeeded() ? completed(l, ar.result()) : this.<Reply>failed(l, ar.cause()));
     });
   }
 
@@ -178,38 +194,36 @@ public final class ExecutionApi {
    * Without a key there is no earlier request the insert could find instead.
    */
   private Future<Reply> executeEarly(Principal p, String sandboxId, ExecRequest req, ExecutionRepository.Target t) {
-    java.time.OffsetDateTime now = s.now();
+    java.time.OffsetDateTime now = Times.now(clock);
     Launch l = launch(t, sandboxId, Ids.newId("exe"), Ids.newId("req"), req, false, null, now);
-    publishWakeup();
     Future<ExecResult> ran = vertx.eventBus().<ExecResult>request(l.adapterAddress(), l.message(),
             SandboxApi.action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
         .map(Message::body);
-    return s.executions().start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
-            s.backends().nodeBound(), s.backends().nodeId(), req.stdin(), fingerprint(req))
+    return executions.start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
+            backends.nodeBound(), backends.nodeId(), req.stdin(), fingerprint(req))
         .transform(started -> {
           if (started.succeeded() && started.result().started()) {
             return ran.transform(ar -> {
               if (ar.failed()) {
-                s.routes().forget(sandboxId); // the route may be stale (e.g. the sandbox moved): look it up next time
+                routes.forget(sandboxId); // the route may be stale (e.g. the sandbox moved): look it up next time
               }
               return ar.succeeded() ? completed(l, ar.result()) : this.<Reply>failed(l, ar.cause());
             });
           }
-          s.routes().forget(sandboxId);
+          routes.forget(sandboxId);
           vertx.eventBus().send(l.adapterAddress(), new SignalExec(l.executionId(), "KILL"),
               new io.vertx.core.eventbus.DeliveryOptions().addHeader(Addresses.ACTION, Addresses.SIGNAL));
           if (started.failed()) {
             return Future.<Reply>failedFuture(started.cause());
           }
           return Future.<Reply>failedFuture(ApiException.conflict("sandbox is " + started.result().target().status()));
-        })
-        .onComplete(ar -> publishWakeup());
+        });
   }
 
   private Future<Reply> completed(Launch l, ExecResult r) {
     JsonObject response = ExecResponses.of(l.requestId(), l.executionId(), r, l.target().hourlyRateUsd(),
-        s.config().customerMarkup());
-    return s.executions().complete(l.executionId(), r.status(), response, r.exitCode(), r.durationMs(), s.now())
+        config.customerMarkup());
+    return executions.complete(l.executionId(), r.status(), response, r.exitCode(), r.durationMs(), Times.now(clock))
         .map(v -> Reply.ok(response));
   }
 
@@ -269,7 +283,7 @@ public final class ExecutionApi {
   }
 
   private Future<ExecutionRecord> find(Principal p, String sandboxId, String executionId) {
-    return s.executions().findById(p.organizationId(), sandboxId, executionId)
+    return executions.findById(p.organizationId(), sandboxId, executionId)
         .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
   }
 
@@ -298,7 +312,7 @@ public final class ExecutionApi {
 
   /** The sandbox of an execution, for its backend (routing). */
   private Future<SandboxRecord> sandboxOf(Principal p, ExecutionRecord e) {
-    return s.sandboxes().find(p.organizationId(), e.sandboxId())
+    return sandboxes.find(p.organizationId(), e.sandboxId())
         .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
   }
 
@@ -607,9 +621,5 @@ public final class ExecutionApi {
           })
           .map(v -> Reply.noContent()));
     });
-  }
-
-  private void publishWakeup() {
-    vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
   }
 }
