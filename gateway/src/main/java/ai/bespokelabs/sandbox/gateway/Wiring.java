@@ -12,6 +12,7 @@ import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.PresetRepository;
 import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
@@ -99,8 +100,8 @@ final class Wiring {
     this.lifecycleCosts = new LifecycleCosts(config.customerMarkup());
     this.ledger = new CostLedger(pool, lifecycleCosts);
     this.exports = new Exports(pool);
-    this.alerts = new AlertEvaluator(pool, ledger::hourAndDay);
-    this.reconciler = new Reconciler(vertx, pool);
+    this.alerts = new AlertEvaluator(operations, policies, ledger::hourAndDay);
+    this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool));
     this.authenticator = new Authenticator(keys, hmac, clock);
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();

@@ -32,8 +32,11 @@ class SupervisorTest {
             new ai.bespokelabs.sandbox.core.repo.SandboxRepository(pool),
             new ai.bespokelabs.sandbox.core.repo.ExecutionRepository(pool), gw.gateway.wiring().wakeups(),
             gw.gateway.config().requireNodeId(), Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
-            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool()),
-            new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(gw.gateway.pool(),
+            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(),
+                new ai.bespokelabs.sandbox.core.repo.ReconciliationRepository(pool)),
+            new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(
+                new ai.bespokelabs.sandbox.core.repo.OperationsRepository(pool),
+                new ai.bespokelabs.sandbox.core.repo.PolicyRepository(pool),
                 (org, now) -> io.vertx.core.Future.succeededFuture(new java.math.BigDecimal[] {
                     java.math.BigDecimal.ZERO, java.math.BigDecimal.ZERO}))))
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
