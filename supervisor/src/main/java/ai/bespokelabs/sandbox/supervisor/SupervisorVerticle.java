@@ -29,9 +29,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Terminates sandboxes at their deadline even when no client is connected, and finishes terminations left
  * half-done (an operator DELETE or a claim of a supervisor that died). A timer is armed for the earliest
- * deadline (re-armed on every {@link Wakeups#SUPERVISOR} wake-up PostgreSQL sends), with a periodic sweep as the backstop. Claims are rows
- * taken with {@code FOR UPDATE SKIP LOCKED}, so any number of nodes supervise one database safely; a claim
- * older than the stale period is taken over. Also keeps this node's heartbeat.
+ * deadline (re-armed on every {@link Wakeups#SUPERVISOR} wake-up PostgreSQL sends, whichever node wrote the
+ * change), with a periodic sweep as the backstop. Claims are rows taken with {@code FOR UPDATE SKIP LOCKED}, so
+ * any number of nodes supervise one database safely; a claim older than the stale period is taken over. Also
+ * keeps this node's heartbeat.
  */
 public final class SupervisorVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(SupervisorVerticle.class);
