@@ -11,8 +11,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Consumes the lifecycle-event outbox as the {@code ledger} consumer: woken by PostgreSQL after each commit that
- * wrote events ({@link Wakeups#LEDGER}, from any node) and by a periodic timer as a backstop (a lost wake-up only delays work). Pricing of events is added by the
- * ledger's handler; this verticle owns the exactly-once delivery loop.
+ * wrote events ({@link Wakeups#LEDGER}, on any node) and by a periodic timer as a backstop (a lost wake-up only
+ * delays work). Pricing of events is added by the ledger's handler; this verticle owns the exactly-once
+ * delivery loop.
  */
 public final class LedgerVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerVerticle.class);
