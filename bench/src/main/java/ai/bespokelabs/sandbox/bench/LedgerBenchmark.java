@@ -1,6 +1,5 @@
 package ai.bespokelabs.sandbox.bench;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Tuple;
 import java.util.ArrayList;
@@ -75,7 +74,6 @@ public final class LedgerBenchmark {
           seqs[next] = lastSeq(await(pool.preparedQuery(insert).execute(Tuple.of(org, "load" + next, batch,
               sandboxes))));
           committedAt[next] = System.nanoTime();
-          gw.vertx().eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
           next++;
         }
         long offset = offset(pool);

@@ -18,20 +18,15 @@ import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.adapters.local.LoopbackGuard;
 import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
 import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
+import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
-import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
-import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
-import ai.bespokelabs.sandbox.ledger.LedgerHandler;
-import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
-import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
-import ai.bespokelabs.sandbox.ledger.UsageMeter;
-import ai.bespokelabs.sandbox.supervisor.Reconciler;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -64,9 +59,11 @@ public final class Gateway implements AutoCloseable {
   private final String httpDeployment;
   private final HostSandboxes hostSandboxes;
   private final DataDirectoryLock owner;
+  private final Wiring wiring;
 
   private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
-      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes, DataDirectoryLock owner) {
+      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes, DataDirectoryLock owner, Wiring wiring) {
+    this.wiring = wiring;
     this.httpDeployment = httpDeployment;
     this.hostSandboxes = hostSandboxes;
     this.owner = owner;
@@ -132,6 +129,7 @@ public final class Gateway implements AutoCloseable {
     Pool pool = database.pool(vertx, config.database().poolSize());
     String httpDeployment;
     HostSandboxes hostSandboxes;
+    Wiring wiring;
     try {
       Messages.registerCodecs(vertx.eventBus());
       Map<String, LocalProvider> hosted = new LinkedHashMap<>();
@@ -146,20 +144,21 @@ public final class Gateway implements AutoCloseable {
             + " BESPOKE_ALLOWED_BACKENDS or restrict it with organization policies unless every tenant is trusted.",
             config.http().host());
       }
-      Services services = Services.create(config, backends, clock, new Hmac(pepper.value()), pool,
-          PricingCatalog.load(config.ledger().pricingFile()), vertx);
+      wiring = new Wiring(vertx, config, backends, clock, new Hmac(pepper.value()), pool,
+          PricingCatalog.load(config.ledger().pricingFile()), new Wakeups(database.connectOptions()));
+      Wiring w = wiring;
 
-      hostSandboxes = new HostSandboxes(vertx, services.sandboxes(), nodeId, hosted, services::now);
+      hostSandboxes = new HostSandboxes(vertx, w.sandboxes, nodeId, hosted, () -> Times.now(clock));
       HostSandboxes ending = hostSandboxes;
-      Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(services, nodeId))
+      Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(w, clock, nodeId))
           .compose(v -> ending.endAll(true))
           .compose(v -> vertx.eventBus()
-          .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> services.authenticator().forget(m.body()))
+          .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> w.authenticator.forget(m.body()))
           .completion())
           .compose(v -> vertx.eventBus()
-              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> services.routes().forget(m.body())).completion())
+              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> w.routes.forget(m.body())).completion())
           .compose(v -> vertx.eventBus()
-              .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> services.policyHints().forget(m.body())).completion());
+              .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> w.policyHints.forget(m.body())).completion());
       for (Backend provider : providers) {
         if (backends.isEnabled(provider.name())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
@@ -168,14 +167,10 @@ public final class Gateway implements AutoCloseable {
         }
       }
       httpDeployment = deployed
-          .compose(v -> vertx.deployVerticle(new LedgerVerticle(pool, new LedgerHandler(
-              new LifecycleCosts(config.ledger().customerMarkup()), new UsageMeter(config.ledger().customerMarkup())))))
-          .compose(v -> vertx.deployVerticle(new SupervisorVerticle(pool, nodeId, clock,
-              config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()),
-              watches(backends), new Reconciler(vertx, pool), services.alerts())))
-          .compose(v -> vertx.deployVerticle(new ExecutionRecorder(services.executionService())))
-          .compose(v -> vertx.deployVerticle(() -> new HttpVerticle(services),
-              new DeploymentOptions().setInstances(config.http().instances())))
+          .compose(v -> vertx.deployVerticle(w.ledgerVerticle()))
+          .compose(v -> vertx.deployVerticle(w.supervisor(watches(backends))))
+          .compose(v -> vertx.deployVerticle(w.recorder()))
+          .compose(v -> vertx.deployVerticle(w::http, new DeploymentOptions().setInstances(config.http().instances())))
           .await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
@@ -186,7 +181,7 @@ public final class Gateway implements AutoCloseable {
         config.http().host(), config.http().port(), config.providers().allowed().map(Object::toString).orElse("all available"),
         database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
-        httpDeployment, hostSandboxes, owner);
+        httpDeployment, hostSandboxes, owner, wiring);
   }
 
   /**
@@ -194,8 +189,8 @@ public final class Gateway implements AutoCloseable {
    * run left running can no longer end, so they end as failed now and the ledger meters them. Next, its
    * host-process sandboxes end ({@link HostSandboxes}).
    */
-  private static Future<Void> endLeftRunning(Services services, String nodeId) {
-    return services.executions().endLeftByNode(nodeId, services.now()).map(n -> {
+  private static Future<Void> endLeftRunning(Wiring w, Clock clock, String nodeId) {
+    return w.executions.endLeftByNode(nodeId, Times.now(clock)).map(n -> {
       if (n > 0) {
         LOG.info("Ended {} execution(s) left running when this node last stopped", n);
       }
@@ -221,6 +216,11 @@ public final class Gateway implements AutoCloseable {
 
   public Pool pool() {
     return pool;
+  }
+
+  /** What this gateway was built from. */
+  Wiring wiring() {
+    return wiring;
   }
 
   /** Whether {@code host} binds the loopback interface only. */

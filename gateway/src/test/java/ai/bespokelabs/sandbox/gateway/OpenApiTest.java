@@ -38,7 +38,7 @@ class OpenApiTest {
         .forEach(m -> documented.add(m.toUpperCase(Locale.ROOT) + " " + p.getKey())));
 
     Set<String> served = new TreeSet<>();
-    var router = ai.bespokelabs.sandbox.gateway.http.HttpVerticle.router(gw.gateway.vertx(), servicesOf(gw));
+    var router = gw.gateway.wiring().router(gw.gateway.vertx());
     for (Route r : router.getRoutes()) {
       if (r.getPath() == null || r.methods() == null) {
         continue;
@@ -48,12 +48,5 @@ class OpenApiTest {
       }
     }
     assertThat(served).isNotEmpty().isEqualTo(documented);
-  }
-
-  static Services servicesOf(TestGateway gw) {
-    return Services.create(gw.gateway.config(), new Backends(java.util.Map.of("local", true),
-        java.util.Optional.empty(), "n"), gw.clock, new ai.bespokelabs.sandbox.core.Hmac(
-        gw.gateway.config().secrets().pepper().orElseThrow()), gw.gateway.pool(),
-        ai.bespokelabs.sandbox.core.pricing.PricingCatalog.load(java.util.Optional.empty()), gw.gateway.vertx());
   }
 }

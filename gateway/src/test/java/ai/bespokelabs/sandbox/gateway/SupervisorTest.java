@@ -27,10 +27,16 @@ class SupervisorTest {
     gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
-    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().node().requireId(),
-            Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
-            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(), gw.gateway.pool()),
-            new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(gw.gateway.pool(),
+    io.vertx.sqlclient.Pool pool = gw.gateway.pool();
+    gw.gateway.vertx().deployVerticle(new SupervisorVerticle(new ai.bespokelabs.sandbox.core.repo.NodeRepository(pool),
+            new ai.bespokelabs.sandbox.core.repo.SandboxRepository(pool),
+            new ai.bespokelabs.sandbox.core.repo.ExecutionRepository(pool), gw.gateway.wiring().wakeups(),
+            gw.gateway.config().node().requireId(), Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
+            new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(),
+                new ai.bespokelabs.sandbox.core.repo.ReconciliationRepository(pool)),
+            new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(
+                new ai.bespokelabs.sandbox.core.repo.OperationsRepository(pool),
+                new ai.bespokelabs.sandbox.core.repo.PolicyRepository(pool),
                 (org, now) -> io.vertx.core.Future.succeededFuture(new java.math.BigDecimal[] {
                     java.math.BigDecimal.ZERO, java.math.BigDecimal.ZERO}))))
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);

@@ -1,17 +1,19 @@
 package ai.bespokelabs.sandbox.ledger;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.outbox.OutboxConsumer;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.pgclient.pubsub.PgSubscriber;
 import io.vertx.sqlclient.Pool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Consumes the lifecycle-event outbox as the {@code ledger} consumer: woken by the bus after each commit and
- * by a periodic timer as a backstop (a lost wake-up only delays work). Pricing of events is added by the
- * ledger's handler; this verticle owns the exactly-once delivery loop.
+ * Consumes the lifecycle-event outbox as the {@code ledger} consumer: woken by PostgreSQL after each commit that
+ * wrote events ({@link Wakeups#LEDGER}, on any node) and by a periodic timer as a backstop (a lost wake-up only
+ * delays work). Pricing of events is added by the ledger's handler; this verticle owns the exactly-once
+ * delivery loop.
  */
 public final class LedgerVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerVerticle.class);
@@ -21,6 +23,8 @@ public final class LedgerVerticle extends VerticleBase {
   static final long COALESCE_MS = 50;
 
   private final OutboxConsumer consumer;
+  private final Wakeups wakeups;
+  private PgSubscriber subscriber;
   private boolean running;
   private boolean stopping;
   private Future<Integer> current = Future.succeededFuture(0);
@@ -28,17 +32,20 @@ public final class LedgerVerticle extends VerticleBase {
   private boolean scheduled;
   private long timer;
 
-  public LedgerVerticle(Pool pool, OutboxConsumer.Handler handler) {
+  public LedgerVerticle(Pool pool, Wakeups wakeups, OutboxConsumer.Handler handler) {
     this.consumer = new OutboxConsumer(pool, CONSUMER, 1000, handler);
+    this.wakeups = wakeups;
   }
 
   @Override
   public Future<?> start() {
     timer = vertx.setPeriodic(BACKSTOP_MS, t -> drain());
     return consumer.register()
-        .compose(v -> vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> wakeUp()).completion())
-        .compose(v -> vertx.eventBus().consumer(Addresses.LEDGER_WAKEUP, m -> wakeUp()).completion())
-        .onSuccess(v -> drain());
+        .compose(v -> wakeups.listen(vertx, Wakeups.LEDGER, this::wakeUp))
+        .onSuccess(s -> {
+          subscriber = s;
+          drain();
+        });
   }
 
   /** Lets a pass in progress finish (its transaction commits or rolls back) before the pool closes. */
@@ -46,7 +53,8 @@ public final class LedgerVerticle extends VerticleBase {
   public Future<?> stop() {
     stopping = true;
     vertx.cancelTimer(timer);
-    return current.otherwiseEmpty();
+    Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
+    return Future.join(closed, current).otherwiseEmpty();
   }
 
   private void wakeUp() {

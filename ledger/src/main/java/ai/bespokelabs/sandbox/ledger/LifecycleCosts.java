@@ -2,9 +2,7 @@ package ai.bespokelabs.sandbox.ledger;
 
 import ai.bespokelabs.sandbox.core.Ids;
 import io.vertx.core.Future;
-import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.SqlClient;
-import io.vertx.sqlclient.Tuple;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.time.Duration;
@@ -24,9 +22,8 @@ import java.util.Set;
  * by a later estimate; deltas are split at UTC midnight.
  *
  * <p>Set-based: a whole batch of observations costs five statements on the caller's connection, inside its
- * transaction: lock the sandboxes (in id order) with their totals, claim the observation ids, then insert all
- * ledger rows, upsert all totals and set the cost states. The arithmetic runs here, observation by
- * observation in order, per sandbox.
+ * transaction ({@link LifecycleCostRepository}). The arithmetic runs here, observation by observation in
+ * order, per sandbox.
  */
 public final class LifecycleCosts {
   static final MathContext MONEY = MathContext.DECIMAL128;
@@ -34,38 +31,6 @@ public final class LifecycleCosts {
 
   /** One observation of a sandbox at {@code at}; {@code providerCost} when the provider reported its total. */
   public record Observation(String sandboxId, String observationId, OffsetDateTime at, BigDecimal providerCost) {}
-
-  private static final String LOCK = """
-      SELECT s.id, s.organization_id, COALESCE(s.provisioning_at, s.created_at) AS started, s.hourly_rate_usd,
-             s.currency, s.pricing_source, c.billable_seconds, c.effective_cost_usd, c.customer_cost_usd,
-             c.provider_reported_cost_usd, c.cost_state
-      FROM sandboxes s LEFT JOIN lifecycle_costs c ON c.sandbox_id = s.id
-      WHERE s.id = ANY($1) ORDER BY s.id FOR UPDATE OF s""";
-  private static final String CLAIM = """
-      INSERT INTO lifecycle_observations (sandbox_id, observation_id)
-      SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING
-      RETURNING sandbox_id, observation_id""";
-  private static final String ENTRIES = """
-      INSERT INTO lifecycle_ledger_entries (id, organization_id, sandbox_id, observation_id, billable_seconds_delta,
-        provider_delta_usd, customer_delta_usd, cost_state, created_at)
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::numeric[], $6::numeric[],
-        $7::numeric[], $8::text[], $9::timestamptz[])""";
-  private static final String TOTALS = """
-      INSERT INTO lifecycle_costs (sandbox_id, organization_id, billable_seconds, estimated_cost_usd,
-        provider_reported_cost_usd, effective_cost_usd, customer_cost_usd, currency, pricing_source, cost_state,
-        updated_at)
-      SELECT id, org, secs, est, rep::numeric, eff, cust, cur, src, st, upd
-      FROM unnest($1::text[], $2::text[], $3::numeric[], $4::numeric[], $5::text[], $6::numeric[],
-        $7::numeric[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-        AS x(id, org, secs, est, rep, eff, cust, cur, src, st, upd)
-      ON CONFLICT (sandbox_id) DO UPDATE SET billable_seconds = EXCLUDED.billable_seconds,
-        estimated_cost_usd = EXCLUDED.estimated_cost_usd,
-        provider_reported_cost_usd = EXCLUDED.provider_reported_cost_usd,
-        effective_cost_usd = EXCLUDED.effective_cost_usd, customer_cost_usd = EXCLUDED.customer_cost_usd,
-        cost_state = EXCLUDED.cost_state, updated_at = EXCLUDED.updated_at""";
-  private static final String STATES = """
-      UPDATE sandboxes s SET cost_state = x.state FROM unnest($1::text[], $2::text[]) AS x(id, state)
-      WHERE s.id = x.id""";
 
   private final BigDecimal markup;
 
@@ -89,11 +54,10 @@ public final class LifecycleCosts {
     }
     Set<String> ids = new HashSet<>();
     observations.forEach(o -> ids.add(o.sandboxId()));
-    return conn.preparedQuery(LOCK).execute(Tuple.tuple().addArrayOfString(ids.toArray(String[]::new)))
-        .compose(rows -> {
+    return LifecycleCostRepository.lock(conn, ids).compose(locked -> {
       Map<String, State> states = new HashMap<>();
-      for (Row r : rows) {
-        states.put(r.getString("id"), new State(r));
+      for (LifecycleCostRepository.Locked l : locked) {
+        states.put(l.id(), new State(l));
       }
       List<Observation> priced = observations.stream()
           .filter(o -> states.containsKey(o.sandboxId())
@@ -102,18 +66,14 @@ public final class LifecycleCosts {
       if (priced.isEmpty()) {
         return Future.succeededFuture(0);
       }
-      return conn.preparedQuery(CLAIM)
-          .execute(Tuple.tuple()
-              .addArrayOfString(priced.stream().map(Observation::sandboxId).toArray(String[]::new))
-              .addArrayOfString(priced.stream().map(Observation::observationId).toArray(String[]::new)))
-          .compose(claimed -> {
-            Set<String> fresh = new HashSet<>();
-            claimed.forEach(r -> fresh.add(r.getString(0) + "\n" + r.getString(1)));
+      return LifecycleCostRepository.claim(conn, priced.stream().map(Observation::sandboxId).toList(),
+              priced.stream().map(Observation::observationId).toList())
+          .compose(fresh -> {
             Rows ledger = new Rows();
             Map<String, State> touched = new LinkedHashMap<>();
             int applied = 0;
             for (Observation o : priced) {
-              if (fresh.remove(o.sandboxId() + "\n" + o.observationId())) {
+              if (fresh.remove(LifecycleCostRepository.key(o.sandboxId(), o.observationId()))) {
                 State s = states.get(o.sandboxId());
                 s.apply(o, markup, ledger);
                 touched.put(o.sandboxId(), s);
@@ -124,41 +84,10 @@ public final class LifecycleCosts {
               return Future.succeededFuture(0);
             }
             int count = applied;
-            return write(conn, ledger, touched.values()).map(count);
+            return LifecycleCostRepository.write(conn, ledger.entries,
+                touched.values().stream().map(State::total).toList()).map(count);
           });
     });
-  }
-
-  private static Future<Void> write(SqlClient conn, Rows ledger, java.util.Collection<State> touched) {
-    List<State> t = new ArrayList<>(touched);
-    return conn.preparedQuery(ENTRIES).execute(Tuple.tuple()
-            .addArrayOfString(ledger.ids.toArray(String[]::new))
-            .addArrayOfString(ledger.orgs.toArray(String[]::new))
-            .addArrayOfString(ledger.sandboxes.toArray(String[]::new))
-            .addArrayOfString(ledger.observations.toArray(String[]::new))
-            .addArrayOfBigDecimal(ledger.seconds.toArray(BigDecimal[]::new))
-            .addArrayOfBigDecimal(ledger.provider.toArray(BigDecimal[]::new))
-            .addArrayOfBigDecimal(ledger.customer.toArray(BigDecimal[]::new))
-            .addArrayOfString(ledger.states.toArray(String[]::new))
-            .addArrayOfOffsetDateTime(ledger.at.toArray(OffsetDateTime[]::new)))
-        .compose(r -> conn.preparedQuery(TOTALS).execute(Tuple.tuple()
-            .addArrayOfString(t.stream().map(s -> s.id).toArray(String[]::new))
-            .addArrayOfString(t.stream().map(s -> s.orgId).toArray(String[]::new))
-            .addArrayOfBigDecimal(t.stream().map(s -> s.seconds).toArray(BigDecimal[]::new))
-            .addArrayOfBigDecimal(t.stream().map(s -> s.estimate).toArray(BigDecimal[]::new))
-            // text, not numeric: the client cannot encode null elements of a numeric array
-            .addArrayOfString(t.stream().map(s -> s.reported == null ? null : s.reported.toPlainString())
-                .toArray(String[]::new))
-            .addArrayOfBigDecimal(t.stream().map(s -> s.effective).toArray(BigDecimal[]::new))
-            .addArrayOfBigDecimal(t.stream().map(s -> s.customer).toArray(BigDecimal[]::new))
-            .addArrayOfString(t.stream().map(s -> s.currency).toArray(String[]::new))
-            .addArrayOfString(t.stream().map(s -> s.pricingSource).toArray(String[]::new))
-            .addArrayOfString(t.stream().map(s -> s.state).toArray(String[]::new))
-            .addArrayOfOffsetDateTime(t.stream().map(s -> s.updatedAt).toArray(OffsetDateTime[]::new))))
-        .compose(r -> conn.preparedQuery(STATES).execute(Tuple.tuple()
-            .addArrayOfString(t.stream().map(s -> s.id).toArray(String[]::new))
-            .addArrayOfString(t.stream().map(s -> s.state).toArray(String[]::new))))
-        .mapEmpty();
   }
 
   /** A sandbox's running totals while a batch is applied. */
@@ -177,18 +106,23 @@ public final class LifecycleCosts {
     String state;
     OffsetDateTime updatedAt;
 
-    State(Row r) {
-      id = r.getString("id");
-      orgId = r.getString("organization_id");
-      started = r.getOffsetDateTime("started");
-      rate = r.getBigDecimal("hourly_rate_usd");
-      currency = r.getString("currency");
-      pricingSource = r.getString("pricing_source");
-      seconds = orZero(r.getBigDecimal("billable_seconds"));
-      effective = orZero(r.getBigDecimal("effective_cost_usd"));
-      customer = orZero(r.getBigDecimal("customer_cost_usd"));
-      reported = r.getBigDecimal("provider_reported_cost_usd");
-      state = r.getString("cost_state") == null ? "estimated" : r.getString("cost_state");
+    State(LifecycleCostRepository.Locked l) {
+      id = l.id();
+      orgId = l.orgId();
+      started = l.started();
+      rate = l.rate();
+      currency = l.currency();
+      pricingSource = l.pricingSource();
+      seconds = orZero(l.seconds());
+      effective = orZero(l.effective());
+      customer = orZero(l.customer());
+      reported = l.reported();
+      state = l.costState() == null ? "estimated" : l.costState();
+    }
+
+    LifecycleCostRepository.Total total() {
+      return new LifecycleCostRepository.Total(id, orgId, seconds, estimate, reported, effective, customer, currency,
+          pricingSource, state, updatedAt);
     }
 
     /** Moves the totals to observation {@code o} and adds its ledger rows. */
@@ -229,29 +163,14 @@ public final class LifecycleCosts {
     return d == null ? BigDecimal.ZERO : d;
   }
 
-  /** Ledger rows of a batch, column by column. */
+  /** Ledger rows of a batch. */
   private static final class Rows {
-    final List<String> ids = new ArrayList<>();
-    final List<String> orgs = new ArrayList<>();
-    final List<String> sandboxes = new ArrayList<>();
-    final List<String> observations = new ArrayList<>();
-    final List<BigDecimal> seconds = new ArrayList<>();
-    final List<BigDecimal> provider = new ArrayList<>();
-    final List<BigDecimal> customer = new ArrayList<>();
-    final List<String> states = new ArrayList<>();
-    final List<OffsetDateTime> at = new ArrayList<>();
+    final List<LifecycleCostRepository.Entry> entries = new ArrayList<>();
 
     private void add(State s, String obs, BigDecimal secs, BigDecimal prov, BigDecimal cust, String state,
         OffsetDateTime when) {
-      ids.add(Ids.newId("lcl"));
-      orgs.add(s.orgId);
-      sandboxes.add(s.id);
-      observations.add(obs);
-      seconds.add(secs);
-      provider.add(prov);
-      customer.add(cust);
-      states.add(state);
-      at.add(when);
+      entries.add(new LifecycleCostRepository.Entry(Ids.newId("lcl"), s.orgId, s.id, obs, secs, prov, cust, state,
+          when));
     }
 
     /**

@@ -5,9 +5,6 @@ import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Pool;
-import io.vertx.sqlclient.Row;
-import io.vertx.sqlclient.Tuple;
 import java.math.BigDecimal;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -25,25 +22,23 @@ public final class AlertEvaluator {
   private static final DateTimeFormatter HOUR = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH");
   private static final DateTimeFormatter DAY = DateTimeFormatter.ofPattern("uuuu-MM-dd");
 
-  private final Pool pool;
   private final OperationsRepository ops;
   private final PolicyRepository policies;
   private final BiFunction<String, OffsetDateTime, Future<BigDecimal[]>> spend;
 
   /** @param spend rolling-hour and UTC-day customer spend of an organization (from the cost ledger) */
-  public AlertEvaluator(Pool pool, BiFunction<String, OffsetDateTime, Future<BigDecimal[]>> spend) {
-    this.pool = pool;
-    this.ops = new OperationsRepository(pool);
-    this.policies = new PolicyRepository(pool);
+  public AlertEvaluator(OperationsRepository ops, PolicyRepository policies,
+      BiFunction<String, OffsetDateTime, Future<BigDecimal[]>> spend) {
+    this.ops = ops;
+    this.policies = policies;
     this.spend = spend;
   }
 
   /** Evaluates every organization that configured alerts. */
   public Future<Void> evaluateAll(OffsetDateTime now) {
-    return pool.query("SELECT organization_id FROM alert_configurations").execute().compose(rows -> {
+    return ops.organizationsWithAlerts().compose(orgs -> {
       Future<Void> chain = Future.succeededFuture();
-      for (Row r : rows) {
-        String org = r.getString(0);
+      for (String org : orgs) {
         chain = chain.compose(v -> evaluate(org, now));
       }
       return chain;
@@ -92,9 +87,8 @@ public final class AlertEvaluator {
       return Future.succeededFuture();
     }
     int window = c.getInteger("repeated_failures_window_minutes");
-    return pool.preparedQuery("SELECT count(*) FROM sandboxes WHERE organization_id = $1 AND failed_at >= $2")
-        .execute(Tuple.of(orgId, now.minusMinutes(window)))
-        .compose(rows -> rows.iterator().next().getLong(0) < count ? Future.succeededFuture()
+    return ops.failedSince(orgId, now.minusMinutes(window))
+        .compose(failed -> failed < count ? Future.succeededFuture()
             : ops.raise(orgId, "repeated_failures", "critical", "At least " + count + " sandboxes failed in the last "
                 + window + " minutes.", "organization", orgId, "failures:" + HOUR.format(now) + ":" + count, now));
   }
@@ -104,13 +98,10 @@ public final class AlertEvaluator {
     if (secs == null) {
       return Future.succeededFuture();
     }
-    return pool.preparedQuery("SELECT id FROM sandboxes WHERE organization_id = $1 AND created_at <= $2"
-            + " AND status IN ('creating', 'running', 'stopping')")
-        .execute(Tuple.of(orgId, now.minusSeconds(secs)))
-        .compose(rows -> {
+    return ops.liveCreatedBefore(orgId, now.minusSeconds(secs))
+        .compose(ids -> {
           List<Future<Void>> raised = new ArrayList<>();
-          for (Row r : rows) {
-            String id = r.getString(0);
+          for (String id : ids) {
             raised.add(ops.raise(orgId, "long_running", "warning", "Sandbox has been running for more than " + secs
                 + " seconds.", "sandbox", id, "long_running:" + id, now));
           }
@@ -122,16 +113,14 @@ public final class AlertEvaluator {
     if (!c.getBoolean("failed_cleanup_enabled")) {
       return Future.succeededFuture();
     }
-    return pool.preparedQuery("SELECT id, failed_at FROM sandboxes WHERE organization_id = $1 AND status = 'failed'"
-            + " AND latest_error->>'op' = 'destroy'")
-        .execute(Tuple.of(orgId))
-        .compose(rows -> {
+    return ops.failedTerminations(orgId)
+        .compose(failed -> {
           List<Future<Void>> raised = new ArrayList<>();
-          for (Row r : rows) {
-            String id = r.getString("id");
+          for (OperationsRepository.FailedTermination f : failed) {
+            String id = f.sandboxId();
             raised.add(ops.raise(orgId, "failed_cleanup", "critical", "Sandbox termination failed; its resources may"
                 + " still exist.", "sandbox", id, "failed_cleanup:sandbox:" + id + ":"
-                + r.getOffsetDateTime("failed_at").toInstant(), now));
+                + f.failedAt().toInstant(), now));
           }
           return Future.all(raised).mapEmpty();
         });

@@ -1,25 +1,24 @@
 package ai.bespokelabs.sandbox.supervisor;
 
-import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
-import ai.bespokelabs.sandbox.core.repo.LifecycleEvents;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Candidate;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Change;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Missing;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Observed;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Pool;
-import io.vertx.sqlclient.Row;
-import io.vertx.sqlclient.Tuple;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -52,11 +51,11 @@ public final class Reconciler {
   static final long ORPHAN_RECHECK_MS = 2_000;
 
   private final Vertx vertx;
-  private final Pool pool;
+  private final ReconciliationRepository repository;
 
-  public Reconciler(Vertx vertx, Pool pool) {
+  public Reconciler(Vertx vertx, ReconciliationRepository repository) {
     this.vertx = vertx;
-    this.pool = pool;
+    this.repository = repository;
   }
 
   /** Lists the provider's resources at {@code listAddress}; a failure is a partial outage, never a change. */
@@ -94,14 +93,10 @@ public final class Reconciler {
    */
   public Future<Void> sweep(String backend, String nodeId, String listAddress, String destroyAddress,
       OffsetDateTime now, OffsetDateTime staleBefore) {
-    return list(listAddress).compose(resources -> pool.preparedQuery("SELECT DISTINCT organization_id FROM sandboxes"
-            + " WHERE backend = $1 AND ($2::text IS NULL OR node_id = $2) AND status IN ('creating', 'running', 'stopping')"
-            + " AND provider_resource_id IS NOT NULL")
-        .execute(Tuple.of(backend, nodeId))
+    return list(listAddress).compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
         .compose(orgs -> {
           Future<Void> chain = Future.succeededFuture();
-          for (Row r : orgs) {
-            String org = r.getString(0);
+          for (String org : orgs) {
             chain = chain.compose(v -> apply(org, backend, nodeId, resources, now).mapEmpty());
           }
           return chain;
@@ -114,75 +109,35 @@ public final class Reconciler {
       OffsetDateTime now) {
     Map<String, Resource> byResource = new HashMap<>();
     resources.forEach(r -> byResource.put(r.resourceId(), r));
-    return pool.withTransaction(conn -> conn.preparedQuery("""
-            SELECT id, status, provider_resource_id FROM sandboxes
-            WHERE organization_id = $1 AND backend = $2 AND ($3::text IS NULL OR node_id = $3)
-              AND (status IN ('creating', 'running', 'stopping')
-                   OR (status IN ('destroyed', 'failed') AND provider_resource_id IS NOT NULL))
-              AND COALESCE(running_at, created_at) < $4
-            FOR UPDATE""")
-        .execute(Tuple.of(orgId, backend, nodeId, now))
-        .compose(rows -> {
-          int[] counts = new int[3];
-          Future<Void> chain = Future.succeededFuture();
-          for (Row r : rows) {
-            String id = r.getString("id");
-            String status = r.getString("status");
-            String rid = r.getString("provider_resource_id");
-            boolean live = status.equals("creating") || status.equals("running") || status.equals("stopping");
-            Resource seen = rid == null ? null : byResource.get(rid);
-            if (!live) {
-              if (seen != null) {
-                counts[2]++;
-              }
-              continue;
-            }
-            if (rid == null || (seen == null && status.equals("stopping"))) {
-              // a sandbox being terminated whose resource is gone is finished by its termination, not failed
-              continue;
-            }
-            String obs = "obs:" + id + ":" + now.toInstant().toEpochMilli();
-            if (seen != null) {
-              counts[0]++;
-              chain = chain.compose(v -> observe(conn, orgId, id, obs, seen, now));
-            } else {
-              counts[1]++;
-              chain = chain.compose(v -> missing(conn, orgId, id, rid, obs, now, backend));
-            }
+    int[] counts = new int[3];
+    return repository.record(orgId, backend, nodeId, now, now, candidates -> {
+      List<Change> changes = new ArrayList<>();
+      for (Candidate c : candidates) {
+        String rid = c.providerResourceId();
+        boolean live = c.status().equals("creating") || c.status().equals("running") || c.status().equals("stopping");
+        Resource seen = rid == null ? null : byResource.get(rid);
+        if (!live) {
+          if (seen != null) {
+            counts[2]++;
           }
-          return chain.map(v -> new Result(backend, "ok", counts[0], counts[1], counts[2]));
-        }));
-  }
-
-  private static Future<Void> observe(io.vertx.sqlclient.SqlConnection conn, String orgId, String id, String obs,
-      Resource seen, OffsetDateTime now) {
-    return conn.preparedQuery("INSERT INTO provider_observations (id, organization_id, sandbox_id, observation_id,"
-            + " provider_resource_id, status, observed_at, provider_cost_usd) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-            + " ON CONFLICT DO NOTHING")
-        .execute(Tuple.of(Ids.newId("obs"), orgId, id, obs, seen.resourceId(), seen.status()).addValue(now)
-            .addValue(seen.providerCostUsd()))
-        .compose(r -> conn.preparedQuery("UPDATE sandboxes SET last_provider_observed_at = $2, version = version + 1"
-                + " WHERE id = $1").execute(Tuple.of(id, now)))
-        .compose(r -> LifecycleEvents.append(conn, orgId, id, null, "sandbox.observed", seen.status(), now,
-            new JsonObject().put("observation_id", obs).put("provider_cost_usd",
-                seen.providerCostUsd() == null ? null : seen.providerCostUsd().toPlainString())));
-  }
-
-  private static Future<Void> missing(io.vertx.sqlclient.SqlConnection conn, String orgId, String id, String rid,
-      String obs, OffsetDateTime now, String backend) {
-    ProviderError error = ProviderError.of(ErrorCode.NOT_FOUND, backend, "reconcile", false,
-        ProviderError.Outcome.FAILED);
-    return conn.preparedQuery("INSERT INTO provider_observations (id, organization_id, sandbox_id, observation_id,"
-            + " provider_resource_id, status, observed_at, missing) VALUES ($1, $2, $3, $4, $5, 'failed', $6, true)"
-            + " ON CONFLICT DO NOTHING")
-        .execute(Tuple.of(Ids.newId("obs"), orgId, id, obs, rid, now))
-        .compose(r -> conn.preparedQuery("""
-                UPDATE sandboxes SET status = 'failed', failed_at = $2, provider_missing = true,
-                  last_provider_observed_at = $2, latest_error = $3, retry_status = 'not_retryable',
-                  error = 'Sandbox operation failed.', version = version + 1
-                WHERE id = $1""").execute(Tuple.of(id, now, error.toJson())))
-        .compose(r -> LifecycleEvents.append(conn, orgId, id, null, "sandbox.failed", "failed", now,
-            new JsonObject().put("code", "not_found").put("op", "reconcile").put("observation_id", obs)));
+          continue;
+        }
+        if (rid == null || (seen == null && c.status().equals("stopping"))) {
+          // a sandbox being terminated whose resource is gone is finished by its termination, not failed
+          continue;
+        }
+        String obs = "obs:" + c.id() + ":" + now.toInstant().toEpochMilli();
+        if (seen != null) {
+          counts[0]++;
+          changes.add(new Observed(c.id(), obs, seen.resourceId(), seen.status(), seen.providerCostUsd()));
+        } else {
+          counts[1]++;
+          changes.add(new Missing(c.id(), obs, rid, ProviderError.of(ErrorCode.NOT_FOUND, backend, "reconcile",
+              false, ProviderError.Outcome.FAILED)));
+        }
+      }
+      return changes;
+    }).map(v -> new Result(backend, "ok", counts[0], counts[1], counts[2]));
   }
 
   /**
@@ -216,37 +171,21 @@ public final class Reconciler {
     }
     List<String> sandboxIds = new ArrayList<>();
     resources.forEach(r -> sandboxIds.add(r.sandboxId()));
-    return pool.preparedQuery("SELECT id FROM sandboxes WHERE id = ANY($1) AND status IN ('creating', 'running',"
-            + " 'stopping')")
-        .execute(Tuple.tuple().addArrayOfString(sandboxIds.toArray(String[]::new)))
-        .map(rows -> {
-          Set<String> live = new HashSet<>();
-          rows.forEach(r -> live.add(r.getString(0)));
-          return resources.stream().filter(r -> !live.contains(r.sandboxId())).toList();
-        });
+    return repository.live(sandboxIds)
+        .map(live -> resources.stream().filter(r -> !live.contains(r.sandboxId())).toList());
   }
 
   private Future<Boolean> cleanOne(String backend, String nodeId, Resource r, String destroyAddress,
       OffsetDateTime now, OffsetDateTime staleBefore) {
-    return pool.preparedQuery("""
-            INSERT INTO orphan_cleanups (backend, provider_resource_id, node_id, status, observed_at, claimed_at)
-            VALUES ($1, $2, $3, 'claimed', $4, $4)
-            ON CONFLICT (backend, provider_resource_id) DO UPDATE SET status = 'claimed', claimed_at = $4
-            WHERE orphan_cleanups.status = 'failed'
-               OR (orphan_cleanups.status = 'claimed' AND orphan_cleanups.claimed_at < $5)
-               OR orphan_cleanups.status = 'deleted'
-            RETURNING provider_resource_id""")
-        // a node-independent backend's resources belong to no node: recorded as "*"
-        .execute(Tuple.of(backend, r.resourceId(), nodeId == null ? ANY_NODE : nodeId, now, staleBefore))
+    // a node-independent backend's resources belong to no node: recorded as "*"
+    return repository.claimOrphan(backend, r.resourceId(), nodeId == null ? ANY_NODE : nodeId, now, staleBefore)
         .compose(claimed -> {
-          if (claimed.size() == 0) {
+          if (!claimed) {
             return Future.succeededFuture(false);
           }
           return vertx.eventBus().request(destroyAddress, new DestroySandbox(r.sandboxId(), r.resourceId()),
                   new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
-              .transform(ar -> pool.preparedQuery("UPDATE orphan_cleanups SET status = $3, completed_at = $4"
-                      + " WHERE backend = $1 AND provider_resource_id = $2")
-                  .execute(Tuple.of(backend, r.resourceId(), ar.succeeded() ? "deleted" : "failed", now))
+              .transform(ar -> repository.orphanCleaned(backend, r.resourceId(), ar.succeeded(), now)
                   .map(ar.succeeded()));
         });
   }

@@ -1,25 +1,25 @@
 package ai.bespokelabs.sandbox.supervisor;
 
 import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.NodeRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Claimed;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.sqlclient.Pool;
-import io.vertx.sqlclient.Tuple;
+import io.vertx.pgclient.pubsub.PgSubscriber;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
-import java.time.temporal.ChronoUnit;
 import java.util.Iterator;
 import java.util.List;
 import java.util.function.Function;
@@ -29,9 +29,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Terminates sandboxes at their deadline even when no client is connected, and finishes terminations left
  * half-done (an operator DELETE or a claim of a supervisor that died). A timer is armed for the earliest
- * deadline (re-armed on every lifecycle wake-up), with a periodic sweep as the backstop. Claims are rows
- * taken with {@code FOR UPDATE SKIP LOCKED}, so any number of nodes supervise one database safely; a claim
- * older than the stale period is taken over. Also keeps this node's heartbeat.
+ * deadline (re-armed on every {@link Wakeups#SUPERVISOR} wake-up PostgreSQL sends, whichever node wrote the
+ * change), with a periodic sweep as the backstop. Claims are rows taken with {@code FOR UPDATE SKIP LOCKED}, so
+ * any number of nodes supervise one database safely; a claim older than the stale period is taken over. Also
+ * keeps this node's heartbeat.
  */
 public final class SupervisorVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(SupervisorVerticle.class);
@@ -41,9 +42,10 @@ public final class SupervisorVerticle extends VerticleBase {
   /** How long after its sandbox ended an execution may still report its own end. */
   static final Duration STRANDED_GRACE = Duration.ofSeconds(5);
 
-  private final Pool pool;
+  private final NodeRepository nodes;
   private final SandboxRepository sandboxes;
   private final ExecutionRepository executions;
+  private final Wakeups wakeups;
   private final String nodeId;
   private final Clock clock;
   private final long intervalMs;
@@ -54,6 +56,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private final AlertEvaluator alerts;
   private boolean reconciling;
   private final String owner;
+  private PgSubscriber subscriber;
   private long periodic = -1;
   private long deadlineTimer = -1;
   private boolean sweeping;
@@ -69,14 +72,16 @@ public final class SupervisorVerticle extends VerticleBase {
    */
   public record Watch(String backend, String nodeId, String listAddress, String destroyAddress) {}
 
-  public SupervisorVerticle(Pool pool, String nodeId, Clock clock, int intervalSecs,
-      Function<Claimed, String> adapterAddress, List<Watch> watches, Reconciler reconciler, AlertEvaluator alerts) {
+  public SupervisorVerticle(NodeRepository nodes, SandboxRepository sandboxes, ExecutionRepository executions,
+      Wakeups wakeups, String nodeId, Clock clock, int intervalSecs, Function<Claimed, String> adapterAddress,
+      List<Watch> watches, Reconciler reconciler, AlertEvaluator alerts) {
     this.alerts = alerts;
     this.watches = List.copyOf(watches);
     this.reconciler = reconciler;
-    this.pool = pool;
-    this.sandboxes = new SandboxRepository(pool);
-    this.executions = new ExecutionRepository(pool);
+    this.nodes = nodes;
+    this.sandboxes = sandboxes;
+    this.executions = executions;
+    this.wakeups = wakeups;
     this.nodeId = nodeId;
     this.clock = clock;
     this.intervalMs = intervalSecs * 1000L;
@@ -86,15 +91,12 @@ public final class SupervisorVerticle extends VerticleBase {
   }
 
   private OffsetDateTime now() {
-    return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC).truncatedTo(ChronoUnit.MICROS);
+    return Times.now(clock);
   }
 
   @Override
   public Future<?> start() {
-    OffsetDateTime now = now();
-    return pool.preparedQuery("INSERT INTO gateway_nodes (node_id, started_at, heartbeat_at) VALUES ($1, $2, $2)"
-            + " ON CONFLICT (node_id) DO UPDATE SET started_at = $2, heartbeat_at = $2")
-        .execute(Tuple.of(nodeId, now))
+    return nodes.started(nodeId, now())
         .compose(r -> {
           if (intervalMs <= 0) {
             return Future.succeededFuture();
@@ -105,7 +107,7 @@ public final class SupervisorVerticle extends VerticleBase {
             reconcile();
           });
           sweep();
-          return vertx.eventBus().consumer(Addresses.LIFECYCLE_WAKEUP, m -> scheduleRearm()).completion();
+          return wakeups.listen(vertx, Wakeups.SUPERVISOR, this::scheduleRearm).onSuccess(s -> subscriber = s);
         });
   }
 
@@ -115,13 +117,12 @@ public final class SupervisorVerticle extends VerticleBase {
     stopping = true;
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
-    return Future.join(sweepInFlight, reconcileInFlight).otherwiseEmpty();
+    Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
+    return Future.join(closed, sweepInFlight, reconcileInFlight).otherwiseEmpty();
   }
 
   Future<Void> heartbeat() {
-    return pool.preparedQuery("UPDATE gateway_nodes SET heartbeat_at = $2 WHERE node_id = $1")
-        .execute(Tuple.of(nodeId, now()))
-        .<Void>mapEmpty()
+    return nodes.heartbeat(nodeId, now())
         .onFailure(e -> LOG.warn("Supervisor heartbeat failed: {}", e.toString()));
   }
 
@@ -147,7 +148,6 @@ public final class SupervisorVerticle extends VerticleBase {
       if (ar.failed()) {
         LOG.warn("Evaluating alerts failed: {}", ar.cause().toString());
       }
-      vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
     });
   }
 
@@ -159,7 +159,6 @@ public final class SupervisorVerticle extends VerticleBase {
     return executions.endWithSandboxes(now.minus(STRANDED_GRACE)).<Void>map(n -> {
       if (n > 0) {
         LOG.info("Ended {} execution(s) left running in sandboxes that ended", n);
-        vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
       }
       return null;
     }).recover(e -> {
@@ -226,7 +225,6 @@ public final class SupervisorVerticle extends VerticleBase {
     if (claimed.isEmpty()) {
       return Future.succeededFuture();
     }
-    vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
     Promise<Void> done = Promise.promise();
     next(claimed.iterator(), done);
     return done.future();
@@ -234,7 +232,6 @@ public final class SupervisorVerticle extends VerticleBase {
 
   private void next(Iterator<Claimed> it, Promise<Void> done) {
     if (!it.hasNext()) {
-      vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
       done.complete();
       return;
     }

@@ -22,15 +22,6 @@ public final class Addresses {
   public static final String SET_TIMEOUT = "set_timeout";
   public static final String METRICS = "metrics";
 
-  /** Published (wake-up only) after a transaction that wrote lifecycle events commits. */
-  public static final String LIFECYCLE_WAKEUP = "sandbox.lifecycle";
-
-  /**
-   * The same for events only the ledger prices (executions): they move no deadline, so the supervisor is
-   * not woken for them.
-   */
-  public static final String LEDGER_WAKEUP = "sandbox.lifecycle.ledger";
-
   private static final String SUBSCRIBER = "sandbox.subscriber.";
   private static final String TEXT_SUBSCRIBER = SUBSCRIBER + "text.";
 

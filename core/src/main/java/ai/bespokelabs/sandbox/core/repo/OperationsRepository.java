@@ -183,6 +183,49 @@ public final class OperationsRepository {
         });
   }
 
+  /** A sandbox whose termination failed (its resources may still exist), and when. */
+  public record FailedTermination(String sandboxId, OffsetDateTime failedAt) {}
+
+  /** Organizations that configured alerts. */
+  public Future<List<String>> organizationsWithAlerts() {
+    return pool.query("SELECT organization_id FROM alert_configurations").execute().map(rows -> {
+      List<String> out = new ArrayList<>();
+      rows.forEach(r -> out.add(r.getString(0)));
+      return out;
+    });
+  }
+
+  /** How many of the organization's sandboxes failed at or after {@code since}. */
+  public Future<Long> failedSince(String orgId, OffsetDateTime since) {
+    return pool.preparedQuery("SELECT count(*) FROM sandboxes WHERE organization_id = $1 AND failed_at >= $2")
+        .execute(Tuple.of(orgId, since))
+        .map(rows -> rows.iterator().next().getLong(0));
+  }
+
+  /** The organization's live sandboxes created at or before {@code before}. */
+  public Future<List<String>> liveCreatedBefore(String orgId, OffsetDateTime before) {
+    return pool.preparedQuery("SELECT id FROM sandboxes WHERE organization_id = $1 AND created_at <= $2"
+            + " AND status IN ('creating', 'running', 'stopping')")
+        .execute(Tuple.of(orgId, before))
+        .map(rows -> {
+          List<String> out = new ArrayList<>();
+          rows.forEach(r -> out.add(r.getString(0)));
+          return out;
+        });
+  }
+
+  /** The organization's sandboxes that failed while being destroyed. */
+  public Future<List<FailedTermination>> failedTerminations(String orgId) {
+    return pool.preparedQuery("SELECT id, failed_at FROM sandboxes WHERE organization_id = $1 AND status = 'failed'"
+            + " AND latest_error->>'op' = 'destroy'")
+        .execute(Tuple.of(orgId))
+        .map(rows -> {
+          List<FailedTermination> out = new ArrayList<>();
+          rows.forEach(r -> out.add(new FailedTermination(r.getString("id"), r.getOffsetDateTime("failed_at"))));
+          return out;
+        });
+  }
+
   // ---- retention ------------------------------------------------------------------------------------
 
   public static final JsonObject DEFAULT_RETENTION = new JsonObject().put("operational_days", 90)

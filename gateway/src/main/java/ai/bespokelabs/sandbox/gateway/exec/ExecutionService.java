@@ -140,7 +140,6 @@ public final class ExecutionService {
    * execution failed and is rethrown.
    */
   public Future<Void> send(Launch l) {
-    wakeLedger();
     return vertx.eventBus().request(l.adapterAddress(), l.message(), action(Addresses.START, CONTROL_TIMEOUT_MS))
         .<Void>mapEmpty()
         .recover(cause -> failed(l, cause));
@@ -156,7 +155,6 @@ public final class ExecutionService {
     JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
         : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
     return executions.fail(l.executionId(), stored, 0, now())
-        .onComplete(ar -> wakeLedger())
         .compose(v -> Future.failedFuture(failure));
   }
 
@@ -172,7 +170,6 @@ public final class ExecutionService {
       if (l.existing() != null) {
         return replay(l.existing());
       }
-      wakeLedger();
       return run(l).transform(ar -> ar.succeeded() ? completed(l, ar.result()) : failed(l, ar.cause()));
     });
   }
@@ -195,7 +192,6 @@ public final class ExecutionService {
       ExecutionRepository.Target t) {
     OffsetDateTime now = now();
     Launch l = launch(t, sandboxId, Ids.newId("exe"), Ids.newId("req"), req, false, null, now);
-    wakeLedger();
     Future<ExecResult> ran = run(l);
     return executions.start(p.organizationId(), sandboxId, l.executionId(), l.requestId(), p.keyId(), now,
             backends.nodeBound(), backends.nodeId(), req.stdin(), fingerprint(req))
@@ -380,18 +376,13 @@ public final class ExecutionService {
 
   /**
    * The one place an execution's result is stored: usage priced at the sandbox's captured hourly rate, then
-   * the ledger is woken to meter it. Answers with the stored response.
+   * PostgreSQL wakes the ledger to meter it (the write notifies in its transaction). Answers with the stored
+   * response.
    */
   private Future<JsonObject> store(String executionId, String requestId, BigDecimal hourlyRate, ExecResult r) {
     JsonObject response = ExecResponses.of(requestId, executionId, r, hourlyRate, settings.customerMarkup());
     return executions.complete(executionId, r.status(), response, r.exitCode(), r.durationMs(), now())
-        .onComplete(ar -> wakeLedger())
         .map(v -> response);
-  }
-
-  /** Wakes the ledger after a write it meters (an execution inserted, failed or completed). */
-  private void wakeLedger() {
-    vertx.eventBus().publish(Addresses.LEDGER_WAKEUP, null);
   }
 
   private static DeliveryOptions action(String action, long timeoutMs) {

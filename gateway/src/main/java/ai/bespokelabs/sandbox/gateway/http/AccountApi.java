@@ -2,10 +2,13 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.Times;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.ApiKeyRecord;
 import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository.NewKey;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
+import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
@@ -14,16 +17,28 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.TreeSet;
 
 /** Health, organization bootstrap, product keys and the session (capabilities) endpoint. */
-public final class AccountApi {
-  private final Services s;
+public final class AccountApi implements Endpoints {
+  private final GatewayConfig config;
+  private final Hmac hmac;
+  private final Clock clock;
+  private final Authenticator authenticator;
+  private final OrganizationRepository organizations;
+  private final ApiKeyRepository keys;
 
-  public AccountApi(Services services) {
-    this.s = services;
+  public AccountApi(GatewayConfig config, Hmac hmac, Clock clock, Authenticator authenticator,
+      OrganizationRepository organizations, ApiKeyRepository keys) {
+    this.config = config;
+    this.hmac = hmac;
+    this.clock = clock;
+    this.authenticator = authenticator;
+    this.organizations = organizations;
+    this.keys = keys;
   }
 
   public void register(Api api) {
@@ -37,7 +52,7 @@ public final class AccountApi {
 
   private Future<Reply> createOrganization(RoutingContext ctx) {
     String given = ctx.request().getHeader("X-Control-Plane-Admin");
-    String expected = s.config().secrets().adminToken().map(t -> t.reveal()).orElse(null);
+    String expected = config.secrets().adminToken().map(t -> t.reveal()).orElse(null);
     if (expected == null) {
       throw new ApiException(503, "organization bootstrap is disabled");
     }
@@ -47,17 +62,17 @@ public final class AccountApi {
     Body body = Body.parse(Api.body(ctx));
     String name = body.string("name", true, 1, 200);
     body.check();
-    OffsetDateTime now = s.now();
+    OffsetDateTime now = Times.now(clock);
     String orgId = Ids.newId("org");
     Issued key = issue(orgId, "Initial key", List.of(Scopes.ALL), null, now);
-    return s.organizations().createWithInitialKey(orgId, name, now, key.newKey())
+    return organizations.createWithInitialKey(orgId, name, now, key.newKey())
         .map(v -> Reply.of(201, new JsonObject()
             .put("organization", new JsonObject().put("id", orgId).put("name", name).put("created_at", Wire.ts(now)))
             .put("api_key", Wire.issuedKey(key.newKey().record(), key.secret()))));
   }
 
   private Future<Reply> listKeys(RoutingContext ctx, Principal p) {
-    return s.keys().list(p.organizationId()).map(keys -> {
+    return keys.list(p.organizationId()).map(keys -> {
       JsonArray out = new JsonArray();
       keys.forEach(k -> out.add(Wire.apiKey(k)));
       return Reply.ok(out);
@@ -82,28 +97,28 @@ public final class AccountApi {
     Scopes.firstNotCovered(p.scopes(), unique).ifPresent(missing -> {
       throw ApiException.forbidden("API key requires scope: " + missing + " to issue a key with it");
     });
-    OffsetDateTime now = s.now();
+    OffsetDateTime now = Times.now(clock);
     if (expiresAt != null && !expiresAt.isAfter(now)) {
       throw ApiException.invalid("expires_at must be in the future");
     }
     Issued key = issue(p.organizationId(), name, List.copyOf(unique), expiresAt, now);
-    return s.keys().insert(key.newKey())
+    return keys.insert(key.newKey())
         .map(v -> Reply.of(201, Wire.issuedKey(key.newKey().record(), key.secret())));
   }
 
   private Future<Reply> revokeKey(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "key_id", "key", "API key not found");
-    return s.keys().findActive(p.organizationId(), id).compose(target -> {
+    return keys.findActive(p.organizationId(), id).compose(target -> {
       ApiKeyRecord key = target.orElseThrow(() -> ApiException.notFound("API key not found"));
       Scopes.firstNotCovered(p.scopes(), key.scopes()).ifPresent(missing -> {
         throw ApiException.forbidden("API key requires scope: " + missing + " to revoke a key with it");
       });
-      return s.keys().revoke(p.organizationId(), id, s.now());
+      return keys.revoke(p.organizationId(), id, Times.now(clock));
     }).map(done -> {
       if (!done) {
         throw ApiException.notFound("API key not found");
       }
-      s.authenticator().forget(id);
+      authenticator.forget(id);
       ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.auth.Authenticator.REVOKED_ADDRESS, id);
       return Reply.noContent();
     });
@@ -136,6 +151,6 @@ public final class AccountApi {
     String secret = Authenticator.KEY_PREFIX + Ids.urlSafeToken(32);
     ApiKeyRecord rec = new ApiKeyRecord(Ids.newId("key"), orgId, name, secret.substring(0, 17), scopes, now, null,
         expiresAt, null);
-    return new Issued(new NewKey(rec, s.hmac().hex(secret)), secret);
+    return new Issued(new NewKey(rec, hmac.hex(secret)), secret);
   }
 }

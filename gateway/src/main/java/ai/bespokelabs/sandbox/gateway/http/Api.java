@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -29,11 +29,15 @@ public final class Api {
   private static final String BODY = "api.body";
 
   private final Router router;
-  private final Services services;
+  private final long maxBodyBytes;
+  private final Authenticator authenticator;
+  private final AuditTrail audit;
 
-  public Api(Router router, Services services) {
+  public Api(Router router, long maxBodyBytes, Authenticator authenticator, AuditTrail audit) {
     this.router = router;
-    this.services = services;
+    this.maxBodyBytes = maxBodyBytes;
+    this.authenticator = authenticator;
+    this.audit = audit;
   }
 
   /** An endpoint open to anyone (or doing its own authentication). */
@@ -43,11 +47,11 @@ public final class Api {
 
   /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
   public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
-    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx).authenticator()
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx)
         .authenticate(ctx.request().getHeader("Authorization"))
         .compose(p -> {
           if (AuditTrail.audited(method, path)) {
-            AuditTrail.record(services, ctx, p, method, path);
+            audit.record(ctx, p, method, path);
           }
           if (scope != null) {
             p.require(scope);
@@ -75,7 +79,7 @@ public final class Api {
     if (!hasBody(req.method()) || FilesApi.streamsBody(req)) {
       return Future.succeededFuture();
     }
-    long limit = services.config().http().maxRequestBodyBytes();
+    long limit = maxBodyBytes;
     String length = req.getHeader("Content-Length");
     if (length != null && length.chars().allMatch(Character::isDigit) && length.length() < 19
         && Long.parseLong(length) > limit) {
@@ -106,11 +110,11 @@ public final class Api {
   }
 
   /** A WebSocket handshake must still be unread when the endpoint upgrades it after asynchronous checks. */
-  private Services pauseUpgrade(RoutingContext ctx) {
+  private Authenticator pauseUpgrade(RoutingContext ctx) {
     if ("websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
       ctx.request().pause();
     }
-    return services;
+    return authenticator;
   }
 
   private static void run(RoutingContext ctx, java.util.function.Supplier<Future<Reply>> work) {

@@ -1,11 +1,13 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.Redaction;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.Times;
+import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.util.Locale;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -15,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * The append-only audit trail: every authenticated mutation (POST, PUT, PATCH, DELETE) and every export,
  * recorded when its response ends with the outcome its status gives. Details are redacted.
  */
-final class AuditTrail {
+public final class AuditTrail {
   private static final Logger LOG = LoggerFactory.getLogger(AuditTrail.class);
   private static final Map<String, String> ACTIONS = Map.ofEntries(
       Map.entry("POST /v1/sandboxes", "sandbox.create"),
@@ -30,7 +32,13 @@ final class AuditTrail {
       Map.entry("PUT /v1/retention/current", "retention.configure"),
       Map.entry("POST /v1/retention/apply", "retention.apply"));
 
-  private AuditTrail() {}
+  private final OperationsRepository operations;
+  private final Clock clock;
+
+  public AuditTrail(OperationsRepository operations, Clock clock) {
+    this.operations = operations;
+    this.clock = clock;
+  }
 
   static boolean audited(HttpMethod method, String template) {
     return method != HttpMethod.GET || template.startsWith("/v1/exports/");
@@ -47,14 +55,14 @@ final class AuditTrail {
   }
 
   /** Records the request, stamped with its arrival, once its response has ended. */
-  static void record(Services s, RoutingContext ctx, Principal p, HttpMethod method, String template) {
-    java.time.OffsetDateTime at = s.now();
+  void record(RoutingContext ctx, Principal p, HttpMethod method, String template) {
+    java.time.OffsetDateTime at = Times.now(clock);
     ctx.addEndHandler(ar -> {
       int status = ctx.response().getStatusCode();
       JsonObject query = new JsonObject();
       ctx.queryParams().forEach(e -> query.put(e.getKey(), e.getValue()));
       JsonObject details = Redaction.redact(new JsonObject().put("status_code", status).put("query", query));
-      s.operations().audit(p.organizationId(), p.keyId(), action(method, template), ctx.normalizedPath(),
+      operations.audit(p.organizationId(), p.keyId(), action(method, template), ctx.normalizedPath(),
               outcome(status), details, at)
           .onFailure(e -> LOG.error("Audit entry for {} {} could not be written: {}", method, template, e.toString()));
     });

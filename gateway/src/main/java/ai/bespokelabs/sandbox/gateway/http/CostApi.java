@@ -1,7 +1,8 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -11,26 +12,31 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.Set;
 
 /** Costs grouped by sandbox, backend or UTC day; the reconciliation summary; CSV exports. */
-public final class CostApi {
+public final class CostApi implements Endpoints {
   static final Set<String> GROUPS = Set.of("sandbox", "backend", "day");
 
-  private final Services s;
+  private final CostLedger ledger;
   private final Exports exports;
+  private final SandboxRepository sandboxes;
+  private final Clock clock;
 
-  public CostApi(Services services) {
-    this.s = services;
-    this.exports = new Exports(services.pool());
+  public CostApi(CostLedger ledger, Exports exports, SandboxRepository sandboxes, Clock clock) {
+    this.ledger = ledger;
+    this.exports = exports;
+    this.sandboxes = sandboxes;
+    this.clock = clock;
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/costs", Scopes.USAGE_READ, this::costs);
     api.authed(HttpMethod.GET, "/v1/reconciliation", Scopes.SANDBOXES_READ,
-        (ctx, p) -> s.sandboxes().reconciliationSummary(p.organizationId()).map(Reply::ok));
+        (ctx, p) -> sandboxes.reconciliationSummary(p.organizationId()).map(Reply::ok));
     api.authed(HttpMethod.GET, "/v1/exports/{kind}.csv", Scopes.EXPORTS_READ, this::export);
   }
 
@@ -45,7 +51,7 @@ public final class CostApi {
     }
     int limit = Paging.limit(ctx.queryParams().get("limit"), 500, 1000);
     long offset = Paging.offset(ctx.queryParams().get("cursor"));
-    return s.ledger().accrue(p.organizationId(), s.now())
+    return ledger.accrue(p.organizationId(), Times.now(clock))
         .compose(v -> exports.page(p.organizationId(), kind, offset, limit))
         .map(page -> {
           ctx.response().putHeader("Content-Type", "text/csv; charset=utf-8")
@@ -70,8 +76,8 @@ public final class CostApi {
       throw ApiException.invalid("start must be before end");
     }
     String group = groupBy;
-    return s.ledger().accrue(p.organizationId(), s.now())
-        .compose(v -> s.ledger().summary(p.organizationId(), group, start, end))
+    return ledger.accrue(p.organizationId(), Times.now(clock))
+        .compose(v -> ledger.summary(p.organizationId(), group, start, end))
         .map(items -> {
           JsonArray out = new JsonArray();
           items.forEach(i -> out.add(new JsonObject()

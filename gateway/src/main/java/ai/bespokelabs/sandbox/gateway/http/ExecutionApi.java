@@ -18,7 +18,7 @@ import io.vertx.ext.web.RoutingContext;
  * signals. Their output streams over Server-Sent Events ({@link ExecutionStreams}) or WebSocket
  * ({@link ExecutionSockets}); the {@link ExecutionService} does the work behind every route.
  */
-public final class ExecutionApi {
+public final class ExecutionApi implements Endpoints {
   private final ExecutionService executions;
   private final ExecutionStreams streams;
   private final ExecutionSockets sockets;
@@ -29,6 +29,7 @@ public final class ExecutionApi {
     this.sockets = new ExecutionSockets(vertx, executions);
   }
 
+  @Override
   public void register(Api api) {
     String exec = "/v1/sandboxes/{sandbox_id}/executions/{execution_id}";
     api.authed(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/execute", Scopes.SANDBOXES_EXECUTE, this::execute);

@@ -4,9 +4,11 @@ import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
@@ -27,7 +29,7 @@ import io.vertx.ext.web.RoutingContext;
  * next chunk from the client only when the adapter has written the previous one. An upload over
  * {@code BESPOKE_MAX_UPLOAD_BYTES} or cut short is discarded and leaves nothing behind.
  */
-public final class FilesApi {
+public final class FilesApi implements Endpoints {
   static final String CONTENT = "/v1/sandboxes/{sandbox_id}/files/content";
   /** Set once an upload's endpoint has taken its body (it answers and closes on its own from then on). */
   static final String BODY_TAKEN = "files.bodyTaken";
@@ -37,11 +39,15 @@ public final class FilesApi {
   private static final long LINGER_MS = 2_000;
 
   private final Vertx vertx;
-  private final Services s;
+  private final Backends backends;
+  private final GatewayConfig config;
+  private final SandboxRepository sandboxes;
 
-  public FilesApi(Vertx vertx, Services services) {
+  public FilesApi(Vertx vertx, Backends backends, GatewayConfig config, SandboxRepository sandboxes) {
     this.vertx = vertx;
-    this.s = services;
+    this.backends = backends;
+    this.config = config;
+    this.sandboxes = sandboxes;
   }
 
   /** True for the request whose body this API streams itself (the body handler must leave it alone). */
@@ -61,7 +67,7 @@ public final class FilesApi {
 
   private Future<SandboxRecord> running(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    return s.sandboxes().find(p.organizationId(), id).map(o -> {
+    return sandboxes.find(p.organizationId(), id).map(o -> {
       SandboxRecord sbx = o.orElseThrow(() -> ApiException.notFound("sandbox not found"));
       if (!"running".equals(sbx.status())) {
         throw ApiException.conflict("sandbox is " + sbx.status());
@@ -93,7 +99,7 @@ public final class FilesApi {
   }
 
   private Future<FileReply> call(SandboxRecord sbx, FileOp op) {
-    return vertx.eventBus().<FileReply>request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), op,
+    return vertx.eventBus().<FileReply>request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), op,
             SandboxApi.action(Addresses.FILES, OP_TIMEOUT_MS).addHeader(Addresses.ORGANIZATION, sbx.organizationId()))
         .transform(ar -> ar.succeeded() ? Future.succeededFuture(ar.result().body())
             : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "files")));
@@ -212,7 +218,7 @@ public final class FilesApi {
     HttpServerRequest req = ctx.request();
     String path = path(ctx);
     boolean executable = flag(ctx, "executable");
-    long limit = s.config().http().maxUploadBytes();
+    long limit = config.http().maxUploadBytes();
     String declared = req.getHeader("Content-Length");
     if (declared != null) {
       try {

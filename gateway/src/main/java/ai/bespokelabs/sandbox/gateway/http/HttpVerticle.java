@@ -1,8 +1,10 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
@@ -13,7 +15,9 @@ import io.vertx.ext.web.Router;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * The front door: REST on the event loop. Never blocks; talks to adapters over the event bus and to
@@ -24,21 +28,30 @@ public final class HttpVerticle extends VerticleBase {
   /** Larger client frames close the socket with 1009 (message too big). */
   static final int MAX_WEBSOCKET_FRAME = 1 << 20;
 
-  private final Services services;
+  private final GatewayConfig config;
+  private final Authenticator authenticator;
+  private final AuditTrail audit;
+  private final Function<Vertx, List<Endpoints>> endpoints;
   private HttpServer server;
 
-  public HttpVerticle(Services services) {
-    this.services = services;
+  /** {@code endpoints} builds this verticle's own endpoint instances. */
+  public HttpVerticle(GatewayConfig config, Authenticator authenticator, AuditTrail audit,
+      Function<Vertx, List<Endpoints>> endpoints) {
+    this.config = config;
+    this.authenticator = authenticator;
+    this.audit = audit;
+    this.endpoints = endpoints;
   }
 
   /** Builds the router; also used by the OpenAPI completeness test. */
-  public static Router router(io.vertx.core.Vertx vertx, Services services) {
+  public static Router router(Vertx vertx, GatewayConfig config, Authenticator authenticator, AuditTrail audit,
+      List<Endpoints> endpoints) {
     Router router = Router.router(vertx);
     router.route().handler(new SecurityHeaders());
     // A body stays unread until its endpoint is known and its caller authenticated; then the endpoint reads
     // it as bytes (Api), never as a form. What no endpoint read (or the rest of one that was too large) is
     // drained once the answer is sent, up to the body limit again; beyond that the connection is closed.
-    long limit = services.config().http().maxRequestBodyBytes();
+    long limit = config.http().maxRequestBodyBytes();
     router.route().handler(ctx -> {
       HttpServerRequest req = ctx.request();
       if (Api.hasBody(req.method())) {
@@ -69,22 +82,14 @@ public final class HttpVerticle extends VerticleBase {
       }
       ctx.next();
     });
-    Api api = new Api(router, services);
+    Api api = new Api(router, limit, authenticator, audit);
     JsonObject openapi = openApiDocument().toJsonObject();
     // the server is where the client reached this gateway, not a fixed default
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.copy().put("servers",
         new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", ctx.request().scheme() + "://"
-            + (ctx.request().authority() == null ? services.config().http().host() + ":" + services.config().http().port()
+            + (ctx.request().authority() == null ? config.http().host() + ":" + config.http().port()
                 : ctx.request().authority())).put("description", "This gateway."))))));
-    new AccountApi(services).register(api);
-    new SandboxApi(vertx, services).register(api);
-    new ExecutionApi(vertx, services.executionService()).register(api);
-    new FilesApi(vertx, services).register(api);
-    new ObservabilityApi(vertx, services).register(api);
-    new PolicyApi(services).register(api);
-    new CostApi(services).register(api);
-    new ProviderApi(vertx, services).register(api);
-    new OperationsApi(services).register(api);
+    endpoints.forEach(e -> e.register(api));
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
     for (int status : new int[] {400, 404, 405, 413, 415}) {
@@ -108,15 +113,15 @@ public final class HttpVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     HttpServerOptions options = new HttpServerOptions()
-        .setHost(services.config().http().host())
-        .setPort(services.config().http().port())
+        .setHost(config.http().host())
+        .setPort(config.http().port())
         .setTcpNoDelay(true)
         // The h2c upgrade of a large response strands common clients (curl, java.net.http) mid-switch;
         // serve cleartext as HTTP/1.1 and leave HTTP/2 to TLS (ALPN) at the proxy.
         .setHttp2ClearTextEnabled(false)
         .setMaxWebSocketFrameSize(MAX_WEBSOCKET_FRAME)
         .setMaxWebSocketMessageSize(MAX_WEBSOCKET_FRAME);
-    server = vertx.createHttpServer(options).requestHandler(router(vertx, services))
+    server = vertx.createHttpServer(options).requestHandler(router(vertx, config, authenticator, audit, endpoints.apply(vertx)))
         .invalidRequestHandler(HttpVerticle::invalidRequest);
     return server.listen();
   }
@@ -149,6 +154,6 @@ public final class HttpVerticle extends VerticleBase {
   @Override
   public Future<?> stop() {
     return server == null ? Future.succeededFuture()
-        : server.shutdown(services.config().node().shutdownGraceSecs(), TimeUnit.SECONDS);
+        : server.shutdown(config.node().shutdownGraceSecs(), TimeUnit.SECONDS);
   }
 }

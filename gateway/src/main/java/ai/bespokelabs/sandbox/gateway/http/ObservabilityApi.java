@@ -1,14 +1,16 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
-import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository.Event;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
@@ -18,6 +20,7 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.Base64;
@@ -27,19 +30,24 @@ import java.util.List;
  * A sandbox's logs (its lifecycle and its executions, from the database, so on every backend) and live
  * resource metrics (from its backend, where it can tell).
  */
-public final class ObservabilityApi {
+public final class ObservabilityApi implements Endpoints {
   static final int DEFAULT_LOG_LIMIT = 100;
   static final int MAX_LOG_LIMIT = 1000;
   static final long METRICS_TIMEOUT_MS = 60_000;
 
   private final Vertx vertx;
-  private final Services s;
+  private final Backends backends;
+  private final SandboxRepository sandboxes;
   private final SandboxLogRepository logs;
+  private final Clock clock;
 
-  public ObservabilityApi(Vertx vertx, Services services) {
+  public ObservabilityApi(Vertx vertx, Backends backends, SandboxRepository sandboxes, SandboxLogRepository logs,
+      Clock clock) {
     this.vertx = vertx;
-    this.s = services;
-    this.logs = new SandboxLogRepository(services.pool());
+    this.backends = backends;
+    this.sandboxes = sandboxes;
+    this.logs = logs;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -177,7 +185,7 @@ public final class ObservabilityApi {
       }
       MetricsRequest msg = new MetricsRequest(sbx.id(), sbx.providerResourceId(), sbx.config().memoryMb(),
           sbx.config().diskMb());
-      return vertx.eventBus().<SandboxMetrics>request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
+      return vertx.eventBus().<SandboxMetrics>request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               SandboxApi.action(Addresses.METRICS, METRICS_TIMEOUT_MS))
           .transform(ar -> {
             if (ar.failed()) {
@@ -188,14 +196,14 @@ public final class ObservabilityApi {
                 .put("status", sbx.status()).put("cpu_percent", m.cpuPercent())
                 .put("memory_used_mb", m.memoryUsedMb()).put("memory_limit_mb", m.memoryLimitMb())
                 .put("disk_used_mb", m.diskUsedMb()).put("disk_limit_mb", m.diskLimitMb())
-                .put("processes", m.processes()).put("sampled_at", Wire.ts(s.now()))));
+                .put("processes", m.processes()).put("sampled_at", Wire.ts(Times.now(clock)))));
           });
     });
   }
 
   private Future<SandboxRecord> find(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    return s.sandboxes().find(p.organizationId(), id)
+    return sandboxes.find(p.organizationId(), id)
         .map(o -> o.orElseThrow(() -> ApiException.notFound("sandbox not found")));
   }
 }

@@ -1,36 +1,45 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
-import ai.bespokelabs.sandbox.gateway.Services;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.ledger.CostLedger;
+import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 
 /** Alerts (configuration and events), the audit trail, and retention. */
-public final class OperationsApi {
-  private final Services s;
+public final class OperationsApi implements Endpoints {
+  private final OperationsRepository operations;
+  private final AlertEvaluator alerts;
+  private final CostLedger ledger;
+  private final Clock clock;
 
-  public OperationsApi(Services services) {
-    this.s = services;
+  public OperationsApi(OperationsRepository operations, AlertEvaluator alerts, CostLedger ledger, Clock clock) {
+    this.operations = operations;
+    this.alerts = alerts;
+    this.ledger = ledger;
+    this.clock = clock;
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/alerts/configuration", Scopes.ALERTS_READ,
-        (ctx, p) -> s.operations().alertConfiguration(p.organizationId()).map(Reply::ok));
+        (ctx, p) -> operations.alertConfiguration(p.organizationId()).map(Reply::ok));
     api.authed(HttpMethod.PUT, "/v1/alerts/configuration", Scopes.ALERTS_WRITE, this::configureAlerts);
     api.authed(HttpMethod.GET, "/v1/alerts", Scopes.ALERTS_READ, this::alerts);
     api.authed(HttpMethod.GET, "/v1/audit", Scopes.AUDIT_READ, (ctx, p) -> page(ctx,
-        (offset, limit) -> s.operations().auditPage(p.organizationId(), offset, limit)));
+        (offset, limit) -> operations.auditPage(p.organizationId(), offset, limit)));
     api.authed(HttpMethod.GET, "/v1/retention/current", Scopes.RETENTION_READ,
-        (ctx, p) -> s.operations().retention(p.organizationId()).map(Reply::ok));
+        (ctx, p) -> operations.retention(p.organizationId()).map(Reply::ok));
     api.authed(HttpMethod.PUT, "/v1/retention/current", Scopes.RETENTION_WRITE, this::configureRetention);
     api.authed(HttpMethod.POST, "/v1/retention/apply", Scopes.RETENTION_WRITE,
-        (ctx, p) -> s.operations().applyRetention(p.organizationId(), s.now()).map(Reply::ok));
+        (ctx, p) -> operations.applyRetention(p.organizationId(), Times.now(clock)).map(Reply::ok));
   }
 
   /** Full replace; an empty body resets every rule to its default. */
@@ -53,14 +62,14 @@ public final class OperationsApi {
         .put("repeated_failures_window_minutes", window == null ? 60 : window)
         .put("provider_degradation_enabled", degradation == null || degradation).put("long_running_secs", longRunning)
         .put("failed_cleanup_enabled", cleanup == null || cleanup);
-    return s.operations().replaceAlertConfiguration(p.organizationId(), c, p.keyId(), s.now()).map(Reply::ok);
+    return operations.replaceAlertConfiguration(p.organizationId(), c, p.keyId(), Times.now(clock)).map(Reply::ok);
   }
 
   /** Alerts are evaluated on every read as well as by the supervisor. */
   private Future<Reply> alerts(RoutingContext ctx, Principal p) {
-    return s.ledger().accrue(p.organizationId(), s.now())
-        .compose(v -> s.alerts().evaluate(p.organizationId(), s.now()))
-        .compose(v -> page(ctx, (offset, limit) -> s.operations().alertsPage(p.organizationId(), offset, limit)));
+    return ledger.accrue(p.organizationId(), Times.now(clock))
+        .compose(v -> alerts.evaluate(p.organizationId(), Times.now(clock)))
+        .compose(v -> page(ctx, (offset, limit) -> operations.alertsPage(p.organizationId(), offset, limit)));
   }
 
   private Future<Reply> configureRetention(RoutingContext ctx, Principal p) {
@@ -73,7 +82,7 @@ public final class OperationsApi {
     if (op > 3650 || au > 3650) {
       throw ApiException.invalid("retention periods must be between 1 and 3650 days");
     }
-    return s.operations().replaceRetention(p.organizationId(), op, au, p.keyId(), s.now()).map(Reply::ok);
+    return operations.replaceRetention(p.organizationId(), op, au, p.keyId(), Times.now(clock)).map(Reply::ok);
   }
 
   @FunctionalInterface

@@ -1,8 +1,10 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.Policy;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -12,18 +14,25 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import java.math.BigDecimal;
+import java.time.Clock;
 import java.util.List;
 import java.util.Locale;
 import java.util.TreeSet;
 
 /** Organization guardrails: {@code GET/PUT /v1/policies/current} and {@code GET /v1/policy-summary}. */
-public final class PolicyApi {
+public final class PolicyApi implements Endpoints {
   static final int SUMMARY_DENIALS = 20;
 
-  private final Services s;
+  private final PolicyRepository policies;
+  private final CostLedger ledger;
+  private final Backends backends;
+  private final Clock clock;
 
-  public PolicyApi(Services services) {
-    this.s = services;
+  public PolicyApi(PolicyRepository policies, CostLedger ledger, Backends backends, Clock clock) {
+    this.policies = policies;
+    this.ledger = ledger;
+    this.backends = backends;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -46,7 +55,7 @@ public final class PolicyApi {
   }
 
   private Future<Reply> get(RoutingContext ctx, Principal p) {
-    return s.policies().current(p.organizationId()).map(policy -> Reply.ok(json(policy)));
+    return policies.current(p.organizationId()).map(policy -> Reply.ok(json(policy)));
   }
 
   /** Full replace: omitted fields become null (not enforced). Nothing changes when any field is invalid. */
@@ -64,7 +73,7 @@ public final class PolicyApi {
       TreeSet<String> set = new TreeSet<>();
       for (String b : backends) {
         String name = b.trim().toLowerCase(Locale.ROOT);
-        if (!s.backends().isEnabled(name)) {
+        if (!this.backends.isEnabled(name)) {
           throw ApiException.invalid("backend is not enabled: " + name);
         }
         set.add(name);
@@ -83,7 +92,7 @@ public final class PolicyApi {
       allowedGpus = List.copyOf(set);
     }
     Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
-    return s.policies().replace(p.organizationId(), next, p.keyId(), s.now()).map(saved -> {
+    return policies.replace(p.organizationId(), next, p.keyId(), Times.now(clock)).map(saved -> {
       ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.PolicyHints.CHANGED_ADDRESS, p.organizationId());
       return Reply.ok(json(saved));
     });
@@ -91,10 +100,10 @@ public final class PolicyApi {
 
   private Future<Reply> summary(RoutingContext ctx, Principal p) {
     p.require(Scopes.USAGE_READ);
-    java.time.OffsetDateTime now = s.now();
-    return s.ledger().accrue(p.organizationId(), now).compose(v -> Future.all(
-            s.policies().current(p.organizationId()), s.policies().activeSandboxes(p.organizationId()),
-            s.policies().recentDenials(p.organizationId(), SUMMARY_DENIALS), s.ledger().hourAndDay(p.organizationId(), now)))
+    java.time.OffsetDateTime now = Times.now(clock);
+    return ledger.accrue(p.organizationId(), now).compose(v -> Future.all(
+            policies.current(p.organizationId()), policies.activeSandboxes(p.organizationId()),
+            policies.recentDenials(p.organizationId(), SUMMARY_DENIALS), ledger.hourAndDay(p.organizationId(), now)))
         .map(all -> Reply.ok(new JsonObject()
             .put("policy", json(all.resultAt(0)))
             .put("usage", new JsonObject()

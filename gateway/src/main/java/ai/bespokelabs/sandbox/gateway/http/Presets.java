@@ -1,14 +1,16 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.Preset;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.PresetRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,10 +45,12 @@ public final class Presets {
     return Map.copyOf(m);
   }
 
-  private final Services s;
+  private final PresetRepository presets;
+  private final Clock clock;
 
-  public Presets(Services services) {
-    this.s = services;
+  public Presets(PresetRepository presets, Clock clock) {
+    this.presets = presets;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -61,12 +65,12 @@ public final class Presets {
     if (builtIn != null) {
       return Future.succeededFuture(builtIn);
     }
-    return s.presets().find(organizationId, name)
+    return presets.find(organizationId, name)
         .map(found -> found.orElseThrow(() -> ApiException.invalid("unknown preset: " + name)));
   }
 
   private Future<Reply> list(RoutingContext ctx, Principal p) {
-    return s.presets().list(p.organizationId()).map(own -> {
+    return presets.list(p.organizationId()).map(own -> {
       JsonArray out = new JsonArray();
       BUILT_IN.values().stream().sorted(java.util.Comparator.comparing(Preset::name))
           .forEach(b -> out.add(b.toJson()));
@@ -101,7 +105,7 @@ public final class Presets {
       throw ApiException.invalid("setup_commands holds at most " + MAX_SETUP + " non-empty commands");
     }
     Preset preset = new Preset(name, description, cpu, memory, timeout, image, commands, false);
-    return s.presets().insert(p.organizationId(), preset, p.keyId(), s.now()).map(created -> {
+    return presets.insert(p.organizationId(), preset, p.keyId(), Times.now(clock)).map(created -> {
       if (!created) {
         throw ApiException.conflict("preset already exists: " + name);
       }
@@ -114,7 +118,7 @@ public final class Presets {
     if (BUILT_IN.containsKey(name)) {
       throw ApiException.conflict("built-in presets cannot be deleted");
     }
-    return s.presets().delete(p.organizationId(), name).map(deleted -> {
+    return presets.delete(p.organizationId(), name).map(deleted -> {
       if (!deleted) {
         throw ApiException.notFound("preset not found");
       }

@@ -1,11 +1,13 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.gateway.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
 import ai.bespokelabs.sandbox.supervisor.Reconciler;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -13,6 +15,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import java.time.Clock;
 import java.util.List;
 import java.util.Locale;
 
@@ -21,21 +24,26 @@ import java.util.Locale;
  * the backend, configured state, status, check time and a fixed message are ever shown — never a
  * credential, its name, or a provider's own error text.
  */
-public final class ProviderApi {
+public final class ProviderApi implements Endpoints {
   static final String HEALTHY = "Provider is healthy.";
   static final String DEGRADED = "Provider health check failed.";
   static final long CHECK_TIMEOUT_MS = 30_000;
 
   private final Vertx vertx;
-  private final Services s;
+  private final Backends backends;
   private final ProviderHealthRepository health;
   private final Reconciler reconciler;
+  private final AlertEvaluator alerts;
+  private final Clock clock;
 
-  public ProviderApi(Vertx vertx, Services services) {
+  public ProviderApi(Vertx vertx, Backends backends, ProviderHealthRepository health, Reconciler reconciler,
+      AlertEvaluator alerts, Clock clock) {
     this.vertx = vertx;
-    this.s = services;
-    this.health = new ProviderHealthRepository(services.pool());
-    this.reconciler = new Reconciler(vertx, services.pool());
+    this.backends = backends;
+    this.health = health;
+    this.reconciler = reconciler;
+    this.alerts = alerts;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -50,22 +58,21 @@ public final class ProviderApi {
    */
   private Future<Reply> reconcile(RoutingContext ctx, Principal p) {
     String backend = ctx.pathParam("backend").trim().toLowerCase(Locale.ROOT);
-    if (!s.backends().isEnabled(backend)) {
+    if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("reconciliation is not configured: " + backend);
     }
-    String node = s.backends().nodeId();
-    String address = s.backends().sandboxAddress(backend, node);
-    return reconciler.reconcile(p.organizationId(), backend, s.backends().isNodeBound(backend) ? node : null, address,
-            s.now())
-        .onSuccess(r -> vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null))
+    String node = backends.nodeId();
+    String address = backends.sandboxAddress(backend, node);
+    return reconciler.reconcile(p.organizationId(), backend, backends.isNodeBound(backend) ? node : null, address,
+            Times.now(clock))
         .map(r -> Reply.ok(r.toJson()));
   }
 
   private Future<Reply> list(RoutingContext ctx, Principal p) {
     return health.all().map(rows -> {
       JsonArray items = new JsonArray();
-      for (String backend : s.backends().names()) {
-        items.add(item(backend, s.backends().isInstalled(backend), s.backends().capabilities(backend),
+      for (String backend : backends.names()) {
+        items.add(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
             rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
@@ -74,20 +81,20 @@ public final class ProviderApi {
 
   private Future<Reply> check(RoutingContext ctx, Principal p) {
     String backend = ctx.pathParam("backend").trim().toLowerCase(Locale.ROOT);
-    if (!s.backends().isEnabled(backend)) {
+    if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("backend is not enabled: " + backend);
     }
-    String address = Addresses.adapter(backend, s.backends().execNode(backend, s.backends().nodeId()));
+    String address = Addresses.adapter(backend, backends.execNode(backend, backends.nodeId()));
     return vertx.eventBus().request(address, null, SandboxApi.action(Addresses.HEALTH, CHECK_TIMEOUT_MS))
         .transform(ar -> {
           String status = ar.succeeded() ? "healthy" : "degraded";
-          java.time.OffsetDateTime now = s.now();
+          java.time.OffsetDateTime now = Times.now(clock);
           return health.record(backend, status, ar.succeeded() ? HEALTHY : DEGRADED, p.keyId(), now)
               .compose(previous -> "degraded".equals(status) && !"degraded".equals(previous)
-                  ? s.alerts().providerDegraded(backend, now) : Future.succeededFuture());
+                  ? alerts.providerDegraded(backend, now) : Future.succeededFuture());
         })
         .compose(v -> health.all())
-        .map(rows -> Reply.ok(item(backend, s.backends().isInstalled(backend), s.backends().capabilities(backend),
+        .map(rows -> Reply.ok(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
             rows.get(backend))));
   }
 

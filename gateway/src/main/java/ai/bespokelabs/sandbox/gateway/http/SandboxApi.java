@@ -1,20 +1,29 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
-import ai.bespokelabs.sandbox.gateway.Services;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.ExecRoutes;
+import ai.bespokelabs.sandbox.gateway.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -27,12 +36,13 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.util.Base64;
 import java.util.List;
 
 /** The seed's sandbox API: create, list, get, detail, execute and terminate. */
-public final class SandboxApi {
+public final class SandboxApi implements Endpoints {
   static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   static final long SET_TIMEOUT_MS = 2 * 60_000L;
@@ -40,13 +50,35 @@ public final class SandboxApi {
 
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SandboxApi.class);
   private final Vertx vertx;
-  private final Services s;
+  private final GatewayConfig config;
+  private final Backends backends;
+  private final Hmac hmac;
+  private final PricingCatalog pricing;
+  private final SandboxRepository sandboxes;
+  private final ExecutionRepository executions;
+  private final PolicyRepository policies;
+  private final CostLedger ledger;
+  private final ExecRoutes routes;
+  private final PolicyHints policyHints;
   private final Presets presets;
+  private final Clock clock;
 
-  public SandboxApi(Vertx vertx, Services services) {
+  public SandboxApi(Vertx vertx, GatewayConfig config, Backends backends, Hmac hmac, PricingCatalog pricing,
+      SandboxRepository sandboxes, ExecutionRepository executions, PolicyRepository policies, CostLedger ledger,
+      ExecRoutes routes, PolicyHints policyHints, Presets presets, Clock clock) {
     this.vertx = vertx;
-    this.s = services;
-    this.presets = new Presets(services);
+    this.config = config;
+    this.backends = backends;
+    this.hmac = hmac;
+    this.pricing = pricing;
+    this.sandboxes = sandboxes;
+    this.executions = executions;
+    this.policies = policies;
+    this.ledger = ledger;
+    this.routes = routes;
+    this.policyHints = policyHints;
+    this.presets = presets;
+    this.clock = clock;
   }
 
   public void register(Api api) {
@@ -69,7 +101,7 @@ public final class SandboxApi {
   /** The signed fields of a session-state handle, in a fixed order. */
   private String stateSignature(String sandboxId, String organizationId, String backend, String resourceId,
       String issuedAt) {
-    return s.hmac().hex(String.join("\n", "session-state", STATE_VERSION, sandboxId, organizationId, backend,
+    return hmac.hex(String.join("\n", "session-state", STATE_VERSION, sandboxId, organizationId, backend,
         resourceId == null ? "" : resourceId, issuedAt));
   }
 
@@ -83,7 +115,7 @@ public final class SandboxApi {
       if (sbx.providerResourceId() == null) {
         throw ApiException.conflict("sandbox is " + sbx.status());
       }
-      String issued = Wire.ts(s.now());
+      String issued = Wire.ts(Times.now(clock));
       return Reply.ok(new JsonObject().put("version", STATE_VERSION).put("sandbox_id", sbx.id())
           .put("organization_id", sbx.organizationId()).put("backend", sbx.backend())
           .put("provider_resource_id", sbx.providerResourceId()).put("issued_at", issued)
@@ -114,21 +146,21 @@ public final class SandboxApi {
     if (!org.equals(p.organizationId())) {
       throw ApiException.notFound("sandbox not found");
     }
-    if (!s.backends().isEnabled(backend)) {
+    if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("backend is not enabled: " + backend);
     }
-    return s.sandboxes().find(org, id).compose(found -> {
+    return sandboxes.find(org, id).compose(found -> {
       SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
       if (!"running".equals(sbx.status()) || !resource.equals(sbx.providerResourceId())) {
         throw ApiException.conflict("sandbox is " + sbx.status());
       }
-      String address = s.backends().isNodeBound(backend)
-          ? s.backends().sandboxAddress(backend, s.backends().nodeId()) : s.backends().createAddress(backend);
+      String address = backends.isNodeBound(backend)
+          ? backends.sandboxAddress(backend, backends.nodeId()) : backends.createAddress(backend);
       CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(), sbx.config());
       return vertx.eventBus().<SandboxCreated>request(address, msg, action(Addresses.ADOPT, CREATE_TIMEOUT_MS)
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
-              ? s.sandboxes().adopted(org, id, ar.result().body().nodeId(), s.now())
+              ? sandboxes.adopted(org, id, ar.result().body().nodeId(), Times.now(clock))
                   .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
                   updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
@@ -146,10 +178,10 @@ public final class SandboxApi {
       var msg = new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox(sbx.id(), sbx.organizationId(),
           sbx.providerResourceId());
       return vertx.eventBus().<ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken>request(
-              s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg, action(Addresses.SNAPSHOT, CREATE_TIMEOUT_MS))
+              backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg, action(Addresses.SNAPSHOT, CREATE_TIMEOUT_MS))
           .transform(ar -> ar.succeeded()
               ? Future.succeededFuture(Reply.of(201, new JsonObject().put("snapshot_id", ar.result().body().snapshotId())
-                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(s.now()))))
+                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(Times.now(clock)))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "snapshot")));
     });
   }
@@ -157,8 +189,8 @@ public final class SandboxApi {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), s.backends(),
-        s.config().execution().gitAllowFileUrls(), s.config().execution().gitAllowPrivate());
+    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), backends,
+        config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate());
     String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);
@@ -168,22 +200,22 @@ public final class SandboxApi {
   }
 
   private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
-    OffsetDateTime now = s.now();
+    OffsetDateTime now = Times.now(clock);
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
-        idempotencyKey, s.hmac().hex(req.fingerprintInput()), Ids.newId("ctk"), s.backends().nodeId(), p.keyId(),
-        s.pricing().hourlyRate(req.backend(), config.cpu(), config.memoryMb()), s.pricing().source(),
+        idempotencyKey, hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
+        pricing.hourlyRate(req.backend(), config.cpu(), config.memoryMb()), pricing.source(),
         config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
-    if (idempotencyKey == null && s.policyHints().unrestricted(p.organizationId())) {
+    if (idempotencyKey == null && policyHints.unrestricted(p.organizationId())) {
       return createEarly(p, req, row);
     }
     PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
-    return s.sandboxes().claimCreation(row, asked, CostLedger::spend,
-        () -> s.ledger().accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
+    return sandboxes.claimCreation(row, asked, CostLedger::spend,
+        () -> ledger.accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
       if (claim.unrestricted()) {
-        s.policyHints().rememberUnrestricted(p.organizationId());
+        policyHints.rememberUnrestricted(p.organizationId());
       } else {
-        s.policyHints().forget(p.organizationId());
+        policyHints.forget(p.organizationId());
       }
       if (claim.denial() != null) {
         throw new ApiException(403, claim.denial().detail());
@@ -193,7 +225,7 @@ public final class SandboxApi {
       }
       SandboxRecord sbx = claim.sandbox();
       return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), req));
-    }).onSuccess(r -> publishWakeup());
+    });
   }
 
   /**
@@ -206,23 +238,23 @@ public final class SandboxApi {
    */
   private Future<Reply> createEarly(Principal p, CreateRequest req, NewSandbox row) {
     Future<SandboxCreated> made = provision(row.id(), row.organizationId(), req.backend(), row.createToken(), req);
-    return s.sandboxes().claimIfUnrestricted(row).transform(claimed -> {
+    return sandboxes.claimIfUnrestricted(row).transform(claimed -> {
       if (claimed.succeeded() && claimed.result() != null) {
-        s.policyHints().rememberUnrestricted(p.organizationId());
+        policyHints.rememberUnrestricted(p.organizationId());
         return provisioned(claimed.result().sandbox(), made);
       }
       made.onSuccess(created -> undo(row.id(), req.backend(), created));
       if (claimed.failed()) {
         return Future.<Reply>failedFuture(claimed.cause());
       }
-      s.policyHints().forget(p.organizationId());
+      policyHints.forget(p.organizationId());
       return create(p, req, null);
-    }).onSuccess(r -> publishWakeup());
+    });
   }
 
   /** Destroys a sandbox the provider made for a create whose row was never inserted (best effort). */
   private void undo(String sandboxId, String backend, SandboxCreated created) {
-    vertx.eventBus().request(s.backends().sandboxAddress(backend, created.nodeId()),
+    vertx.eventBus().request(backends.sandboxAddress(backend, created.nodeId()),
             new DestroySandbox(sandboxId, created.providerResourceId()), action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
         .onFailure(e -> LOG.warn("Sandbox {} of {} was created for a create that did not go through and could not"
             + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
@@ -233,7 +265,7 @@ public final class SandboxApi {
       CreateRequest req) {
     CreateSandbox msg = new CreateSandbox(sandboxId, organizationId, backend, createToken, req.config(),
         req.workspace());
-    return vertx.eventBus().<SandboxCreated>request(s.backends().createAddress(backend), msg,
+    return vertx.eventBus().<SandboxCreated>request(backends.createAddress(backend), msg,
             action(Addresses.CREATE, CREATE_TIMEOUT_MS))
         .map(Message::body);
   }
@@ -242,9 +274,9 @@ public final class SandboxApi {
   private Future<Reply> provisioned(SandboxRecord sbx, Future<SandboxCreated> made) {
     return made.transform(ar -> {
       if (ar.succeeded()) {
-        return s.sandboxes().completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
-            s.now()).map(done -> {
-              s.routes().remember(done);
+        return sandboxes.completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
+            Times.now(clock)).map(done -> {
+              routes.remember(done);
               return reply(201, done);
             });
       }
@@ -252,7 +284,7 @@ public final class SandboxApi {
       ProviderError error = failure instanceof ProviderException pe ? pe.error()
           : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
               false, ProviderError.Outcome.FAILED);
-      return s.sandboxes().failCreation(sbx.id(), error, s.now()).compose(v -> Future.failedFuture(failure));
+      return sandboxes.failCreation(sbx.id(), error, Times.now(clock)).compose(v -> Future.failedFuture(failure));
     });
   }
 
@@ -284,7 +316,7 @@ public final class SandboxApi {
       }
     }
     int pageSize = limit;
-    return s.sandboxes().list(p.organizationId(), limit == 0 ? 0 : limit + 1, afterTs, afterId).map(rows -> {
+    return sandboxes.list(p.organizationId(), limit == 0 ? 0 : limit + 1, afterTs, afterId).map(rows -> {
       if (pageSize > 0 && rows.size() > pageSize) {
         List<SandboxRecord> page = rows.subList(0, pageSize);
         SandboxRecord last = page.get(page.size() - 1);
@@ -301,9 +333,9 @@ public final class SandboxApi {
   }
 
   private Future<Reply> detail(RoutingContext ctx, Principal p) {
-    return find(ctx, p).compose(sbx -> s.ledger().accrue(p.organizationId(), s.now()).compose(v -> Future.all(
-            s.sandboxes().attempts(sbx.id()), s.executions().list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
-            s.ledger().lifecycleCost(sbx.id()), s.sandboxes().observations(sbx.id())))
+    return find(ctx, p).compose(sbx -> ledger.accrue(p.organizationId(), Times.now(clock)).compose(v -> Future.all(
+            sandboxes.attempts(sbx.id()), executions.list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
+            ledger.lifecycleCost(sbx.id()), sandboxes.observations(sbx.id())))
         .map(all -> {
           JsonArray attempts = new JsonArray();
           all.<List<ai.bespokelabs.sandbox.core.model.AttemptRecord>>resultAt(0).forEach(a -> attempts.add(Wire.attempt(a)));
@@ -321,7 +353,7 @@ public final class SandboxApi {
 
   private Future<SandboxRecord> find(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    return s.sandboxes().find(p.organizationId(), id)
+    return sandboxes.find(p.organizationId(), id)
         .map(o -> o.orElseThrow(() -> ApiException.notFound("sandbox not found")));
   }
 
@@ -330,27 +362,25 @@ public final class SandboxApi {
   private Future<Reply> terminate(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
     Integer expected = ifMatch(ctx.request().getHeader("If-Match"));
-    return s.sandboxes().beginTermination(p.organizationId(), id, expected, s.now()).compose(sbx -> {
+    return sandboxes.beginTermination(p.organizationId(), id, expected, Times.now(clock)).compose(sbx -> {
       if (!"stopping".equals(sbx.status())) {
         return Future.succeededFuture(reply(200, sbx));
       }
-      publishWakeup();
       vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id);
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
-      return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
+      return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
           .transform(ar -> {
             if (ar.succeeded()) {
-              return s.sandboxes().finishTermination(sbx.id(), p.keyId(), "operator", s.now())
+              return sandboxes.finishTermination(sbx.id(), p.keyId(), "operator", Times.now(clock))
                   .map(done -> reply(200, done));
             }
             RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "destroy");
             ProviderError error = failure instanceof ProviderException pe ? pe.error()
                 : BusFailures.normalize(sbx.backend(), "destroy");
-            return s.sandboxes().failTermination(sbx.id(), error, s.now())
+            return sandboxes.failTermination(sbx.id(), error, Times.now(clock))
                 .compose(v -> Future.<Reply>failedFuture(new ProviderException(error)));
-          })
-          .onComplete(ar -> publishWakeup());
+          });
     });
   }
 
@@ -371,8 +401,8 @@ public final class SandboxApi {
     if (secs == null) {
       throw ApiException.invalid("timeout_secs is required");
     }
-    return find(ctx, p).compose(found -> s.policies().current(p.organizationId()).compose(policy -> {
-      OffsetDateTime now = s.now();
+    return find(ctx, p).compose(found -> policies.current(p.organizationId()).compose(policy -> {
+      OffsetDateTime now = Times.now(clock);
       OffsetDateTime deadline = now.plusSeconds(secs);
       Integer max = policy.maxSandboxLifetimeSecs();
       if (max != null && deadline.isAfter(found.createdAt().plusSeconds(max))) {
@@ -380,21 +410,20 @@ public final class SandboxApi {
         long lifeSecs = life.getSeconds() + (life.getNano() > 0 ? 1 : 0);
         PolicyDecision.Denial denial = new PolicyDecision.Denial("max_sandbox_lifetime_secs",
             "Requested sandbox lifetime exceeds organization policy.", lifeSecs, max);
-        return s.policies().recordDenial(p.organizationId(), p.keyId(),
+        return policies.recordDenial(p.organizationId(), p.keyId(),
                 new PolicyDecision.Request(found.backend(), null, secs), denial, now)
             .compose(v -> Future.<java.util.Optional<SandboxRecord>>failedFuture(new ApiException(403, denial.detail())));
       }
-      return s.sandboxes().setDeadline(p.organizationId(), id, deadline, now);
+      return sandboxes.setDeadline(p.organizationId(), id, deadline, now);
     })).compose(updated -> {
       if (updated.isEmpty()) {
-        return s.sandboxes().find(p.organizationId(), id).map(found -> {
+        return sandboxes.find(p.organizationId(), id).map(found -> {
           SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
           throw ApiException.conflict("sandbox is " + sbx.status());
         });
       }
-      publishWakeup();
       SandboxRecord sbx = updated.get();
-      return vertx.eventBus().request(s.backends().sandboxAddress(sbx.backend(), sbx.nodeId()),
+      return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()),
               new SetTimeout(sbx.id(), sbx.providerResourceId(), secs), action(Addresses.SET_TIMEOUT, SET_TIMEOUT_MS))
           .transform(ar -> ar.succeeded() || hostGone(sbx, ar.cause())
               ? Future.succeededFuture(reply(200, sbx))
@@ -407,7 +436,7 @@ public final class SandboxApi {
    * node-bound backends keep none), so the stored deadline is all there is.
    */
   private boolean hostGone(SandboxRecord sbx, Throwable t) {
-    return s.backends().isNodeBound(sbx.backend()) && t instanceof io.vertx.core.eventbus.ReplyException re
+    return backends.isNodeBound(sbx.backend()) && t instanceof io.vertx.core.eventbus.ReplyException re
         && re.failureType() == io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS;
   }
 
@@ -454,9 +483,5 @@ public final class SandboxApi {
 
   static DeliveryOptions action(String action, long timeoutMs) {
     return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
-  }
-
-  void publishWakeup() {
-    vertx.eventBus().publish(Addresses.LIFECYCLE_WAKEUP, null);
   }
 }

@@ -1,0 +1,159 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.db.Wakeups;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
+import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.NodeRepository;
+import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
+import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
+import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
+import ai.bespokelabs.sandbox.core.repo.PresetRepository;
+import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
+import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
+import ai.bespokelabs.sandbox.gateway.http.AccountApi;
+import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
+import ai.bespokelabs.sandbox.gateway.http.CostApi;
+import ai.bespokelabs.sandbox.gateway.http.Endpoints;
+import ai.bespokelabs.sandbox.gateway.http.ExecutionApi;
+import ai.bespokelabs.sandbox.gateway.http.FilesApi;
+import ai.bespokelabs.sandbox.gateway.http.HttpVerticle;
+import ai.bespokelabs.sandbox.gateway.http.ObservabilityApi;
+import ai.bespokelabs.sandbox.gateway.http.OperationsApi;
+import ai.bespokelabs.sandbox.gateway.http.PolicyApi;
+import ai.bespokelabs.sandbox.gateway.http.Presets;
+import ai.bespokelabs.sandbox.gateway.http.ProviderApi;
+import ai.bespokelabs.sandbox.gateway.http.SandboxApi;
+import ai.bespokelabs.sandbox.ledger.CostLedger;
+import ai.bespokelabs.sandbox.ledger.Exports;
+import ai.bespokelabs.sandbox.ledger.LedgerHandler;
+import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
+import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
+import ai.bespokelabs.sandbox.ledger.UsageMeter;
+import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
+import ai.bespokelabs.sandbox.supervisor.Reconciler;
+import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import io.vertx.core.Vertx;
+import io.vertx.ext.web.Router;
+import io.vertx.sqlclient.Pool;
+import java.time.Clock;
+import java.util.List;
+
+/**
+ * The gateway's object graph, built once by {@link Gateway}: every repository and service, shared by the
+ * verticles, and the verticles themselves. Each endpoint group is given only the collaborators it uses; each
+ * HTTP verticle gets its own endpoint instances ({@link Endpoints}).
+ */
+final class Wiring {
+  private final GatewayConfig config;
+  private final Backends backends;
+  private final Clock clock;
+  private final Hmac hmac;
+  private final Pool pool;
+  private final PricingCatalog pricing;
+  private final Wakeups wakeups;
+
+  final OrganizationRepository organizations;
+  final ApiKeyRepository keys;
+  final SandboxRepository sandboxes;
+  final ExecutionRepository executions;
+  final PolicyRepository policies;
+  final OperationsRepository operations;
+  final PresetRepository presets;
+  final ProviderHealthRepository health;
+  final SandboxLogRepository logs;
+  final NodeRepository nodes;
+  final LifecycleCosts lifecycleCosts;
+  final CostLedger ledger;
+  final Exports exports;
+  final AlertEvaluator alerts;
+  final Reconciler reconciler;
+  final Authenticator authenticator;
+  final AuditTrail audit;
+  final ExecRoutes routes;
+  final PolicyHints policyHints;
+  final ExecutionService executionService;
+
+  Wiring(Vertx vertx, GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
+      PricingCatalog pricing, Wakeups wakeups) {
+    this.config = config;
+    this.backends = backends;
+    this.clock = clock;
+    this.hmac = hmac;
+    this.pool = pool;
+    this.pricing = pricing;
+    this.wakeups = wakeups;
+    this.organizations = new OrganizationRepository(pool);
+    this.keys = new ApiKeyRepository(pool);
+    this.sandboxes = new SandboxRepository(pool);
+    this.executions = new ExecutionRepository(pool);
+    this.policies = new PolicyRepository(pool);
+    this.operations = new OperationsRepository(pool);
+    this.presets = new PresetRepository(pool);
+    this.health = new ProviderHealthRepository(pool);
+    this.logs = new SandboxLogRepository(pool);
+    this.nodes = new NodeRepository(pool);
+    this.lifecycleCosts = new LifecycleCosts(config.ledger().customerMarkup());
+    this.ledger = new CostLedger(pool, lifecycleCosts);
+    this.exports = new Exports(pool);
+    this.alerts = new AlertEvaluator(operations, policies, ledger::hourAndDay);
+    this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool));
+    this.authenticator = new Authenticator(keys, hmac, clock);
+    this.audit = new AuditTrail(operations, clock);
+    this.routes = new ExecRoutes();
+    this.policyHints = new PolicyHints();
+    this.executionService = new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock,
+        new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
+            config.ledger().customerMarkup()));
+  }
+
+  Wakeups wakeups() {
+    return wakeups;
+  }
+
+  /** One HTTP verticle's endpoints. */
+  List<Endpoints> endpoints(Vertx vertx) {
+    return List.of(
+        new AccountApi(config, hmac, clock, authenticator, organizations, keys),
+        new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, executions, policies, ledger, routes,
+            policyHints, new Presets(presets, clock), clock),
+        new ExecutionApi(vertx, executionService),
+        new FilesApi(vertx, backends, config, sandboxes),
+        new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
+        new PolicyApi(policies, ledger, backends, clock),
+        new CostApi(ledger, exports, sandboxes, clock),
+        new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
+        new OperationsApi(operations, alerts, ledger, clock));
+  }
+
+  /** The router one HTTP verticle serves. */
+  Router router(Vertx vertx) {
+    return HttpVerticle.router(vertx, config, authenticator, audit, endpoints(vertx));
+  }
+
+  HttpVerticle http() {
+    return new HttpVerticle(config, authenticator, audit, this::endpoints);
+  }
+
+  LedgerVerticle ledgerVerticle() {
+    return new LedgerVerticle(pool, wakeups,
+        new LedgerHandler(lifecycleCosts, new UsageMeter(config.ledger().customerMarkup())));
+  }
+
+  SupervisorVerticle supervisor(List<SupervisorVerticle.Watch> watches) {
+    return new SupervisorVerticle(nodes, sandboxes, executions, wakeups, backends.nodeId(), clock,
+        config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()), watches,
+        reconciler, alerts);
+  }
+
+  ExecutionRecorder recorder() {
+    return new ExecutionRecorder(executionService);
+  }
+}
