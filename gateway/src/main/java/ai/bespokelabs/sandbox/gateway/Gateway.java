@@ -92,7 +92,7 @@ public final class Gateway implements AutoCloseable {
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     out.add(new BlockingBackend(new DockerProvider(vertx, config.providers())));
-    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
+    E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(config.providers());
     if (daytona != null) {
       out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock)));
