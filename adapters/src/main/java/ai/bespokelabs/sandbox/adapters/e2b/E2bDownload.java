@@ -148,17 +148,19 @@ final class E2bDownload implements FileReader {
     if (waiting != null) {
       return Future.failedFuture(new IllegalStateException("a read is already waiting"));
     }
-    waiting = Promise.promise();
+    Promise<Buffer> read = Promise.promise();
+    waiting = read;
     waitingMax = max;
-    Future<Buffer> result = waiting.future();
     serve();
-    if (waiting != null) {
+    if (waiting == read) {
       stallTimer = vertx.setTimer(stallMs, id -> {
         stallTimer = -1;
-        fail(E2bErrors.transport(new TimeoutException("download stalled"), "download"));
+        if (waiting == read) {
+          fail(E2bErrors.transport(new TimeoutException("download stalled"), "download"));
+        }
       });
     }
-    return result;
+    return read.future();
   }
 
   /** Answers a waiting read from what arrived: chunks up to its size, the end, or the failure. */
@@ -186,10 +188,10 @@ final class E2bDownload implements FileReader {
         fail(E2bErrors.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED));
         return;
       }
-      if (taken > 0 && !complete) {
-        response.fetch(taken);
-      }
       answer(out);
+      if (taken > 0 && !complete && !closed) {
+        response.fetch(taken); // may hand over queued chunks at once: the read is answered first
+      }
       return;
     }
     if (failure != null) {
