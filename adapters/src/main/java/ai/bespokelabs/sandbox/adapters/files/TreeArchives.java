@@ -363,7 +363,7 @@ public final class TreeArchives {
   }
 
   /** An upload: spooled, checked whole at commit, then written file by file. */
-  private static final class TreeWriter implements FileWriter {
+  static final class TreeWriter implements FileWriter {
     private final Vertx vertx;
     private final FileSystem fs;
     private final FileOp op;
@@ -377,6 +377,11 @@ public final class TreeArchives {
       this.op = op;
       this.spool = spool;
       this.file = file;
+    }
+
+    /** The spool file (for tests). */
+    Path spool() {
+      return Path.of(spool);
     }
 
     @Override
