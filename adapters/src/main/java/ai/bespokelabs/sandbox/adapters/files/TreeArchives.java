@@ -135,9 +135,13 @@ public final class TreeArchives {
     private final TarArchiveOutputStream tar;
     /** Compressed bytes not yet handed to the reader. */
     private Buffer out = Buffer.buffer();
-    /** The file being archived, and how many bytes its header still owes. */
+    /**
+     * The file being archived and how many bytes its header still owes; once it owes none, one more read
+     * (draining) normally sees the file's end, so a download is read to its end rather than cut.
+     */
     private FileReader file;
     private long owed;
+    private boolean draining;
     private boolean finished;
     private boolean closed;
     private Throwable broken;
@@ -223,7 +227,11 @@ public final class TreeArchives {
           if (closed) {
             return Future.failedFuture(new IOException("download closed"));
           }
-          copy(chunk);
+          if (draining) {
+            closeFile(); // its end, or bytes past what its header declared: left out
+          } else {
+            copy(chunk);
+          }
           return Future.succeededFuture();
         });
       }
@@ -288,7 +296,8 @@ public final class TreeArchives {
       file = in;
       owed = in.size();
       if (owed == 0) {
-        endFile();
+        closeEntry();
+        draining = true;
       }
     }
 
@@ -302,23 +311,26 @@ public final class TreeArchives {
             tar.write(zeros, 0, n);
             owed -= n;
           }
-        } else {
-          int n = (int) Math.min(owed, chunk.length());
-          tar.write(chunk.getBytes(0, n));
-          owed -= n;
+          closeEntry();
+          closeFile();
+          return;
         }
+        int n = (int) Math.min(owed, chunk.length());
+        tar.write(chunk.getBytes(0, n));
+        owed -= n;
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
       if (owed == 0) {
-        endFile();
+        closeEntry();
+        draining = true;
       }
     }
 
-    private void endFile() {
-      closeEntry();
+    private void closeFile() {
       FileReader done = file;
       file = null;
+      draining = false;
       done.close();
     }
 

@@ -36,6 +36,8 @@ final class MemoryFileSystem implements FileSystem {
   final Set<String> executables = new TreeSet<>();
   final Map<String, Long> reportedSizes = new ConcurrentHashMap<>();
   final AtomicInteger openReaders = new AtomicInteger();
+  /** Readers closed before they answered their end. */
+  final AtomicInteger cutReaders = new AtomicInteger();
   private final boolean async;
 
   MemoryFileSystem(boolean async) {
@@ -138,6 +140,7 @@ final class MemoryFileSystem implements FileSystem {
       return new FileReader() {
         int pos;
         boolean closed;
+        boolean ended;
 
         @Override
         public long size() {
@@ -151,6 +154,7 @@ final class MemoryFileSystem implements FileSystem {
               throw new IllegalStateException("read after close");
             }
             if (pos == content.length) {
+              ended = true;
               return null;
             }
             int n = Math.min(max, content.length - pos);
@@ -165,6 +169,9 @@ final class MemoryFileSystem implements FileSystem {
           if (!closed) {
             closed = true;
             openReaders.decrementAndGet();
+            if (!ended) {
+              cutReaders.incrementAndGet();
+            }
           }
           return later(Future.succeededFuture());
         }

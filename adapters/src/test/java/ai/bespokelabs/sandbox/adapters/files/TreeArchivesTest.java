@@ -133,6 +133,7 @@ class TreeArchivesTest {
     assertThat(got.keySet()).containsExactly("a/", "a/b.txt", "a/nothing/", "big.bin", "empty.txt", "run.sh");
     assertThat(got.get("big.bin")).isEqualTo(big);
     assertThat(src.openReaders).hasValue(0);
+    assertThat(src.cutReaders).as("each file is read to its end").hasValue(0);
 
     MemoryFileSystem dst = new MemoryFileSystem(async);
     dst.mkdirs("/dst");
