@@ -21,7 +21,6 @@ import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.RequestOptions;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.util.Arrays;
@@ -175,9 +174,13 @@ final class E2bExecution implements Execution {
     fail(new IOException("stream cut"));
   }
 
+  /** Ends the run with {@code t}; while the sink has not taken the last output, once it has (ends come last). */
   private void fail(Throwable t) {
-    if (!done) {
-      failure = t;
+    if (done || failure != null) {
+      return;
+    }
+    failure = t;
+    if (!busy || abandoned) {
       finish();
     }
   }
@@ -249,7 +252,11 @@ final class E2bExecution implements Execution {
             busy = true;
             taken.onComplete(v -> {
               busy = false;
-              drain();
+              if (failure != null) {
+                finish();
+              } else {
+                drain();
+              }
             });
             return;
           }
@@ -258,7 +265,8 @@ final class E2bExecution implements Execution {
         }
         // keepalive and events this version does not know are skipped
       }
-    } catch (ConnectEnvelope.FramingException | DecodeException | ClassCastException | IllegalArgumentException e) {
+    } catch (RuntimeException e) {
+      // a malformed envelope or message (framing, JSON, base64), or a sink that threw
       fail(e);
     }
   }
