@@ -93,7 +93,7 @@ public final class Gateway implements AutoCloseable {
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
     out.add(new BlockingBackend(new DockerProvider(vertx, settings)));
-    E2bSettings.from(settings).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
+    E2bSettings.from(settings).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {
       out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()),

@@ -1,53 +1,51 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
-import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.e2b.ConnectEnvelope.Frame;
-import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider.Envd;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bClient.Envd;
 import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
 import ai.bespokelabs.sandbox.adapters.exec.Utf8;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
-import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.RequestOptions;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
+import java.io.IOException;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One program started through envd's server-streaming {@code process.Process/Start}.
+ * One program started through envd's server-streaming {@code process.Process/Start}; everything happens on
+ * the context that started it (the adapter's), without blocking.
  *
- * <p>Backpressure: the HTTP response stays paused and is read by demand. The event loop only moves raw
- * chunks into {@link #inbox}; this execution's own virtual thread decodes envelopes and hands output to
- * the sink, and asks for the next chunk only after the sink took the previous one, so at most
- * {@link #WINDOW} chunks wait in memory while a slow client blocks the sink (envd then stops reading the
- * program's pipes, as a local pipe would).
+ * <p>Backpressure: the HTTP response stays paused and is read by demand: at most {@link #WINDOW} chunks are
+ * asked for, and more only once those were decoded and their output taken by the sink (the future
+ * {@link OutputSink#output} returns), so a slow client leaves envd unread and it stops reading the program's
+ * pipes, as a local pipe would.
  *
  * <p>Timeout: our own timer sends {@code SIGKILL} at {@code timeoutSecs} and the run ends as exit 124, timed
  * out; {@code Connect-Timeout-Ms} (a little later) is a backstop should the kill not arrive. A stream that
  * breaks before its end event ends the run with exit code -1 after a best-effort kill, since its outcome
  * is unknown.
  */
-final class E2bExecution implements ExecHandle {
+final class E2bExecution implements Execution {
   static final int WINDOW = 8;
   /** How long after the kill of a timed-out program its stream may take to end before it is cut. */
   static final long KILL_GRACE_MS = 5_000;
@@ -58,266 +56,252 @@ final class E2bExecution implements ExecHandle {
   /** Exit statuses of processes ended by a signal, by Go's {@code ProcessState.String()} text. */
   private static final Map<String, Integer> SIGNALS = Map.of("signal: hangup", 1, "signal: interrupt", 2,
       "signal: quit", 3, "signal: aborted", 6, "signal: killed", 9, "signal: terminated", 15);
-
   private static final Logger LOG = LoggerFactory.getLogger(E2bExecution.class);
-  private static final Object END = new Object();
 
-  private final E2bProvider provider;
+  private final E2bClient client;
+  private final Vertx vertx;
   private final Envd envd;
   private final ExecSandbox request;
-  private final ExecSink sink;
-  private final Context context;
-  private final LinkedBlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
-  private final CompletableFuture<Long> started = new CompletableFuture<>();
-  /** true: start() returned the handle, deliver everything; false: start() gave up, deliver nothing. */
-  private final CompletableFuture<Boolean> handedOver = new CompletableFuture<>();
-  private final AtomicBoolean done = new AtomicBoolean();
+  private final OutputSink sink;
+  /** Completes with this execution once envd reported the program's pid; fails when it did not start. */
+  private final Promise<Execution> handle = Promise.promise();
+  private final ConnectEnvelope.Decoder decoder = new ConnectEnvelope.Decoder();
+  /** The unfinished UTF-8 sequence at the end of each stream's output so far. */
+  private final byte[][] carry = {new byte[0], new byte[0]};
   private Runnable onDone = () -> { };
 
-  // written on the event loop, read anywhere
-  private volatile HttpClientRequest httpRequest;
-  private volatile HttpClientResponse response;
-  private volatile long timer = -1;
-
-  private volatile long pid = -1;
-  private volatile boolean timedOut;
-  private volatile boolean signalled;
-  private volatile boolean abandoned;
-  private boolean stdinClosed;
+  private HttpClientRequest httpRequest;
+  private HttpClientResponse response;
+  private long startTimer = -1;
+  private long timer = -1;
   private long t0;
+  private long pid = -1;
+  /** Chunks received since more were asked for. */
+  private int fed;
+  private boolean started;
+  private boolean busy;
+  private boolean httpEnded;
+  private boolean ended;
+  private boolean done;
+  private boolean timedOut;
+  private boolean signalled;
+  private boolean abandoned;
+  private boolean stdinClosed;
+  private JsonObject end;
+  private String endError;
+  private Throwable failure;
 
-  E2bExecution(E2bProvider provider, Envd envd, ExecSandbox request, ExecSink sink) {
-    this.provider = provider;
+  E2bExecution(E2bClient client, Envd envd, ExecSandbox request, OutputSink sink) {
+    this.client = client;
+    this.vertx = client.vertx();
     this.envd = envd;
     this.request = request;
     this.sink = sink;
-    this.context = provider.vertx().getOrCreateContext();
   }
 
   void onDone(Runnable r) {
     this.onDone = r;
   }
 
-  /** Sends the Start call and waits for the start event; the rest is read by a virtual thread. */
-  ExecHandle start(JsonObject startRequest) {
-    Future<ExecHandle> f = ai.bespokelabs.sandbox.adapters.http.ClientContext.run(context, () -> startAsync(startRequest));
-    try {
-      return f.toCompletionStage().toCompletableFuture()
-          .get(provider.settings().requestTimeout().toMillis() + 5_000, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      throw e.getCause() instanceof RuntimeException re ? re : E2bErrors.transport(e.getCause(), "execute");
-    } catch (TimeoutException e) {
-      giveUp();
-      throw E2bErrors.transport(e, "execute");
-    } catch (InterruptedException e) {
-      giveUp();
-      Thread.currentThread().interrupt();
-      throw E2bErrors.transport(new TimeoutException("interrupted"), "execute");
-    }
-  }
-
-  /**
-   * Sends the Start call; completes on this execution's context (call it there) once envd reported the
-   * program's pid. The rest of the stream is read by a virtual thread.
-   */
-  Future<ExecHandle> startAsync(JsonObject startRequest) {
+  /** Sends the Start call; completes once envd reported the program's pid. */
+  Future<Execution> start(JsonObject startRequest) {
     t0 = System.nanoTime();
     long deadlineMs = request.timeoutSecs() * 1000L + KILL_GRACE_MS;
-    RequestOptions options = provider.envdOptions(envd, HttpMethod.POST, "/process.Process/Start")
+    RequestOptions options = client.envdOptions(envd, HttpMethod.POST, "/process.Process/Start")
         .putHeader("Content-Type", "application/connect+json")
         .putHeader("Connect-Protocol-Version", "1")
         .putHeader("Connect-Timeout-Ms", String.valueOf(deadlineMs))
         .putHeader("Keepalive-Ping-Interval", String.valueOf(KEEPALIVE_SECS));
     Buffer body = ConnectEnvelope.encode(0, startRequest.toBuffer());
-    provider.http().request(options)
+    client.http().request(options)
         .compose(req -> {
           httpRequest = req;
-          req.exceptionHandler(t -> inbox.add(t));
+          req.exceptionHandler(this::fail);
           return req.send(body);
         })
         .onComplete(ar -> {
           if (ar.failed()) {
-            inbox.add(ar.cause());
-            return;
+            fail(ar.cause());
+          } else {
+            answered(ar.result());
           }
-          HttpClientResponse resp = ar.result();
-          resp.pause();
-          response = resp;
-          String type = resp.getHeader("Content-Type");
-          if (resp.statusCode() != 200 || type == null || !type.startsWith("application/connect+json")) {
-            int status = resp.statusCode();
-            String retryAfter = resp.getHeader("Retry-After");
-            resp.resume();
-            resp.body().onComplete(b -> inbox.add(
-                E2bProvider.connectFailure(status == 200 ? 502 : status, b.succeeded() ? b.result() : null,
-                    retryAfter, "execute")));
-            return;
-          }
-          resp.handler(inbox::add);
-          resp.exceptionHandler(inbox::add);
-          resp.endHandler(e -> inbox.add(END));
-          resp.fetch(WINDOW);
         });
-    Thread.ofVirtual().name("e2b-exec-" + request.executionId()).start(this::read);
-    Promise<ExecHandle> handle = Promise.promise();
-    long wait = provider.vertx().setTimer(provider.settings().requestTimeout().toMillis(), id -> {
+    startTimer = vertx.setTimer(client.settings().requestTimeout().toMillis(), id -> {
       if (handle.tryFail(E2bErrors.transport(new TimeoutException("no start event"), "execute"))) {
-        giveUp();
+        abandon();
       }
     });
-    started.whenComplete((startedPid, err) -> context.runOnContext(v -> {
-      provider.vertx().cancelTimer(wait);
-      if (err != null) {
-        Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
-            ? err.getCause() : err;
-        if (handle.tryFail(cause instanceof RuntimeException re ? re : E2bErrors.transport(cause, "execute"))) {
-          giveUp();
-        }
-        return;
-      }
-      if (handle.future().isComplete()) {
-        return; // gave up waiting: the reader kills the program
-      }
-      pid = startedPid;
-      handedOver.complete(true);
-      if (!done.get()) {
-        timer = provider.vertx().setTimer(Math.max(1, request.timeoutSecs() * 1000L), id -> onTimeout());
-      }
-      handle.complete(this);
-    }));
     return handle.future();
   }
 
-  private void giveUp() {
-    handedOver.complete(false);
-    abandon();
+  private void answered(HttpClientResponse resp) {
+    resp.pause();
+    response = resp;
+    String type = resp.getHeader("Content-Type");
+    if (resp.statusCode() != 200 || type == null || !type.startsWith("application/connect+json")) {
+      int status = resp.statusCode();
+      String retryAfter = resp.getHeader("Retry-After");
+      resp.resume();
+      resp.body().onComplete(b -> fail(E2bClient.connectFailure(status == 200 ? 502 : status,
+          b.succeeded() ? b.result() : null, retryAfter, "execute")));
+      return;
+    }
+    resp.handler(chunk -> {
+      if (!done) {
+        decoder.feed(chunk);
+        fed++;
+        drain();
+      }
+    });
+    resp.exceptionHandler(this::fail);
+    resp.endHandler(v -> {
+      httpEnded = true;
+      drain();
+    });
+    resp.fetch(WINDOW);
   }
 
   /** Stops reading and cuts the stream; the sink gets nothing more. */
   void abandon() {
     abandoned = true;
-    handedOver.complete(false);
     cut();
   }
 
   private void cut() {
-    context.runOnContext(v -> {
-      HttpClientRequest req = httpRequest;
-      if (req != null) {
-        req.reset();
-      }
-      inbox.add(new java.io.IOException("stream cut"));
-    });
+    if (httpRequest != null) {
+      httpRequest.reset();
+    }
+    fail(new IOException("stream cut"));
+  }
+
+  /** Ends the run with {@code t}; while the sink has not taken the last output, once it has (ends come last). */
+  private void fail(Throwable t) {
+    if (done || failure != null) {
+      return;
+    }
+    failure = t;
+    if (!busy || abandoned) {
+      finish();
+    }
   }
 
   private void onTimeout() {
-    if (done.get()) {
+    if (done) {
       return;
     }
     timedOut = true;
-    provider.sendSignalAsync(envd, pid, "SIGNAL_SIGKILL");
-    provider.vertx().setTimer(KILL_GRACE_MS, id -> {
-      if (!done.get()) {
+    kill(pid);
+    vertx.setTimer(KILL_GRACE_MS, id -> {
+      if (!done) {
         cut();
       }
     });
   }
 
-  // ---- the reader (virtual thread) -------------------------------------------------------------------
+  private void kill(long process) {
+    client.sendUnary(envd, "/process.Process/SendSignal", new JsonObject()
+        .put("process", new JsonObject().put("pid", process)).put("signal", "SIGNAL_SIGKILL"));
+  }
 
-  private void read() {
-    ConnectEnvelope.Decoder decoder = new ConnectEnvelope.Decoder();
-    byte[][] carry = {new byte[0], new byte[0]};
-    JsonObject end = null;
-    String endError = null;
-    boolean ended = false;
-    Throwable failure = null;
+  // ---- reading ---------------------------------------------------------------------------------------------
+
+  /** Decodes what arrived and hands it on; asks for more once it was taken. */
+  private void drain() {
+    if (busy || done) {
+      return;
+    }
     try {
-      loop:
       while (true) {
-        Object item = inbox.take();
-        if (item == END) {
-          break;
-        }
-        if (item instanceof Throwable t) {
-          failure = t;
-          break;
-        }
-        decoder.feed((Buffer) item);
-        Frame f;
-        while ((f = decoder.next()) != null) {
-          if (f.compressed()) {
-            throw new ConnectEnvelope.FramingException("compressed envelope was not asked for");
+        Frame f = decoder.next();
+        if (f == null) {
+          if (httpEnded) {
+            flushAndFinish(); // the stream ended without its end envelope
+          } else if (fed > 0) {
+            int n = fed;
+            fed = 0;
+            response.fetch(n);
           }
-          JsonObject msg = new JsonObject(f.message());
-          if (f.endStream()) {
-            ended = true;
-            JsonObject err = msg.getJsonObject("error");
-            endError = err == null ? null : err.getString("code", "unknown");
-            break loop;
-          }
-          JsonObject event = msg.getJsonObject("event", new JsonObject());
-          if (event.containsKey("start")) {
-            long started = event.getJsonObject("start").getLong("pid", 0L);
-            this.started.complete(started);
-            if (!handedOver.get()) {
-              // start() gave up waiting: the program runs but nobody owns it
-              provider.sendSignalAsync(envd, started, "SIGNAL_SIGKILL");
-              return;
-            }
-          } else if (event.containsKey("data")) {
-            if (!started.isDone()) {
-              throw new ConnectEnvelope.FramingException("output before the start event");
-            }
-            JsonObject data = event.getJsonObject("data");
-            deliver(data, "stdout", ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, carry, 0);
-            deliver(data, "stderr", ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, carry, 1);
-          } else if (event.containsKey("end")) {
-            end = event.getJsonObject("end");
-          }
-          // keepalive and events this version does not know are skipped
-        }
-        if (abandoned) {
           return;
         }
-        HttpClientResponse resp = response;
-        context.runOnContext(v -> resp.fetch(1));
+        if (f.compressed()) {
+          throw new ConnectEnvelope.FramingException("compressed envelope was not asked for");
+        }
+        JsonObject msg = new JsonObject(f.message());
+        if (f.endStream()) {
+          ended = true;
+          JsonObject err = msg.getJsonObject("error");
+          endError = err == null ? null : err.getString("code", "unknown");
+          flushAndFinish();
+          return;
+        }
+        JsonObject event = msg.getJsonObject("event", new JsonObject());
+        if (event.containsKey("start")) {
+          onStart(event.getJsonObject("start").getLong("pid", 0L));
+          if (done) {
+            return;
+          }
+        } else if (event.containsKey("data")) {
+          if (!started) {
+            throw new ConnectEnvelope.FramingException("output before the start event");
+          }
+          JsonObject data = event.getJsonObject("data");
+          byte[] out = decode(data, "stdout");
+          byte[] err = decode(data, "stderr");
+          Future<Void> taken = deliver(Stream.STDOUT, out, 0).compose(v -> deliver(Stream.STDERR, err, 1));
+          if (!taken.isComplete()) {
+            busy = true;
+            taken.onComplete(v -> {
+              busy = false;
+              if (failure != null) {
+                finish();
+              } else {
+                drain();
+              }
+            });
+            return;
+          }
+        } else if (event.containsKey("end")) {
+          end = event.getJsonObject("end");
+        }
+        // keepalive and events this version does not know are skipped
       }
-      flush(carry);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      failure = e;
-    } catch (ConnectEnvelope.FramingException | DecodeException | ClassCastException | IllegalArgumentException e) {
-      failure = e;
-    } catch (ExecutionException e) {
-      failure = e;
-    } finally {
-      finish(end, endError, ended, failure);
+    } catch (RuntimeException e) {
+      // a malformed envelope or message (framing, JSON, base64), or a sink that threw
+      fail(e);
     }
   }
 
-  private void deliver(JsonObject data, String key, ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, byte[][] carry, int i)
-      throws InterruptedException {
-    String b64 = data.getString(key);
-    if (b64 == null) {
+  private void onStart(long startedPid) {
+    started = true;
+    vertx.cancelTimer(startTimer);
+    if (handle.future().isComplete()) {
+      // gave up waiting: the program runs but nobody owns it
+      kill(startedPid);
+      abandon();
       return;
     }
-    byte[] bytes = Base64.getDecoder().decode(b64);
+    pid = startedPid;
+    timer = vertx.setTimer(Math.max(1, request.timeoutSecs() * 1000L), id -> onTimeout());
+    handle.complete(this);
+  }
+
+  private static byte[] decode(JsonObject data, String key) {
+    String b64 = data.getString(key);
+    return b64 == null ? null : Base64.getDecoder().decode(b64);
+  }
+
+  /** Hands on the complete UTF-8 characters of {@code bytes}; a sink that is gone drops them. */
+  private Future<Void> deliver(Stream stream, byte[] bytes, int i) {
+    if (bytes == null) {
+      return Future.succeededFuture();
+    }
     byte[] all = concat(carry[i], bytes);
     int cut = Utf8.completePrefix(all, all.length);
     carry[i] = Arrays.copyOfRange(all, cut, all.length);
-    if (cut > 0 && !abandoned) {
-      sink.output(stream, Arrays.copyOf(all, cut));
+    if (cut == 0 || abandoned) {
+      return Future.succeededFuture();
     }
-  }
-
-  private void flush(byte[][] carry) throws InterruptedException {
-    if (carry[0].length > 0 && !abandoned) {
-      sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, carry[0]);
-    }
-    if (carry[1].length > 0 && !abandoned) {
-      sink.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR, carry[1]);
-    }
+    return sink.output(stream, Arrays.copyOf(all, cut)).otherwiseEmpty();
   }
 
   private static byte[] concat(byte[] a, byte[] b) {
@@ -329,36 +313,46 @@ final class E2bExecution implements ExecHandle {
     return out;
   }
 
-  /** Reports the end exactly once, unless start() failed or the execution was abandoned. */
-  private void finish(JsonObject end, String endError, boolean ended, Throwable failure) {
-    if (!done.compareAndSet(false, true)) {
+  /** Hands on what is left of an unfinished character, then reports the end. */
+  private void flushAndFinish() {
+    busy = true;
+    Future<Void> flushed = abandoned ? Future.succeededFuture() : flush(Stream.STDOUT, 0)
+        .compose(v -> flush(Stream.STDERR, 1));
+    flushed.onComplete(v -> finish());
+  }
+
+  private Future<Void> flush(Stream stream, int i) {
+    byte[] rest = carry[i];
+    carry[i] = new byte[0];
+    return rest.length == 0 ? Future.succeededFuture() : sink.output(stream, rest).otherwiseEmpty();
+  }
+
+  /** Reports the end exactly once, unless the start failed or the execution was abandoned. */
+  private void finish() {
+    if (done) {
       return;
     }
-    context.runOnContext(v -> {
-      if (timer >= 0) {
-        provider.vertx().cancelTimer(timer);
+    done = true;
+    vertx.cancelTimer(startTimer);
+    if (timer >= 0) {
+      vertx.cancelTimer(timer);
+    }
+    if (ended && response != null) {
+      // let the rest of the finished HTTP response (its last chunk) drain so the connection is reused
+      try {
+        response.resume();
+      } catch (IllegalStateException alreadyEnded) {
+        // nothing left to drain
       }
-      HttpClientResponse resp = response;
-      if (ended && resp != null) {
-        // let the rest of the finished HTTP response (its last chunk) drain so the connection is reused
-        try {
-          resp.resume();
-        } catch (IllegalStateException alreadyEnded) {
-          // nothing left to drain
-        }
-      } else {
-        HttpClientRequest req = httpRequest;
-        if (req != null) {
-          req.reset();
-        }
-      }
-    });
+    } else if (httpRequest != null) {
+      httpRequest.reset();
+    }
     try {
-      if (!started.isDone()) {
-        started.completeExceptionally(beforeStart(endError, failure));
+      if (!started) {
+        handle.tryFail(beforeStart());
         return;
       }
-      if (abandoned || !handedOver.getNow(false)) {
+      if (abandoned || !handle.future().succeeded()) {
         return;
       }
       long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
@@ -370,7 +364,7 @@ final class E2bExecution implements ExecHandle {
         // the stream broke (or the sandbox went away): stop the program rather than leave it unowned
         LOG.warn("e2b execution {} lost its stream ({})", request.executionId(),
             failure == null ? "end-of-stream " + endError : failure.getClass().getSimpleName());
-        provider.sendSignalAsync(envd, pid, "SIGNAL_SIGKILL");
+        kill(pid);
         sink.exited(LOST, false, false, durationMs);
         return;
       }
@@ -382,15 +376,15 @@ final class E2bExecution implements ExecHandle {
   }
 
   /** Why a Start call produced no process. */
-  private RuntimeException beforeStart(String endError, Throwable failure) {
+  private RuntimeException beforeStart() {
     if (failure instanceof ProviderException pe) {
       return pe;
     }
     if (endError != null) {
       // envd answered without starting anything: nothing ran
       ProviderException e = E2bErrors.connect(endError, "execute");
-      return new ProviderException(new ai.bespokelabs.sandbox.core.error.ProviderError(e.error().code(),
-          e.error().backend(), "execute", e.error().retryable(), Outcome.FAILED, e.error().context()));
+      return new ProviderException(new ProviderError(e.error().code(), e.error().backend(), "execute",
+          e.error().retryable(), Outcome.FAILED, e.error().context()));
     }
     if (failure != null) {
       return E2bErrors.transport(failure, "execute");
@@ -417,35 +411,32 @@ final class E2bExecution implements ExecHandle {
   // ---- control -----------------------------------------------------------------------------------------
 
   @Override
-  public synchronized void writeStdin(byte[] data) {
-    if (!request.keepStdin() || stdinClosed || done.get()) {
-      throw ApiException.conflict("stdin is closed");
+  public Future<Void> write(Buffer data) {
+    if (!request.keepStdin() || stdinClosed || done) {
+      return Future.failedFuture(ApiException.conflict("stdin is closed"));
     }
-    try {
-      provider.sendInput(envd, pid, data);
-    } catch (ProviderException e) {
-      if (e.error().code() == ErrorCode.NOT_FOUND || done.get()) {
-        stdinClosed = true;
-        throw ApiException.conflict("stdin is closed");
-      }
-      throw e;
-    }
+    return control("/process.Process/SendInput", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid))
+        .put("input", new JsonObject().put("stdin", Base64.getEncoder().encodeToString(data.getBytes()))), "stdin")
+        .recover(t -> {
+          if (gone(t)) {
+            stdinClosed = true;
+            return Future.failedFuture(ApiException.conflict("stdin is closed"));
+          }
+          return Future.failedFuture(t);
+        });
   }
 
   @Override
-  public synchronized void closeStdin() {
-    if (!request.keepStdin() || stdinClosed || done.get()) {
+  public Future<Void> closeStdin() {
+    if (!request.keepStdin() || stdinClosed || done) {
       stdinClosed = true;
-      return;
+      return Future.succeededFuture();
     }
     stdinClosed = true;
-    try {
-      provider.closeStdin(envd, pid);
-    } catch (ProviderException e) {
-      if (e.error().code() != ErrorCode.NOT_FOUND && !done.get()) {
-        throw e;
-      }
-    }
+    return control("/process.Process/CloseStdin", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid)), "stdin")
+        .recover(t -> gone(t) ? Future.succeededFuture() : Future.failedFuture(t));
   }
 
   /**
@@ -453,23 +444,31 @@ final class E2bExecution implements ExecHandle {
    * refused rather than silently turned into something else.
    */
   @Override
-  public void signal(String signal) {
+  public Future<Void> signal(String signal) {
     String e2b = switch (signal) {
       case "TERM" -> "SIGNAL_SIGTERM";
       case "KILL" -> "SIGNAL_SIGKILL";
-      default -> throw ApiException.invalid("signal " + signal + " is not supported by the e2b backend");
+      default -> null;
     };
-    if (done.get()) {
-      throw ApiException.conflict("execution has finished");
+    if (e2b == null) {
+      return Future.failedFuture(ApiException.invalid("signal " + signal + " is not supported by the e2b backend"));
+    }
+    if (done) {
+      return Future.failedFuture(ApiException.conflict("execution has finished"));
     }
     signalled = true;
-    try {
-      provider.sendSignal(envd, pid, e2b);
-    } catch (ProviderException e) {
-      if (e.error().code() == ErrorCode.NOT_FOUND || done.get()) {
-        throw ApiException.conflict("execution has finished");
-      }
-      throw e;
-    }
+    return control("/process.Process/SendSignal", new JsonObject()
+        .put("process", new JsonObject().put("pid", pid)).put("signal", e2b), "signal")
+        .recover(t -> gone(t) ? Future.failedFuture(ApiException.conflict("execution has finished"))
+            : Future.failedFuture(t));
+  }
+
+  private Future<Void> control(String path, JsonObject message, String op) {
+    return client.unary(envd, path, message, op).mapEmpty();
+  }
+
+  /** envd no longer knows the process, or it ended meanwhile. */
+  private boolean gone(Throwable t) {
+    return t instanceof ProviderException e && (e.error().code() == ErrorCode.NOT_FOUND || done);
   }
 }

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
@@ -24,6 +24,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
@@ -51,7 +52,7 @@ import org.junit.jupiter.api.Timeout;
 class E2bProviderTest {
   static E2bSimulator sim;
   static Vertx vertx;
-  static E2bProvider provider;
+  static BlockingE2b provider;
 
   @BeforeAll
   static void start() {
@@ -60,9 +61,22 @@ class E2bProviderTest {
     provider = provider(sim.apiUrl(), E2bSimulator.API_KEY);
   }
 
-  static E2bProvider provider(String apiUrl, String key) {
-    return new E2bProvider(vertx, new E2bSettings(apiUrl, new Secret(key), "e2b.app", sim.sandboxUrl(), "base",
-        "test-scope", 600, Duration.ofSeconds(2)), Clock.systemUTC());
+  static BlockingE2b provider(String apiUrl, String key) {
+    return new BlockingE2b(vertx, new E2bProvider(vertx, new E2bSettings(apiUrl, new Secret(key), "e2b.app",
+        sim.sandboxUrl(), "base", "test-scope", 600, Duration.ofSeconds(2)), Clock.systemUTC()));
+  }
+
+  /** Runs the program to its end, as a synchronous execute does. */
+  static ExecResult exec(BlockingE2b backend, ExecSandbox request) {
+    Recording sink = new Recording(null);
+    backend.start(request, sink);
+    try {
+      sink.await();
+    } catch (InterruptedException e) {
+      throw new IllegalStateException(e);
+    }
+    return new ExecResult(sink.exitCode, sink.out(), sink.err(), false, false, sink.timedOut, sink.durationMs,
+        sink.cancelled, 0);
   }
 
   @AfterEach
@@ -101,10 +115,11 @@ class E2bProviderTest {
         timeout, 1 << 20, keepStdin, null, null);
   }
 
-  /** Records every output chunk and the end; {@code gate} (when closed) blocks output, as a slow client does. */
-  static final class Recording implements ExecSink {
+  /** Records every output chunk and the end; {@code gate} (when closed) holds output back, as a slow client does. */
+  static final class Recording implements OutputSink {
     final LinkedBlockingQueue<String> chunks = new LinkedBlockingQueue<>();
     final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+    final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
     final AtomicLong bytes = new AtomicLong();
     final CountDownLatch ended = new CountDownLatch(1);
     final CountDownLatch gate;
@@ -119,17 +134,27 @@ class E2bProviderTest {
     }
 
     @Override
-    public void output(Stream stream, byte[] data) throws InterruptedException {
+    public Future<Void> output(Stream stream, byte[] data) {
       bytes.addAndGet(data.length);
-      if (gate != null) {
-        gate.await();
-      }
       synchronized (this) {
-        if (stream == Stream.STDOUT) {
-          stdout.writeBytes(data);
-        }
+        (stream == Stream.STDOUT ? stdout : stderr).writeBytes(data);
       }
       chunks.add(stream.wire() + ":" + new String(data, StandardCharsets.UTF_8));
+      if (gate == null || gate.getCount() == 0) {
+        return Future.succeededFuture();
+      }
+      // taken only once the gate opens; the backend reads nothing more of the program until then
+      io.vertx.core.Context context = Vertx.currentContext();
+      java.util.concurrent.CompletableFuture<Void> opened = new java.util.concurrent.CompletableFuture<>();
+      Thread.ofVirtual().start(() -> {
+        try {
+          gate.await();
+        } catch (InterruptedException ignored) {
+          // released all the same
+        }
+        opened.complete(null);
+      });
+      return Future.fromCompletionStage(opened, context);
     }
 
     @Override
@@ -148,6 +173,10 @@ class E2bProviderTest {
 
     synchronized String out() {
       return stdout.toString(StandardCharsets.UTF_8);
+    }
+
+    synchronized String err() {
+      return stderr.toString(StandardCharsets.UTF_8);
     }
   }
 
@@ -175,19 +204,19 @@ class E2bProviderTest {
     assertThat(s.templateId).isEqualTo("base");
     assertThat(Duration.between(s.startedAt, s.endAt()).toSeconds()).isBetween(179L, 181L);
 
-    ExecResult py = provider.exec(exec(id, "print(6 * 7)", "python", null, null, 10, false));
+    ExecResult py = exec(provider, exec(id, "print(6 * 7)", "python", null, null, 10, false));
     assertThat(py.stdout()).isEqualTo("42\n");
     assertThat(py.exitCode()).isZero();
 
-    ExecResult sh = provider.exec(exec(id, null, null, "echo \"$GREETING\"; echo oops >&2; exit 3", null, 10, false));
+    ExecResult sh = exec(provider, exec(id, null, null, "echo \"$GREETING\"; echo oops >&2; exit 3", null, 10, false));
     assertThat(sh.stdout()).isEqualTo("hi there\n");
     assertThat(sh.stderr()).isEqualTo("oops\n");
     assertThat(sh.exitCode()).isEqualTo(3);
 
-    ExecResult argv = provider.exec(exec(id, null, null, "printf", List.of("[%s]", "a b"), 10, false));
+    ExecResult argv = exec(provider, exec(id, null, null, "printf", List.of("[%s]", "a b"), 10, false));
     assertThat(argv.stdout()).isEqualTo("[a b]");
 
-    ExecResult utf8 = provider.exec(exec(id, null, null, "printf 'h\\303\\251llo \\360\\237\\230\\200'", null, 10, false));
+    ExecResult utf8 = exec(provider, exec(id, null, null, "printf 'h\\303\\251llo \\360\\237\\230\\200'", null, 10, false));
     assertThat(utf8.stdout()).isEqualTo("héllo 😀");
 
     assertThat(provider.destroy(new DestroySandbox(req.sandboxId(), id)).alreadyGone()).isFalse();
@@ -330,7 +359,7 @@ class E2bProviderTest {
     put(id, "/tmp/note.txt", "hello".getBytes(StandardCharsets.UTF_8), false);
     FileEntry script = put(id, "bin/run.sh", "#!/bin/sh\necho ran\n".getBytes(StandardCharsets.UTF_8), true);
     assertThat(script.mode()).isEqualTo(0755);
-    assertThat(provider.exec(exec(id, null, null, "bin/run.sh", null, 10, false)).stdout()).isEqualTo("ran\n");
+    assertThat(exec(provider, exec(id, null, null, "bin/run.sh", null, 10, false)).stdout()).isEqualTo("ran\n");
 
     assertThat(get(id, "work/dir/data.bin")).isEqualTo(data);
     assertThat(get(id, "/tmp/note.txt")).asString().isEqualTo("hello");
@@ -348,7 +377,7 @@ class E2bProviderTest {
     });
     assertThat(provider.listFiles(fileOp(id, "work/dir/data.bin", false, false))).singleElement()
         .satisfies(e -> assertThat(e.size()).isEqualTo(300_000));
-    ExecResult seen = provider.exec(exec(id, null, null, "wc -c < work/dir/data.bin", null, 10, false));
+    ExecResult seen = exec(provider, exec(id, null, null, "wc -c < work/dir/data.bin", null, 10, false));
     assertThat(seen.stdout().trim()).isEqualTo("300000");
 
     assertThat(refused(() -> provider.openRead(fileOp(id, "missing.txt", false, false)))).isEqualTo(404);
@@ -372,7 +401,7 @@ class E2bProviderTest {
     int posts = uploads();
     WritableFile w = provider.openWrite(fileOp(id, "gone/never.bin", false, false));
     w.write(new byte[1000]);
-    Path spool = ((ai.bespokelabs.sandbox.adapters.files.SpooledUpload) w).spool();
+    Path spool = ((BlockingE2b.Upload) w).spool();
     assertThat(spool).exists();
     w.abort();
     w.abort();
@@ -385,7 +414,7 @@ class E2bProviderTest {
     sim.faults().status(HttpMethod.POST, "/files", 507, Map.of(), null, 1);
     assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(ProviderException.class, full::commit).error()
         .code()).isEqualTo(ErrorCode.WORKSPACE);
-    assertThat(((ai.bespokelabs.sandbox.adapters.files.SpooledUpload) full).spool()).doesNotExist();
+    assertThat(((BlockingE2b.Upload) full).spool()).doesNotExist();
 
     // uploaded, but the rename fails: the hidden file is removed again
     put(id, "gone/kept.bin", new byte[] {1}, false);
@@ -425,7 +454,7 @@ class E2bProviderTest {
     byte[] one = new byte[1];
     assertThat(r.read(one)).isEqualTo(1);
     Thread.sleep(500);
-    assertThat(((E2bFiles.Download) r).queued()).as("paused: only what was asked for").isLessThanOrEqualTo(E2bFiles.WINDOW);
+    assertThat(((BlockingE2b.Download) r).queued()).as("paused: only what was asked for").isLessThanOrEqualTo(E2bDownload.WINDOW);
     r.close();
 
     try (ReadableFile all = provider.openRead(fileOp(id, "big.bin", false, false))) {
@@ -476,9 +505,9 @@ class E2bProviderTest {
   @Test
   void a_fresh_provider_works_from_the_resource_id_alone_and_set_timeout_moves_the_e2b_lifetime() {
     String id = create();
-    E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+    BlockingE2b restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
     try {
-      assertThat(restarted.exec(exec(id, null, null, "echo again", null, 10, false)).stdout()).isEqualTo("again\n");
+      assertThat(exec(restarted, exec(id, null, null, "echo again", null, 10, false)).stdout()).isEqualTo("again\n");
       java.time.Instant before = java.time.Instant.now();
       restarted.setTimeout(new SetTimeout("sbx", id, 1000));
       assertThat(sim.sandboxes().get(id).endAt()).as("the gateway's deadline plus the margin kept at create")
@@ -487,7 +516,7 @@ class E2bProviderTest {
       // killed by another client: the sandbox proxy answers for it
       assertThat(provider.destroy(new DestroySandbox("sbx", id)).alreadyGone()).isFalse();
       assertThat(sim.sandboxes()).doesNotContainKey(id);
-      ProviderError gone = error(() -> restarted.exec(exec(id, null, null, "true", null, 10, false)));
+      ProviderError gone = error(() -> exec(restarted, exec(id, null, null, "true", null, 10, false)));
       assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
       assertThat(gone.context()).containsEntry("provider_status", 502L);
       assertThat(error(() -> restarted.setTimeout(new SetTimeout("sbx", id, 30))).code()).isEqualTo(ErrorCode.NOT_FOUND);
@@ -601,20 +630,20 @@ class E2bProviderTest {
   void adopt_checks_with_e2b_that_the_sandbox_is_this_ones() {
     CreateSandbox req = createRequest(config(Map.of(), 300));
     String rid = provider.create(req);
-    E2bProvider restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+    BlockingE2b restarted = provider(sim.apiUrl(), E2bSimulator.API_KEY);
     try {
       assertThat(restarted.adopt(req, rid)).isEqualTo(rid);
-      assertThat(restarted.exec(exec(rid, null, null, "echo adopted", null, 10, false)).stdout())
+      assertThat(exec(restarted, exec(rid, null, null, "echo adopted", null, 10, false)).stdout())
           .isEqualTo("adopted\n");
       assertThat(sim.connects()).as("a running sandbox is not connected again").isZero();
 
       // one E2B paused meanwhile is resumed by adopting it
       sim.pause(rid);
-      E2bProvider again = provider(sim.apiUrl(), E2bSimulator.API_KEY);
+      BlockingE2b again = provider(sim.apiUrl(), E2bSimulator.API_KEY);
       try {
         assertThat(again.adopt(req, rid)).isEqualTo(rid);
         assertThat(sim.connects()).isEqualTo(1);
-        assertThat(again.exec(exec(rid, null, null, "echo resumed", null, 10, false)).stdout()).isEqualTo("resumed\n");
+        assertThat(exec(again, exec(rid, null, null, "echo resumed", null, 10, false)).stdout()).isEqualTo("resumed\n");
       } finally {
         again.close();
       }
@@ -672,7 +701,7 @@ class E2bProviderTest {
 
     provider.checkHealth();
 
-    E2bProvider wrongKey = provider(sim.apiUrl(), "e2b_wrong");
+    BlockingE2b wrongKey = provider(sim.apiUrl(), "e2b_wrong");
     try {
       ProviderError denied = error(wrongKey::checkHealth);
       assertThat(denied.code()).isEqualTo(ErrorCode.AUTHENTICATION);
@@ -690,7 +719,7 @@ class E2bProviderTest {
     try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
       port = s.getLocalPort();
     }
-    E2bProvider nowhere = provider("http://127.0.0.1:" + port, E2bSimulator.API_KEY);
+    BlockingE2b nowhere = provider("http://127.0.0.1:" + port, E2bSimulator.API_KEY);
     try {
       ProviderError e = error(nowhere::checkHealth);
       assertThat(e.code()).isEqualTo(ErrorCode.CONNECTION);
