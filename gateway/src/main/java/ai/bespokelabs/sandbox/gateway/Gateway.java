@@ -1,5 +1,8 @@
 package ai.bespokelabs.sandbox.gateway;
 
+import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
+import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;

@@ -1,5 +1,8 @@
 package ai.bespokelabs.sandbox.gateway;
 
+import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
+import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.db.Wakeups;

@@ -4,7 +4,7 @@ import ai.bespokelabs.sandbox.adapters.workspace.GitUrls;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.Workspace;
-import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
 import java.util.Locale;

@@ -8,7 +8,7 @@ import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;

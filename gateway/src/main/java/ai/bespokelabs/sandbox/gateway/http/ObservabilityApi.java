@@ -10,7 +10,7 @@ import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository.Event;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;

@@ -4,7 +4,7 @@ import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.Policy;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
-import ai.bespokelabs.sandbox.gateway.Backends;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -93,7 +93,7 @@ public final class PolicyApi implements Endpoints {
     }
     Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
     return policies.replace(p.organizationId(), next, p.keyId(), Times.now(clock)).map(saved -> {
-      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.PolicyHints.CHANGED_ADDRESS, p.organizationId());
+      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.http.PolicyHints.CHANGED_ADDRESS, p.organizationId());
       return Reply.ok(json(saved));
     });
   }

@@ -21,9 +21,9 @@ import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.Backends;
-import ai.bespokelabs.sandbox.gateway.ExecRoutes;
-import ai.bespokelabs.sandbox.gateway.PolicyHints;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
+import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
+import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -161,7 +161,7 @@ public final class SandboxApi implements Endpoints {
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
               ? sandboxes.adopted(org, id, ar.result().body().nodeId(), Times.now(clock))
-                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
+                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
                   updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
@@ -366,7 +366,7 @@ public final class SandboxApi implements Endpoints {
       if (!"stopping".equals(sbx.status())) {
         return Future.succeededFuture(reply(200, sbx));
       }
-      vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.ExecRoutes.CHANGED_ADDRESS, id);
+      vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id);
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
       return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway;
+package ai.bespokelabs.sandbox.gateway.routing;
 
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository.Target;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway;
+package ai.bespokelabs.sandbox.gateway.routing;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.config.ConfigException;

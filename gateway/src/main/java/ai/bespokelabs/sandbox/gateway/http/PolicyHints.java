@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway;
+package ai.bespokelabs.sandbox.gateway.http;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
