@@ -16,6 +16,7 @@ import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.PresetRepository;
 import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
@@ -66,6 +67,7 @@ final class Wiring {
   final OrganizationRepository organizations;
   final ApiKeyRepository keys;
   final SandboxRepository sandboxes;
+  final SandboxHistoryRepository history;
   final ExecutionRepository executions;
   final PolicyRepository policies;
   final OperationsRepository operations;
@@ -96,6 +98,7 @@ final class Wiring {
     this.organizations = new OrganizationRepository(pool);
     this.keys = new ApiKeyRepository(pool);
     this.sandboxes = new SandboxRepository(pool);
+    this.history = new SandboxHistoryRepository(pool);
     this.executions = new ExecutionRepository(pool);
     this.policies = new PolicyRepository(pool);
     this.operations = new OperationsRepository(pool);
@@ -125,13 +128,13 @@ final class Wiring {
   List<Endpoints> endpoints(Vertx vertx) {
     return List.of(
         new AccountApi(config, hmac, clock, authenticator, organizations, keys),
-        new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, executions, policies, ledger, routes,
+        new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, clock),
-        new CostApi(ledger, exports, sandboxes, clock),
+        new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
         new OperationsApi(operations, alerts, ledger, clock));
   }

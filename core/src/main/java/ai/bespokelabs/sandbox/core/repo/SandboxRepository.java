@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.core.repo;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
-import ai.bespokelabs.sandbox.core.model.AttemptRecord;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
@@ -408,57 +407,6 @@ public final class SandboxRepository {
             : LifecycleEvents.append(conn, orgId, id, null, "sandbox.adopted", "running", now,
                     new JsonObject().put("node_id", nodeId))
                 .compose(v -> find(conn, id))));
-  }
-
-  /** Counts of the organization's sandboxes by reconciliation state, for {@code GET /v1/reconciliation}. */
-  public Future<JsonObject> reconciliationSummary(String orgId) {
-    return pool.preparedQuery("""
-            SELECT count(*) AS total,
-                   count(*) FILTER (WHERE cost_state = 'estimated') AS unreconciled,
-                   count(*) FILTER (WHERE cost_state = 'provider_reported') AS provider_reported,
-                   count(*) FILTER (WHERE cost_state = 'reconciled') AS reconciled,
-                   count(*) FILTER (WHERE provider_missing) AS missing,
-                   max(last_provider_observed_at) AS last_provider_observed_at
-            FROM sandboxes WHERE organization_id = $1""")
-        .execute(Tuple.of(orgId))
-        .map(rows -> {
-          Row r = rows.iterator().next();
-          return new JsonObject().put("total", r.getLong("total")).put("unreconciled", r.getLong("unreconciled"))
-              .put("provider_reported", r.getLong("provider_reported")).put("reconciled", r.getLong("reconciled"))
-              .put("missing", r.getLong("missing"))
-              .put("last_provider_observed_at", ai.bespokelabs.sandbox.core.Times.iso(
-                  r.getOffsetDateTime("last_provider_observed_at")));
-        });
-  }
-
-  /** What providers reported about the sandbox, newest first. */
-  public Future<List<JsonObject>> observations(String sandboxId) {
-    return pool.preparedQuery("SELECT observation_id, provider_resource_id, status, observed_at, provider_cost_usd,"
-            + " currency, missing FROM provider_observations WHERE sandbox_id = $1 ORDER BY observed_at DESC LIMIT 200")
-        .execute(Tuple.of(sandboxId))
-        .map(rows -> {
-          List<JsonObject> out = new ArrayList<>();
-          for (Row r : rows) {
-            BigDecimal cost = r.getBigDecimal("provider_cost_usd");
-            out.add(new JsonObject().put("observation_id", r.getString("observation_id"))
-                .put("provider_resource_id", r.getString("provider_resource_id")).put("status", r.getString("status"))
-                .put("observed_at", ai.bespokelabs.sandbox.core.Times.iso(r.getOffsetDateTime("observed_at")))
-                .put("provider_cost_usd", cost == null ? null : cost.toPlainString())
-                .put("currency", r.getString("currency")).put("missing", r.getBoolean("missing")));
-          }
-          return out;
-        });
-  }
-
-  public Future<List<AttemptRecord>> attempts(String sandboxId) {
-    return pool.preparedQuery("SELECT " + AttemptRecord.COLUMNS
-            + " FROM sandbox_creation_attempts WHERE sandbox_id = $1 ORDER BY attempt_number")
-        .execute(Tuple.of(sandboxId))
-        .map(rows -> {
-          List<AttemptRecord> out = new ArrayList<>();
-          rows.forEach(r -> out.add(AttemptRecord.from(r)));
-          return out;
-        });
   }
 
   /**

@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -23,20 +23,20 @@ public final class CostApi implements Endpoints {
 
   private final CostLedger ledger;
   private final Exports exports;
-  private final SandboxRepository sandboxes;
+  private final SandboxHistoryRepository history;
   private final Clock clock;
 
-  public CostApi(CostLedger ledger, Exports exports, SandboxRepository sandboxes, Clock clock) {
+  public CostApi(CostLedger ledger, Exports exports, SandboxHistoryRepository history, Clock clock) {
     this.ledger = ledger;
     this.exports = exports;
-    this.sandboxes = sandboxes;
+    this.history = history;
     this.clock = clock;
   }
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/costs", Scopes.USAGE_READ, this::costs);
     api.authed(HttpMethod.GET, "/v1/reconciliation", Scopes.SANDBOXES_READ,
-        (ctx, p) -> sandboxes.reconciliationSummary(p.organizationId()).map(Reply::ok));
+        (ctx, p) -> history.reconciliationSummary(p.organizationId()).map(r -> Reply.ok(Wire.reconciliation(r))));
     api.authed(HttpMethod.GET, "/v1/exports/{kind}.csv", Scopes.EXPORTS_READ, this::export);
   }
 

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.Times;
@@ -55,6 +56,7 @@ public final class SandboxApi implements Endpoints {
   private final Hmac hmac;
   private final PricingCatalog pricing;
   private final SandboxRepository sandboxes;
+  private final SandboxHistoryRepository history;
   private final ExecutionRepository executions;
   private final PolicyRepository policies;
   private final CostLedger ledger;
@@ -64,14 +66,16 @@ public final class SandboxApi implements Endpoints {
   private final Clock clock;
 
   public SandboxApi(Vertx vertx, GatewayConfig config, Backends backends, Hmac hmac, PricingCatalog pricing,
-      SandboxRepository sandboxes, ExecutionRepository executions, PolicyRepository policies, CostLedger ledger,
-      ExecRoutes routes, PolicyHints policyHints, Presets presets, Clock clock) {
+      SandboxRepository sandboxes, SandboxHistoryRepository history, ExecutionRepository executions,
+      PolicyRepository policies, CostLedger ledger, ExecRoutes routes, PolicyHints policyHints, Presets presets,
+      Clock clock) {
     this.vertx = vertx;
     this.config = config;
     this.backends = backends;
     this.hmac = hmac;
     this.pricing = pricing;
     this.sandboxes = sandboxes;
+    this.history = history;
     this.executions = executions;
     this.policies = policies;
     this.ledger = ledger;
@@ -334,8 +338,8 @@ public final class SandboxApi implements Endpoints {
 
   private Future<Reply> detail(RoutingContext ctx, Principal p) {
     return find(ctx, p).compose(sbx -> ledger.accrue(p.organizationId(), Times.now(clock)).compose(v -> Future.all(
-            sandboxes.attempts(sbx.id()), executions.list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
-            ledger.lifecycleCost(sbx.id()), sandboxes.observations(sbx.id())))
+            history.attempts(sbx.id()), executions.list(sbx.id(), MAX_EXECUTIONS_IN_DETAIL),
+            ledger.lifecycleCost(sbx.id()), history.observations(sbx.id())))
         .map(all -> {
           JsonArray attempts = new JsonArray();
           all.<List<ai.bespokelabs.sandbox.core.model.AttemptRecord>>resultAt(0).forEach(a -> attempts.add(Wire.attempt(a)));
@@ -347,7 +351,8 @@ public final class SandboxApi implements Endpoints {
               .put("attempts", attempts)
               .put("executions", executions)
               .put("cost", all.<java.util.Optional<JsonObject>>resultAt(2).orElse(null))
-              .put("provider_observations", new JsonArray(all.<List<JsonObject>>resultAt(3))));
+              .put("provider_observations", new JsonArray(all.<List<SandboxHistoryRepository.Observation>>resultAt(3)
+                  .stream().map(Wire::observation).toList())));
         }));
   }
 

@@ -1,5 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.Times;
+import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.model.ApiKeyRecord;
 import ai.bespokelabs.sandbox.core.model.AttemptRecord;
 import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
@@ -65,6 +67,20 @@ public final class Wire {
     JsonArray a = new JsonArray();
     list.forEach(s -> a.add(sandbox(s)));
     return a;
+  }
+
+  public static JsonObject observation(SandboxHistoryRepository.Observation o) {
+    return new JsonObject().put("observation_id", o.observationId())
+        .put("provider_resource_id", o.providerResourceId()).put("status", o.status())
+        .put("observed_at", Times.iso(o.observedAt()))
+        .put("provider_cost_usd", o.providerCostUsd() == null ? null : o.providerCostUsd().toPlainString())
+        .put("currency", o.currency()).put("missing", o.missing());
+  }
+
+  public static JsonObject reconciliation(SandboxHistoryRepository.ReconciliationSummary r) {
+    return new JsonObject().put("total", r.total()).put("unreconciled", r.unreconciled())
+        .put("provider_reported", r.providerReported()).put("reconciled", r.reconciled())
+        .put("missing", r.missing()).put("last_provider_observed_at", Times.iso(r.lastProviderObservedAt()));
   }
 
   public static JsonObject attempt(AttemptRecord a) {
