@@ -91,7 +91,7 @@ public final class Gateway implements AutoCloseable {
         config.dataDir().resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
-    out.add(new BlockingBackend(new DockerProvider(vertx, config.providers())));
+    out.add(new DockerProvider(vertx, config.providers()));
     E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
     DaytonaSettings daytona = DaytonaSettings.from(config.providers());
     if (daytona != null) {
