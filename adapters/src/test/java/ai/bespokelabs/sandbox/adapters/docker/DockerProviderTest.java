@@ -233,6 +233,49 @@ class DockerProviderTest {
     }
   }
 
+  /**
+   * Output is read only as fast as the sink takes it: while the sink holds its answer nothing more is read,
+   * so the program blocks on its full pipe; once the sink takes more, everything arrives.
+   */
+  @Test
+  void a_slow_sink_slows_the_program_down_and_loses_nothing() throws Exception {
+    String id = sandboxId();
+    String container = create(new CreateSandbox(id, "org_a", "docker", "t", config(false, null, Map.of())));
+    try {
+      int total = 8 << 20;
+      io.vertx.core.Promise<Void> held = io.vertx.core.Promise.promise();
+      java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+      java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+      CapturingSink sink = new CapturingSink(1024);
+      await(provider.executions().start(shell(id, container, "head -c " + total + " /dev/zero; echo done >&2", 60,
+          false), new OutputSink() {
+            @Override
+            public Future<Void> output(Stream stream, byte[] data) {
+              if (stream == Stream.STDOUT) {
+                received.addAndGet(data.length);
+                return calls.incrementAndGet() == 1 ? held.future() : Future.succeededFuture();
+              }
+              return sink.output(stream, data);
+            }
+
+            @Override
+            public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+              sink.exited(exitCode, timedOut, cancelled, durationMs);
+            }
+          }));
+      Thread.sleep(2_000);
+      assertThat(calls.get()).isEqualTo(1);
+      assertThat(received.get()).isLessThan(total);
+      held.complete();
+      ExecResult r = sink.await();
+      assertThat(r.exitCode()).isZero();
+      assertThat(r.stderr()).isEqualTo("done\n");
+      assertThat(received.get()).isEqualTo(total);
+    } finally {
+      destroy(new DestroySandbox(id, container));
+    }
+  }
+
   @Test
   void a_timeout_kills_the_whole_process_group_and_a_signal_cancels() {
     String id = sandboxId();
