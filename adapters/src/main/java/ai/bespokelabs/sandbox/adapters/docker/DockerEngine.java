@@ -5,7 +5,6 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
-import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
@@ -207,15 +206,7 @@ final class DockerEngine {
         return Future.failedFuture(e);
       }
     }
-    Promise<T> done = Promise.promise();
-    ctx.runOnContext(v -> {
-      try {
-        work.get().onComplete(done);
-      } catch (RuntimeException e) {
-        done.fail(e);
-      }
-    });
-    return done.future();
+    return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(ctx, work);
   }
 
   /** {@code backend_not_installed}: the engine's unix socket does not exist. */

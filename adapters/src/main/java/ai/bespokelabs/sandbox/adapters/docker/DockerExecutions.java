@@ -10,6 +10,7 @@ import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
@@ -259,7 +260,8 @@ final class DockerExecutions implements Executions {
                     new JsonObject().put("Detach", true).put("Tty", false), CALL).<Void>mapEmpty()
                 : Future.<Void>succeededFuture())
             .otherwise(t -> {
-              LOG.debug("signal {} to exec {} failed: {}", signal, execId, t.toString());
+              LOG.debug("signal {} to exec {} failed: {}", signal, execId,
+                  t instanceof ProviderException pe ? pe.error().code() : t.getClass().getSimpleName());
               return null;
             });
       });

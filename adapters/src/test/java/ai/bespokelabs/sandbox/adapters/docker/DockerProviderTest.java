@@ -200,6 +200,52 @@ class DockerProviderTest {
     }
   }
 
+  /** Reads a download whole. */
+  static byte[] readAll(FileReader reader) {
+    try {
+      java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+      for (Buffer chunk; (chunk = await(reader.read(64 * 1024))) != null; ) {
+        got.writeBytes(chunk.getBytes());
+      }
+      return got.toByteArray();
+    } finally {
+      await(reader.close());
+    }
+  }
+
+  /**
+   * A directory download re-packs the engine's tar as it streams: names longer than a tar header holds (sent
+   * with extended headers) and links survive; a file download follows a link to its target.
+   */
+  @Test
+  void a_directory_downloads_with_long_names_and_links_and_a_link_reads_as_its_target() throws Exception {
+    String id = sandboxId();
+    String container = create(new CreateSandbox(id, "org_a", "docker", "t", config(false, null, Map.of())));
+    try {
+      String deep = "d".repeat(90) + "/" + "e".repeat(90);
+      assertThat(exec(shell(id, container, "mkdir -p tree/" + deep + " && printf hi > tree/" + deep + "/f.txt && "
+          + "ln -s f.txt tree/" + deep + "/link && printf top > tree/top.txt", 10, false)).exitCode()).isZero();
+      var op = new ai.bespokelabs.sandbox.core.bus.Messages.FileOp("open_archive_read", id, container, "tree", null,
+          null, false, false);
+      byte[] archive = readAll(await(provider.files().openArchiveRead(op)));
+      Map<String, String> entries = new java.util.TreeMap<>();
+      try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveInputStream(
+          new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(archive)))) {
+        for (var e = tar.getNextEntry(); e != null; e = tar.getNextEntry()) {
+          entries.put(e.getName(), e.isSymbolicLink() ? "-> " + e.getLinkName() : e.isDirectory() ? "dir"
+              : new String(tar.readAllBytes(), StandardCharsets.UTF_8));
+        }
+      }
+      assertThat(entries).containsEntry("top.txt", "top").containsEntry(deep + "/f.txt", "hi")
+          .containsEntry(deep + "/link", "-> f.txt");
+      assertThat(readAll(await(provider.files().openRead(new ai.bespokelabs.sandbox.core.bus.Messages.FileOp(
+          "open_read", id, container, "tree/" + deep + "/link", null, null, false, false)))))
+          .isEqualTo("hi".getBytes(StandardCharsets.UTF_8));
+    } finally {
+      destroy(new DestroySandbox(id, container));
+    }
+  }
+
   @Test
   void stdin_streams_in_and_output_streams_out_while_the_program_runs() throws Exception {
     String id = sandboxId();
