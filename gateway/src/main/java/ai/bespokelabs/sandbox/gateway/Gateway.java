@@ -95,7 +95,7 @@ public final class Gateway implements AutoCloseable {
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
-    out.add(new BlockingBackend(new DockerProvider(vertx, settings)));
+    out.add(new DockerProvider(vertx, settings));
     E2bSettings.from(settings).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {

@@ -1,38 +1,43 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
-import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
-import ai.bespokelabs.sandbox.adapters.files.SpooledUpload;
-import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
-import ai.bespokelabs.sandbox.adapters.files.WritableFile;
-import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.adapters.files.TarGz;
+import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.file.Files;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.buffer.Buffer;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
-import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 
 /**
  * Files of a container sandbox. Downloads stream out of the engine's archive API (a tar of one entry, read
- * as it arrives); uploads are spooled on this node into a one-entry tar and put with the archive API at
- * commit, so nothing appears in the container before the whole file arrived. Listing and deleting run a
- * small {@code sh} script in the container (images need {@code sh} and {@code stat}). Relative paths are
- * under the sandbox's working directory.
+ * as the reader pulls it); uploads are spooled on this node and put into the container with the archive API
+ * at commit (a one-entry tar for a file), so nothing appears in the container before the whole file arrived.
+ * Listing and deleting run a small {@code sh} script in the container (images need {@code sh} and
+ * {@code stat}). Relative paths are under the sandbox's working directory.
  */
-final class DockerFiles {
+final class DockerFiles implements FileSystem {
   private static final Duration CALL = Duration.ofMinutes(10);
   private static final int MAX_LINKS = 8;
+  private static final int SCRIPT_OUTPUT = 8 << 20;
   private static final String LIST = """
       p="$1"
       [ -e "$p" ] || [ -L "$p" ] || exit 44
@@ -59,13 +64,14 @@ final class DockerFiles {
       [ -d "$1" ] && exit 45
       mkdir -p -- "$(dirname -- "$1")"
       """;
+  private static final String MAKE_DIR = "[ -e \"$1\" ] && [ ! -d \"$1\" ] && exit 45; mkdir -p -- \"$1\"";
 
-  private final DockerProvider provider;
   private final DockerEngine engine;
+  private final DockerExecutions executions;
 
-  DockerFiles(DockerProvider provider, DockerEngine engine) {
-    this.provider = provider;
+  DockerFiles(DockerEngine engine, DockerExecutions executions) {
     this.engine = engine;
+    this.executions = executions;
   }
 
   /** A container path: relative ones are under the working directory. */
@@ -81,218 +87,265 @@ final class DockerFiles {
     }
   }
 
-  private ExecResult script(String sandboxId, String container, String script, String... args) {
+  /** Resolves the operation's path and continues with it; a path that does not resolve fails the future. */
+  private static <T> Future<T> at(FileOp op, Function<String, Future<T>> then) {
+    String p;
+    try {
+      p = resolve(op.path());
+    } catch (ApiException e) {
+      return Future.failedFuture(e);
+    }
+    return then.apply(p);
+  }
+
+  /** A script's end: its exit code and stdout. */
+  private record Script(int exitCode, String stdout) {}
+
+  /** Runs {@code script} with {@code sh} in the container; exit code 44 is not found. */
+  private Future<Script> script(FileOp op, String script, String... args) {
     List<String> argv = new ArrayList<>(List.of("-c", script, "sh"));
     argv.addAll(List.of(args));
-    CapturingSink sink = new CapturingSink(8 << 20);
-    provider.start(new ExecSandbox(sandboxId, "files", container, null, null, "sh", argv, Map.of(), "/", 120,
-        8 << 20), sink);
-    ExecResult r = sink.await();
-    if (r.exitCode() == 44) {
-      throw SandboxPaths.notFound();
-    }
-    return r;
-  }
-
-  List<FileEntry> list(String sandboxId, String container, String path) {
-    String p = resolve(path);
-    ExecResult r = script(sandboxId, container, LIST, p);
-    if (r.exitCode() != 0) {
-      throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
-          ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
-    }
-    List<FileEntry> out = new ArrayList<>();
-    for (String line : r.stdout().split("\n")) {
-      String[] f = line.split("\\|", 5);
-      if (f.length < 5) {
-        continue;
+    Promise<Script> done = Promise.promise();
+    ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+    OutputSink sink = new OutputSink() {
+      @Override
+      public synchronized Future<Void> output(Stream stream, byte[] data) {
+        if (stream == Stream.STDOUT) {
+          stdout.write(data, 0, Math.max(0, Math.min(SCRIPT_OUTPUT - stdout.size(), data.length)));
+        }
+        return Future.succeededFuture();
       }
-      String name = f[4].contains("/") ? f[4].substring(f[4].lastIndexOf('/') + 1) : f[4];
-      String shown = f[4].startsWith("/") ? f[4] : (p.equals("/") ? "" : p) + "/" + f[4];
-      boolean dir = f[0].equals("directory");
-      out.add(new FileEntry(name, shown, dir, dir ? 0 : Long.parseLong(f[1]), Integer.parseInt(f[2], 8),
-          Instant.ofEpochSecond(Long.parseLong(f[3]))));
-    }
-    out.sort(java.util.Comparator.comparing(FileEntry::name));
-    return out;
+
+      @Override
+      public synchronized void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+        done.complete(new Script(exitCode, stdout.toString(StandardCharsets.UTF_8)));
+      }
+    };
+    return executions.start(new ExecSandbox(op.sandboxId(), "files", op.providerResourceId(), null, null, "sh", argv,
+        Map.of(), "/", 120, SCRIPT_OUTPUT), sink).compose(started -> done.future()).compose(r -> r.exitCode() == 44
+            ? Future.failedFuture(SandboxPaths.notFound()) : Future.succeededFuture(r));
   }
 
-  void delete(String sandboxId, String container, String path, boolean recursive) {
-    String p = resolve(path);
-    if (p.equals("/") || p.equals(DockerProvider.WORKDIR)) {
-      throw ApiException.invalid("path must name something inside the sandbox");
-    }
-    ExecResult r = script(sandboxId, container, DELETE, p, recursive ? "recursive" : "");
-    if (r.exitCode() == 46) {
-      throw SandboxPaths.notEmpty();
-    }
-    if (r.exitCode() != 0) {
-      throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
-          ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
-    }
+  private <T> Future<T> commandFailed() {
+    return Future.failedFuture(engine.failure(ErrorCode.COMMAND_FAILED, "files", false, ProviderError.Outcome.FAILED,
+        null));
   }
 
-  /** The engine's tar archive of {@code p}, streamed; 404 is not found. The caller closes its body. */
-  private DockerEngine.Streamed archive(String container, String p) {
-    DockerEngine.Streamed s = engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
-        + DockerEngine.q(p), CALL);
-    if (s.status() == 404) {
-      throw SandboxPaths.notFound();
-    }
-    if (s.body() == null) {
-      throw engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()), ErrorCode.COMMAND_FAILED);
-    }
-    return s;
+  @Override
+  public Future<List<FileEntry>> list(FileOp op) {
+    return at(op, p -> script(op, LIST, p).compose(r -> {
+      if (r.exitCode() != 0) {
+        return commandFailed();
+      }
+      List<FileEntry> out = new ArrayList<>();
+      for (String line : r.stdout().split("\n")) {
+        String[] f = line.split("\\|", 5);
+        if (f.length < 5) {
+          continue;
+        }
+        String name = f[4].contains("/") ? f[4].substring(f[4].lastIndexOf('/') + 1) : f[4];
+        String shown = f[4].startsWith("/") ? f[4] : (p.equals("/") ? "" : p) + "/" + f[4];
+        boolean dir = f[0].equals("directory");
+        out.add(new FileEntry(name, shown, dir, dir ? 0 : Long.parseLong(f[1]), Integer.parseInt(f[2], 8),
+            Instant.ofEpochSecond(Long.parseLong(f[3]))));
+      }
+      out.sort(Comparator.comparing(FileEntry::name));
+      return Future.succeededFuture(out);
+    }));
   }
 
-  /** The archive's first entry (null when empty); a broken archive closes the body and fails. */
-  private static TarArchiveEntry firstEntry(TarArchiveInputStream tar, DockerEngine.Streamed s) {
-    try {
-      return tar.getNextEntry();
-    } catch (IOException e) {
-      s.body().close();
-      throw new UncheckedIOException(e);
-    }
+  @Override
+  public Future<Void> delete(FileOp op) {
+    return at(op, p -> {
+      if (p.equals("/") || p.equals(DockerProvider.WORKDIR)) {
+        return Future.failedFuture(ApiException.invalid("path must name something inside the sandbox"));
+      }
+      return script(op, DELETE, p, op.recursive() ? "recursive" : "").compose(r -> {
+        if (r.exitCode() == 46) {
+          return Future.failedFuture(SandboxPaths.notEmpty());
+        }
+        return r.exitCode() != 0 ? commandFailed() : Future.succeededFuture();
+      });
+    });
+  }
+
+  /** The engine's tar archive of {@code p}, streamed; 404 is not found. The caller closes it. */
+  private Future<TarReader> archive(String container, String p) {
+    return engine.stream("files", "/containers/" + DockerEngine.q(container) + "/archive?path=" + DockerEngine.q(p),
+        CALL).compose(s -> {
+          if (s.status() == 404) {
+            return Future.failedFuture(SandboxPaths.notFound());
+          }
+          if (s.body() == null) {
+            return Future.failedFuture(engine.statusFailure("files", new DockerEngine.Response(s.status(), s.error()),
+                ErrorCode.COMMAND_FAILED));
+          }
+          return Future.succeededFuture(new TarReader(s.body()));
+        });
+  }
+
+  /** The archive's first entry (null when empty); a broken archive closes the transfer and fails. */
+  private static Future<TarArchiveEntry> first(TarReader tar) {
+    return tar.nextEntry().onFailure(t -> tar.close());
   }
 
   /** Opens the file's entry in the engine's archive of it, following symbolic links. */
-  ReadableFile openRead(String container, String path) {
-    String p = resolve(path);
-    for (int hop = 0; hop <= MAX_LINKS; hop++) {
-      DockerEngine.Streamed s = archive(container, p);
-      TarArchiveInputStream tar = new TarArchiveInputStream(s.body());
-      TarArchiveEntry entry = firstEntry(tar, s);
+  @Override
+  public Future<FileReader> openRead(FileOp op) {
+    return at(op, p -> engine.onContext(() -> openRead(op.providerResourceId(), p, 0)));
+  }
+
+  private Future<FileReader> openRead(String container, String p, int hop) {
+    if (hop > MAX_LINKS) {
+      return Future.failedFuture(ApiException.invalid("too many levels of symbolic links"));
+    }
+    return archive(container, p).compose(tar -> first(tar).compose(entry -> {
       if (entry == null) {
-        s.body().close();
-        throw SandboxPaths.notFound();
+        tar.close();
+        return Future.failedFuture(SandboxPaths.notFound());
       }
       if (entry.isSymbolicLink()) {
         String target = entry.getLinkName();
-        s.body().close();
-        p = Path.of(target.startsWith("/") ? target : Path.of(p).resolveSibling(target).toString()).normalize()
-            .toString();
-        continue;
+        tar.close();
+        String next = Path.of(target.startsWith("/") ? target : Path.of(p).resolveSibling(target).toString())
+            .normalize().toString();
+        return openRead(container, next, hop + 1);
       }
       if (entry.isDirectory()) {
-        s.body().close();
-        throw SandboxPaths.isDirectory();
+        tar.close();
+        return Future.failedFuture(SandboxPaths.isDirectory());
       }
-      // closing the tar stream closes the engine's body, which resets the rest of the transfer
-      return ReadableFile.of(tar, entry.getSize());
-    }
-    throw ApiException.invalid("too many levels of symbolic links");
+      long size = entry.getSize();
+      return Future.succeededFuture(new FileReader() {
+        @Override
+        public long size() {
+          return size;
+        }
+
+        @Override
+        public Future<Buffer> read(int max) {
+          return engine.onContext(() -> tar.read(max));
+        }
+
+        @Override
+        public Future<Void> close() {
+          return engine.onContext(() -> {
+            tar.close();
+            return Future.succeededFuture();
+          });
+        }
+      });
+    }));
   }
 
   /**
    * The directory at {@code path} as a tar.gz of its tree: the engine's archive of it, re-packed as it
    * streams with the directory's own name removed from each entry.
    */
-  ReadableFile openArchiveRead(String container, String path) {
-    String p = resolve(path);
-    DockerEngine.Streamed s = archive(container, p);
-    TarArchiveInputStream in = new TarArchiveInputStream(s.body());
-    TarArchiveEntry first = firstEntry(in, s);
-    if (first == null || !first.isDirectory()) {
-      s.body().close();
-      throw ApiException.invalid("path is not a directory");
-    }
-    String prefix = first.getName().endsWith("/") ? first.getName() : first.getName() + "/";
-    return ai.bespokelabs.sandbox.adapters.files.TarGz.stream("docker", tar -> {
-      try {
-        TarArchiveEntry e;
-        while ((e = in.getNextEntry()) != null) {
-          if (!e.getName().startsWith(prefix) || e.getName().length() == prefix.length()) {
-            continue;
+  @Override
+  public Future<FileReader> openArchiveRead(FileOp op) {
+    return at(op, p -> engine.onContext(() -> archive(op.providerResourceId(), p).compose(tar -> first(tar)
+        .compose(entry -> {
+          if (entry == null || !entry.isDirectory()) {
+            tar.close();
+            return Future.failedFuture(ApiException.invalid("path is not a directory"));
           }
-          TarArchiveEntry out = e.isSymbolicLink()
-              ? new TarArchiveEntry(e.getName().substring(prefix.length()), TarArchiveEntry.LF_SYMLINK)
-              : new TarArchiveEntry(e.getName().substring(prefix.length()));
-          out.setMode(e.getMode());
-          out.setModTime(e.getModTime());
-          if (e.isSymbolicLink()) {
-            out.setLinkName(e.getLinkName());
-            tar.putArchiveEntry(out);
-          } else if (e.isDirectory()) {
-            tar.putArchiveEntry(out);
-          } else if (e.isFile()) {
-            out.setSize(e.getSize());
-            tar.putArchiveEntry(out);
-            in.transferTo(tar);
-          } else {
-            continue;
-          }
-          tar.closeArchiveEntry();
-        }
-      } finally {
-        s.body().close();
-      }
-    });
+          String prefix = entry.getName().endsWith("/") ? entry.getName() : entry.getName() + "/";
+          return Future.succeededFuture(new RepackedArchive(engine, tar, prefix));
+        }))));
   }
 
   /**
    * Receives a tar.gz and, once whole and checked, puts it into the directory at {@code path} (created when
    * missing) with the engine's archive API, which extracts compressed archives itself.
    */
-  WritableFile openArchiveWrite(String sandboxId, String container, String path) {
-    String p = resolve(path);
-    return ai.bespokelabs.sandbox.adapters.files.TarGz.spool((spool, entries) -> {
-      ExecResult made = script(sandboxId, container, "[ -e \"$1\" ] && [ ! -d \"$1\" ] && exit 45; mkdir -p -- \"$1\"", p);
-      if (made.exitCode() == 45) {
-        throw ApiException.invalid("path is not a directory");
-      }
-      if (made.exitCode() != 0) {
-        throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
-            ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
-      }
-      DockerEngine.Response r = engine.putFile("files", "/containers/" + DockerEngine.q(container) + "/archive?path="
-          + DockerEngine.q(p), "application/x-tar", spool, Files.size(spool), CALL);
-      if (!r.ok()) {
-        throw engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED);
-      }
-      return new FileEntry(Path.of(p).getFileName() == null ? "" : Path.of(p).getFileName().toString(), p, true, 0,
-          0755, Instant.now());
-    });
+  @Override
+  public Future<FileWriter> openArchiveWrite(FileOp op) {
+    return at(op, p -> UploadSpool.open(engine.vertx(), "upload-").map(spool -> new SpooledWriter(spool, () ->
+        // the check reads the whole spool: a worker's job, not the event loop's
+        engine.vertx().executeBlocking(() -> TarGz.check(Path.of(spool.path())), false)
+            .compose(entries -> script(op, MAKE_DIR, p))
+            .compose(made -> {
+              if (made.exitCode() == 45) {
+                return Future.failedFuture(ApiException.invalid("path is not a directory"));
+              }
+              if (made.exitCode() != 0) {
+                return commandFailed();
+              }
+              return put(op.providerResourceId(), p, spool.size(), req -> spool.sendTo(req).compose(v -> req.end()));
+            })
+            .map(v -> new FileEntry(Path.of(p).getFileName() == null ? "" : Path.of(p).getFileName().toString(), p,
+                true, 0, 0755, Instant.now())))));
   }
 
   /**
-   * Spools the upload into a one-entry tar on this node (its header written last, once the size is
-   * known) and puts it into the container at commit.
+   * Spools the upload on this node and, at commit, puts it into the container as a one-entry tar: its
+   * 512-byte header (written once the size is known), the spooled file, the padding and the end blocks.
    */
-  WritableFile openWrite(String sandboxId, String container, String path, boolean executable) {
-    String p = resolve(path);
-    if (p.equals("/")) {
-      throw SandboxPaths.isDirectory();
-    }
-    // the tar stream the archive API takes: a 512-byte header written once the size is known, the file, padding
-    return SpooledUpload.open("docker-upload-", 512, (ch, spool, size) -> {
-      String name = Path.of(p).getFileName().toString();
-      TarArchiveEntry entry = new TarArchiveEntry(name);
-      entry.setSize(size);
-      entry.setMode(executable ? 0100755 : 0100644);
-      Instant now = Instant.now();
-      entry.setModTime(now.toEpochMilli());
-      byte[] header = new byte[512];
-      entry.writeEntryHeader(header);
-      ch.write(ByteBuffer.wrap(header), 0);
-      long padding = (512 - size % 512) % 512;
-      ch.write(ByteBuffer.allocate((int) padding + 1024), 512 + size);
-      ch.close();
-      ExecResult prepared = script(sandboxId, container, PREPARE, p);
-      if (prepared.exitCode() == 45) {
-        throw SandboxPaths.isDirectory();
+  @Override
+  public Future<FileWriter> openWrite(FileOp op) {
+    return at(op, p -> {
+      if (p.equals("/")) {
+        return Future.failedFuture(SandboxPaths.isDirectory());
       }
-      if (prepared.exitCode() != 0) {
-        throw engine.failure(ErrorCode.COMMAND_FAILED, "files", false,
-            ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED, null);
-      }
-      String parent = Path.of(p).getParent().toString();
-      DockerEngine.Response r = engine.putFile("files", "/containers/" + DockerEngine.q(container)
-          + "/archive?path=" + DockerEngine.q(parent), "application/x-tar", spool, 512 + size + padding + 1024,
-          CALL);
-      if (!r.ok()) {
-        throw engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED);
-      }
-      return new FileEntry(name, p, false, size, executable ? 0755 : 0644, now);
+      boolean executable = op.executable();
+      return UploadSpool.open(engine.vertx(), "docker-upload-").map(spool -> new SpooledWriter(spool, () -> {
+        long size = spool.size();
+        String name = Path.of(p).getFileName().toString();
+        TarArchiveEntry entry = new TarArchiveEntry(name);
+        entry.setSize(size);
+        entry.setMode(executable ? 0100755 : 0100644);
+        Instant now = Instant.now();
+        entry.setModTime(now.toEpochMilli());
+        byte[] header = new byte[512];
+        entry.writeEntryHeader(header);
+        int padding = (int) ((512 - size % 512) % 512);
+        return script(op, PREPARE, p).compose(prepared -> {
+          if (prepared.exitCode() == 45) {
+            return Future.failedFuture(SandboxPaths.isDirectory());
+          }
+          if (prepared.exitCode() != 0) {
+            return commandFailed();
+          }
+          String parent = Path.of(p).getParent().toString();
+          return put(op.providerResourceId(), parent, 512 + size + padding + 1024, req -> req.write(Buffer.buffer(header))
+              .compose(v -> spool.sendTo(req)).compose(v -> req.end(Buffer.buffer(new byte[padding + 1024]))));
+        }).map(v -> new FileEntry(name, p, false, size, executable ? 0755 : 0644, now));
+      }));
     });
+  }
+
+  /** Puts a tar stream of {@code length} bytes, written by {@code body}, into the container's {@code dir}. */
+  private Future<Void> put(String container, String dir, long length,
+      Function<io.vertx.core.http.HttpClientRequest, Future<Void>> body) {
+    return engine.put("files", "/containers/" + DockerEngine.q(container) + "/archive?path=" + DockerEngine.q(dir),
+        "application/x-tar", length, CALL, body).compose(r -> r.ok() ? Future.<Void>succeededFuture()
+            : Future.failedFuture(engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED)));
+  }
+
+  /** An upload spooled as it arrives and handed to {@code commit} whole; the spool is gone afterwards. */
+  private static final class SpooledWriter implements FileWriter {
+    private final UploadSpool spool;
+    private final java.util.function.Supplier<Future<FileEntry>> commit;
+
+    SpooledWriter(UploadSpool spool, java.util.function.Supplier<Future<FileEntry>> commit) {
+      this.spool = spool;
+      this.commit = commit;
+    }
+
+    @Override
+    public Future<Void> write(Buffer data) {
+      return spool.write(data);
+    }
+
+    @Override
+    public Future<FileEntry> commit() {
+      return spool.finish().compose(v -> commit.get()).eventually(spool::discard);
+    }
+
+    @Override
+    public Future<Void> abort() {
+      return spool.discard();
+    }
   }
 }

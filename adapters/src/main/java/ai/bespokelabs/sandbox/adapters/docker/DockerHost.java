@@ -2,12 +2,7 @@ package ai.bespokelabs.sandbox.adapters.docker;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import io.vertx.core.net.SocketAddress;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.StandardProtocolFamily;
 import java.net.URI;
-import java.net.UnixDomainSocketAddress;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -54,15 +49,5 @@ record DockerHost(Path socket, String host, int port) {
   /** The Host header value; the engine ignores it on a unix socket. */
   String authority() {
     return isUnix() ? "docker" : host + ":" + port;
-  }
-
-  /** A blocking connection, for the engine's hijacked (raw, duplex) exec streams. */
-  SocketChannel open() throws IOException {
-    if (isUnix()) {
-      SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
-      ch.connect(UnixDomainSocketAddress.of(socket));
-      return ch;
-    }
-    return SocketChannel.open(new InetSocketAddress(host, port));
   }
 }

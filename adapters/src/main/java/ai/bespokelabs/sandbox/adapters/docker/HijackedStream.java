@@ -1,40 +1,77 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
-import java.io.ByteArrayOutputStream;
-import java.io.EOFException;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
-import java.nio.channels.SocketChannel;
+import io.netty.channel.Channel;
+import io.netty.channel.socket.DuplexChannel;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.net.NetSocketInternal;
+import io.vertx.core.net.NetSocket;
+import io.vertx.core.parsetools.RecordParser;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
 
 /**
  * The raw duplex stream of {@code POST /exec/{id}/start}: the engine answers {@code 101} and from then on
- * the connection carries the program's stdin one way and its multiplexed stdout/stderr the other. Stdin's
- * end is a write half-close, which the Vert.x socket API does not offer, so this one connection is a plain
- * blocking channel, read on the execution's own (virtual) thread: while the reader waits for the client,
- * nothing reads the socket and the engine stops reading the program's pipes.
+ * the connection carries the program's stdin one way and its multiplexed stdout/stderr the other (frames of
+ * an 8-byte header, whose first byte is the stream and last four the size, and the payload). The frames are
+ * read one at a time on demand: the next only once the previous one was taken, so while the client is slow
+ * nothing reads the socket and the engine stops reading the program's pipes. Stdin's end is a write
+ * half-close of the connection.
  */
-final class HijackedStream implements AutoCloseable {
-  private final SocketChannel channel;
-  private final InputStream in;
-  private final Object writeLock = new Object();
-  private boolean writeClosed;
+final class HijackedStream {
+  private static final Duration UPGRADE = Duration.ofSeconds(30);
 
-  private HijackedStream(SocketChannel channel, InputStream in) {
-    this.channel = channel;
-    this.in = in;
+  private final NetSocket socket;
+  private final RecordParser parser;
+  private final Context context;
+  private Future<Void> lastWrite = Future.succeededFuture();
+  private boolean writeClosed;
+  /** The next record is a frame header (else a payload of {@link #type}). */
+  private boolean header = true;
+  private int type;
+  private volatile boolean broken;
+
+  private HijackedStream(NetSocket socket, RecordParser parser, Context context) {
+    this.socket = socket;
+    this.parser = parser;
+    this.context = context;
   }
 
-  /**
-   * Starts the exec and upgrades the connection.
-   *
-   * @return the stream, or {@code null} with {@code status[0]} set when the engine answered with an error
-   */
-  static HijackedStream start(DockerHost host, String execId, int[] status) throws IOException {
-    SocketChannel ch = host.open();
-    try {
+  /** The engine refused to start the exec with this HTTP status. */
+  static final class Refused extends RuntimeException {
+    final int status;
+
+    Refused(int status) {
+      super("exec start answered " + status, null, false, false);
+      this.status = status;
+    }
+  }
+
+  /** Starts the exec and upgrades the connection; fails with {@link Refused} when the engine answers otherwise. */
+  static Future<HijackedStream> start(DockerEngine engine, String execId) {
+    DockerHost host = engine.host();
+    return engine.guarded("execute", UPGRADE, () -> engine.rawClient().connect(host.vertxAddress()).compose(socket -> {
+      Promise<HijackedStream> upgraded = Promise.promise();
+      Context context = Vertx.currentContext();
+      RecordParser parser = RecordParser.newDelimited("\r\n\r\n", socket);
+      parser.exceptionHandler(upgraded::tryFail);
+      parser.endHandler(v -> upgraded.tryFail(new java.io.EOFException("the engine closed before answering")));
+      parser.handler(head -> {
+        parser.pause();
+        int status = status(head.toString(StandardCharsets.ISO_8859_1));
+        if (status != 101 && status != 200) {
+          socket.close();
+          upgraded.tryFail(new Refused(status));
+          return;
+        }
+        parser.fixedSizeMode(8);
+        upgraded.tryComplete(new HijackedStream(socket, parser, context));
+      });
       byte[] body = "{\"Detach\":false,\"Tty\":false}".getBytes(StandardCharsets.US_ASCII);
       String head = "POST " + DockerEngine.API + "/exec/" + execId + "/start HTTP/1.1\r\n"
           + "Host: " + host.authority() + "\r\n"
@@ -42,114 +79,95 @@ final class HijackedStream implements AutoCloseable {
           + "Connection: Upgrade\r\n"
           + "Upgrade: tcp\r\n"
           + "Content-Length: " + body.length + "\r\n\r\n";
-      writeFully(ch, ByteBuffer.wrap(head.getBytes(StandardCharsets.US_ASCII)));
-      writeFully(ch, ByteBuffer.wrap(body));
-      InputStream in = new java.io.BufferedInputStream(Channels.newInputStream(ch), 64 * 1024);
-      int code = readStatus(in);
-      if (code != 101 && code != 200) {
-        status[0] = code;
-        ch.close();
-        return null;
-      }
-      return new HijackedStream(ch, in);
-    } catch (IOException | RuntimeException e) {
-      ch.close();
-      throw e;
-    }
+      socket.write(Buffer.buffer(head).appendBytes(body)).onFailure(upgraded::tryFail);
+      return upgraded.future().onFailure(t -> socket.close());
+    }));
   }
 
-  /** Reads the response head; returns its status code and leaves the stream at the first body byte. */
-  private static int readStatus(InputStream in) throws IOException {
-    ByteArrayOutputStream line = new ByteArrayOutputStream();
-    int status = -1;
-    boolean first = true;
-    while (true) {
-      int b = in.read();
-      if (b < 0) {
-        throw new EOFException("the engine closed the connection before answering");
-      }
-      if (b != '\n') {
-        if (line.size() > 16 * 1024) {
-          throw new IOException("response head too long");
-        }
-        line.write(b);
-        continue;
-      }
-      String text = line.toString(StandardCharsets.ISO_8859_1).strip();
-      line.reset();
-      if (first) {
-        String[] parts = text.split(" ", 3);
-        if (parts.length < 2 || !parts[0].startsWith("HTTP/")) {
-          throw new IOException("not an HTTP response");
-        }
-        status = Integer.parseInt(parts[1]);
-        first = false;
-      } else if (text.isEmpty()) {
-        return status;
-      }
+  private static int status(String head) {
+    String[] parts = head.split("\r?\n", 2)[0].split(" ", 3);
+    if (parts.length < 2 || !parts[0].startsWith("HTTP/")) {
+      return -1;
+    }
+    try {
+      return Integer.parseInt(parts[1]);
+    } catch (NumberFormatException e) {
+      return -1;
     }
   }
 
   /**
-   * Reads one frame of the multiplexed stream into {@code frame}: returns the stream type (1 stdout,
-   * 2 stderr) and fills {@code frame[0]} with its payload, or returns -1 at the end of the stream.
+   * Reads the frames: {@code frame} gets each one's stream (1 stdout, 2 stderr) and payload and answers when
+   * the next may be read; {@code end} is called once at the end, with whether the stream broke off.
    */
-  int readFrame(byte[][] frame) throws IOException {
-    byte[] header = in.readNBytes(8);
-    if (header.length == 0) {
-      return -1;
-    }
-    if (header.length < 8) {
-      throw new EOFException("truncated frame header");
-    }
-    int size = ((header[4] & 0xff) << 24) | ((header[5] & 0xff) << 16) | ((header[6] & 0xff) << 8) | (header[7] & 0xff);
-    if (size < 0) {
-      throw new IOException("bad frame size");
-    }
-    byte[] payload = in.readNBytes(size);
-    if (payload.length < size) {
-      throw new EOFException("truncated frame");
-    }
-    frame[0] = payload;
-    return header[0];
-  }
-
-  void write(byte[] data) throws IOException {
-    synchronized (writeLock) {
-      if (writeClosed) {
-        throw new IOException("stdin is closed");
+  void read(BiFunction<Integer, byte[], Future<Void>> frame, Consumer<Boolean> end) {
+    boolean[] ended = new boolean[1];
+    Consumer<Boolean> once = b -> {
+      if (!ended[0]) {
+        ended[0] = true;
+        socket.close();
+        end.accept(b);
       }
-      writeFully(channel, ByteBuffer.wrap(data));
-    }
-  }
-
-  /** Ends stdin: the program reads end-of-file. Harmless when repeated or after the stream ended. */
-  void closeWrite() {
-    synchronized (writeLock) {
-      if (writeClosed) {
+    };
+    parser.exceptionHandler(t -> once.accept(true));
+    parser.endHandler(v -> once.accept(broken || !header));
+    parser.handler(record -> {
+      if (header) {
+        int size = record.getInt(4);
+        if (size < 0) {
+          broken = true;
+          once.accept(true);
+          return;
+        }
+        if (size > 0) {
+          type = record.getByte(0);
+          header = false;
+          parser.fixedSizeMode(size);
+        }
         return;
       }
-      writeClosed = true;
-      try {
-        channel.shutdownOutput();
-      } catch (IOException ignored) {
-        // the connection is already gone: the program has no stdin any more either way
+      header = true;
+      parser.fixedSizeMode(8);
+      parser.pause();
+      frame.apply(type, record.getBytes()).onComplete(ar -> fetch());
+    });
+    parser.resume();
+  }
+
+  private void fetch() {
+    if (Vertx.currentContext() == context) {
+      parser.resume();
+    } else {
+      context.runOnContext(v -> parser.resume());
+    }
+  }
+
+  /** Writes to the program's stdin; fails when stdin is closed. */
+  Future<Void> write(Buffer data) {
+    if (writeClosed) {
+      return Future.failedFuture(new IllegalStateException("stdin is closed"));
+    }
+    Future<Void> written = socket.write(data);
+    lastWrite = written;
+    return written;
+  }
+
+  /** Ends stdin once what was written went out: the program reads end-of-file. Harmless when repeated. */
+  Future<Void> closeWrite() {
+    if (writeClosed) {
+      return Future.succeededFuture();
+    }
+    writeClosed = true;
+    Promise<Void> done = Promise.promise();
+    lastWrite.onComplete(ar -> {
+      Channel ch = ((NetSocketInternal) socket).channelHandlerContext().channel();
+      if (ch instanceof DuplexChannel duplex && ch.isActive()) {
+        // the connection may already be gone: the program has no stdin any more either way
+        duplex.shutdownOutput().addListener(f -> done.tryComplete());
+      } else {
+        done.tryComplete();
       }
-    }
-  }
-
-  private static void writeFully(SocketChannel ch, ByteBuffer buf) throws IOException {
-    while (buf.hasRemaining()) {
-      ch.write(buf);
-    }
-  }
-
-  @Override
-  public void close() {
-    try {
-      channel.close();
-    } catch (IOException ignored) {
-      // nothing left to release
-    }
+    });
+    return done.future();
   }
 }
