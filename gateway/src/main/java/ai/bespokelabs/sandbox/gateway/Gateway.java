@@ -95,7 +95,7 @@ public final class Gateway implements AutoCloseable {
     E2bSettings.from(config.providers()).ifPresent(e2b -> out.add(new BlockingBackend(new E2bProvider(vertx, e2b, clock))));
     DaytonaSettings daytona = DaytonaSettings.from(config.providers());
     if (daytona != null) {
-      out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock)));
+      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.pricingFile()), clock));
     }
     return out;
   }
