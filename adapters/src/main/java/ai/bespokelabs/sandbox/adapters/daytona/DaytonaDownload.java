@@ -21,6 +21,7 @@ final class DaytonaDownload implements FileReader {
   private final ArrayDeque<Buffer> arrived = new ArrayDeque<>();
   private boolean ended;
   private boolean closed;
+  private boolean serving;
   private Throwable failure;
   /** The read waiting for bytes, and what it gathered so far. */
   private Promise<Buffer> waiting;
@@ -65,29 +66,42 @@ final class DaytonaDownload implements FileReader {
     return f;
   }
 
-  /** Hands what arrived to the waiting read; asks for more while it wants more. */
+  /**
+   * Hands what arrived to the waiting read; asks for one more buffer while it wants more. Not re-entered: a
+   * buffer that {@code fetch} delivers at once, or a read its completion starts, is served by the same loop.
+   */
   private void serve() {
-    if (waiting == null) {
+    if (serving) {
       return;
     }
-    while (gathered.length() < wanted && !arrived.isEmpty()) {
-      Buffer b = arrived.poll();
-      int room = wanted - gathered.length();
-      if (b.length() > room) {
-        arrived.addFirst(b.slice(room, b.length()));
-        b = b.slice(0, room);
+    serving = true;
+    try {
+      while (waiting != null) {
+        while (gathered.length() < wanted && !arrived.isEmpty()) {
+          Buffer b = arrived.poll();
+          int room = wanted - gathered.length();
+          if (b.length() > room) {
+            arrived.addFirst(b.slice(room, b.length()));
+            b = b.slice(0, room);
+          }
+          gathered.appendBuffer(b);
+        }
+        Promise<Buffer> p = waiting;
+        if (gathered.length() == wanted || (ended && arrived.isEmpty())) {
+          waiting = null;
+          p.complete(gathered.length() == 0 ? null : gathered);
+        } else if (failure != null) {
+          waiting = null;
+          p.fail(new IOException("the download broke off", failure));
+        } else {
+          response.fetch(1);
+          if (arrived.isEmpty() && !ended && failure == null) {
+            return; // the handlers serve the rest as it arrives
+          }
+        }
       }
-      gathered.appendBuffer(b);
-    }
-    Promise<Buffer> p = waiting;
-    if (gathered.length() == wanted || (ended && arrived.isEmpty())) {
-      waiting = null;
-      p.complete(gathered.length() == 0 ? null : gathered);
-    } else if (failure != null) {
-      waiting = null;
-      p.fail(new IOException("the download broke off", failure));
-    } else {
-      response.fetch(1);
+    } finally {
+      serving = false;
     }
   }
 

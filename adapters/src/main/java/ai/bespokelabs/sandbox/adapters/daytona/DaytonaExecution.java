@@ -63,6 +63,7 @@ final class DaytonaExecution implements Execution {
   private final List<Future<Void>> taking = new ArrayList<>();
   /** Waiting for the sink, the command's status, or a reconnect's pause: the inbox waits. */
   private boolean busy;
+  private boolean draining;
   private WebSocket socket;
   private boolean timedOut;
   private boolean signalled;
@@ -131,15 +132,26 @@ final class DaytonaExecution implements Execution {
     drain();
   }
 
-  /** Handles what arrived, in order, while nothing is awaited. */
+  /**
+   * Handles what arrived, in order, while nothing is awaited. Not re-entered: a frame that {@code fetch}
+   * delivers at once is handled by the same loop.
+   */
   private void drain() {
-    while (!busy && !ended && !inbox.isEmpty()) {
-      try {
-        handle(inbox.poll());
-      } catch (RuntimeException e) {
-        LOG.warn("Daytona execution {} lost its output: {}", tag, e.getClass().getName());
-        finish(null);
+    if (draining) {
+      return;
+    }
+    draining = true;
+    try {
+      while (!busy && !ended && !inbox.isEmpty()) {
+        try {
+          handle(inbox.poll());
+        } catch (RuntimeException e) {
+          LOG.warn("Daytona execution {} lost its output: {}", tag, e.getClass().getName());
+          finish(null);
+        }
       }
+    } finally {
+      draining = false;
     }
   }
 
