@@ -61,7 +61,7 @@ final class DaytonaUpload implements FileWriter {
       return Future.failedFuture(new IOException("upload already finished"));
     }
     done = true;
-    return file.close().compose(v -> send.send(spool, size)).eventually(() -> fs.delete(spool));
+    return file.close().compose(v -> send.send(spool, size)).eventually(this::deleteSpool);
   }
 
   @Override
@@ -70,6 +70,11 @@ final class DaytonaUpload implements FileWriter {
       return Future.succeededFuture();
     }
     done = true;
-    return file.close().eventually(() -> fs.delete(spool)).recover(t -> Future.succeededFuture());
+    return file.close().eventually(this::deleteSpool).recover(t -> Future.succeededFuture());
+  }
+
+  /** Deletes the spool; a temporary file that could not be deleted changes no outcome. */
+  private Future<Void> deleteSpool() {
+    return fs.delete(spool).recover(t -> Future.succeededFuture());
   }
 }
