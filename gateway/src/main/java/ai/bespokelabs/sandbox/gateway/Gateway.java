@@ -99,8 +99,7 @@ public final class Gateway implements AutoCloseable {
     E2bSettings.from(settings).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {
-      out.add(new BlockingBackend(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()),
-          clock)));
+      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
     }
     return out;
   }

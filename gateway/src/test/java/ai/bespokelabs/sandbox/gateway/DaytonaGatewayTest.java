@@ -209,6 +209,20 @@ class DaytonaGatewayTest {
     assertThat(down.headers().firstValueAsLong("Content-Length")).hasValue(blob.length);
     assertThat(down.body()).isEqualTo(blob);
 
+    // directories move as tar.gz, built on the single-file operations
+    HttpResponse<byte[]> tree = HTTP.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + sbx
+            + "/files/archive?path=tools")).header("Authorization", "Bearer " + key).GET().build(),
+        HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(tree.statusCode()).isEqualTo(200);
+    HttpResponse<String> copied = files("PUT", sbx, "/files/archive", "copy", "",
+        HttpRequest.BodyPublishers.ofByteArray(tree.body()));
+    assertThat(copied.statusCode()).as(copied.body()).isEqualTo(201);
+    assertThat(java.nio.file.Files.readAllBytes(home.resolve("copy/blob.bin"))).isEqualTo(blob);
+    assertThat(java.nio.file.Files.readString(home.resolve("copy/hello.sh"))).isEqualTo("#!/bin/sh\necho hello from $1\n");
+    assertThat(files("PUT", sbx, "/files/archive", "broken", "", HttpRequest.BodyPublishers.ofByteArray(
+        java.util.Arrays.copyOf(tree.body(), tree.body().length / 2))).statusCode()).isEqualTo(422);
+    assertThat(home.resolve("broken")).doesNotExist();
+
     assertThat(files("DELETE", sbx, "/files", "tools", "", HttpRequest.BodyPublishers.noBody()).statusCode())
         .as("a non-empty directory needs recursive").isEqualTo(409);
     assertThat(files("DELETE", sbx, "/files", "tools/blob.bin", "", HttpRequest.BodyPublishers.noBody())

@@ -1,10 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.http.BodyInputStream;
+import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.core.AsyncResult;
 import io.vertx.core.Context;
+import io.vertx.core.Handler;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.Vertx;
@@ -25,27 +27,33 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import java.net.ConnectException;
 import java.net.URI;
-import java.nio.file.Path;
 import java.time.format.DateTimeFormatter;
 import java.time.Instant;
 import java.time.ZonedDateTime;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * The HTTP side of the Daytona adapter: one Vert.x HTTP client and one WebSocket client, the Bearer key,
- * and the mapping of every failure onto the error contract. Asynchronous methods never block; the
- * {@code call} methods wait for the answer and are for the adapter's blocking (virtual) threads only.
- * Provider response bodies of failed calls are never read into errors or logs: they may echo credentials.
+ * and the mapping of every failure onto the error contract. Nothing here blocks: every request is issued on
+ * the client's context (the adapter's) and completes there. Provider response bodies of failed calls are
+ * never read into errors or logs: they may echo credentials.
  */
-final class DaytonaClient implements AutoCloseable {
+final class DaytonaClient {
   /** One answer: status, headers, whole body. */
   record Resp(int status, MultiMap headers, Buffer body) {
     boolean ok() {
       return status >= 200 && status < 300;
     }
   }
+
+  /**
+   * An answer whose body is read as it arrives: a 2xx answer comes with its {@code response}, paused, which
+   * the caller reads or resets; any other with none (its body was read and dropped: provider error bodies are
+   * never looked at).
+   */
+  record Streamed(int status, MultiMap headers, HttpClientResponse response) {}
 
   private static final String SOURCE = "sandbox-gateway";
 
@@ -55,7 +63,7 @@ final class DaytonaClient implements AutoCloseable {
   private final HttpClientAgent http;
   private final WebSocketClient ws;
   /** Where every request is issued, so the connection pool is only ever used from one event loop. */
-  private volatile io.vertx.core.Context context;
+  private volatile Context context;
 
   DaytonaClient(Vertx vertx, String backend, DaytonaSettings settings) {
     this.vertx = vertx;
@@ -75,9 +83,26 @@ final class DaytonaClient implements AutoCloseable {
     this.context = context;
   }
 
-  /** Starts {@code work} on the client's context and hands back its outcome. */
-  private <T> Future<T> onContext(java.util.function.Supplier<Future<T>> work) {
-    return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(context, work);
+  Context context() {
+    return context;
+  }
+
+  /** Starts {@code work} on the client's context (at once when already there) and hands back its outcome. */
+  <T> Future<T> onContext(Supplier<Future<T>> work) {
+    Context c = context;
+    if (Vertx.currentContext() == c) {
+      try {
+        return work.get();
+      } catch (RuntimeException e) {
+        return Future.failedFuture(e);
+      }
+    }
+    return ClientContext.run(c, work);
+  }
+
+  /** A future completing after {@code ms} on the client's context. */
+  Future<Void> delay(long ms) {
+    return onContext(() -> vertx.timer(ms, TimeUnit.MILLISECONDS).mapEmpty());
   }
 
   String apiUrl() {
@@ -100,31 +125,21 @@ final class DaytonaClient implements AutoCloseable {
   }
 
   /**
-   * Sends one request and waits for its answer, whatever its status.
+   * Sends one request and completes with its answer, whatever its status, within {@code timeoutMs} and a
+   * second.
    *
    * @param mutating whether the request may change provider state (its loss makes the outcome unknown)
-   * @throws ProviderException {@code timeout} or {@code connection} when no answer arrived
+   * @return fails with the {@code timeout} or {@code connection} provider error when no answer arrived
    */
-  Resp call(String op, boolean mutating, HttpMethod method, String url, Buffer body, String contentType,
+  Future<Resp> call(String op, boolean mutating, HttpMethod method, String url, Buffer body, String contentType,
       long timeoutMs) {
-    return await(send(method, url, body, contentType, timeoutMs), op, mutating, timeoutMs);
+    return mapTransport(send(method, url, body, contentType, timeoutMs), op, mutating, timeoutMs);
   }
 
-  /** Waits for {@code f}; the blocking side of every call. */
-  private <T> T await(Future<T> f, String op, boolean mutating, long timeoutMs) {
-    if (Context.isOnEventLoopThread()) {
-      throw new IllegalStateException("blocking Daytona call on an event loop");
-    }
-    try {
-      return f.toCompletionStage().toCompletableFuture().get(timeoutMs + 1_000, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      throw transportError(op, e.getCause(), mutating);
-    } catch (TimeoutException e) {
-      throw transportError(op, e, mutating);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw transportError(op, e, mutating);
-    }
+  /** Bounds {@code f} by {@code timeoutMs} and a second; no answer becomes the transport error. */
+  private <T> Future<T> mapTransport(Future<T> f, String op, boolean mutating, long timeoutMs) {
+    return f.timeout(timeoutMs + 1_000, TimeUnit.MILLISECONDS)
+        .recover(t -> Future.failedFuture(transportError(op, t, mutating)));
   }
 
   private RequestOptions options(HttpMethod method, String url, long idleTimeoutMs) {
@@ -134,33 +149,27 @@ final class DaytonaClient implements AutoCloseable {
   }
 
   /**
-   * An answer whose body is read as a stream: a 2xx answer comes with {@code body}, which the caller must
-   * close; any other with no body (it was read and dropped: provider error bodies are never looked at).
+   * A GET whose body is not buffered: a 2xx answer's response is paused at once and handed on to be read as
+   * it arrives. {@code idleTimeoutMs} bounds the silence on the connection; the answer must come within the
+   * request timeout, and one that arrives after that was given up is reset at once.
    */
-  record Streamed(int status, MultiMap headers, BodyInputStream body) {}
-
-  /**
-   * A GET whose body is not buffered but read through a {@link BodyInputStream}, a buffer at a time as the
-   * caller reads. {@code idleTimeoutMs} bounds the silence on the connection; an answer that arrives after
-   * the wait gave up is closed at once.
-   */
-  Streamed stream(String op, String url, long idleTimeoutMs) {
+  Future<Streamed> stream(String op, String url, long idleTimeoutMs) {
     Future<Streamed> f = onContext(() -> http.request(options(HttpMethod.GET, url, idleTimeoutMs))
         .compose(req -> req.send())
-        .compose(resp -> resp.statusCode() / 100 == 2
-            ? Future.succeededFuture(new Streamed(resp.statusCode(), resp.headers(),
-                new BodyInputStream(resp, Vertx.currentContext())))
-            : resp.body().map(b -> new Streamed(resp.statusCode(), resp.headers(), null))));
-    try {
-      return await(f, op, false, requestTimeoutMs());
-    } catch (ProviderException e) {
-      f.onSuccess(late -> {
-        if (late.body() != null) {
-          late.body().close();
-        }
-      });
-      throw e;
-    }
+        .compose(resp -> {
+          if (resp.statusCode() / 100 == 2) {
+            resp.pause();
+            return Future.succeededFuture(new Streamed(resp.statusCode(), resp.headers(), resp));
+          }
+          return resp.body().map(b -> new Streamed(resp.statusCode(), resp.headers(), null));
+        }));
+    Future<Streamed> bounded = mapTransport(f, op, false, requestTimeoutMs());
+    bounded.onFailure(t -> f.onSuccess(late -> {
+      if (late.response() != null) {
+        DaytonaDownload.stop(late.response());
+      }
+    }));
+    return bounded;
   }
 
   /**
@@ -168,10 +177,9 @@ final class DaytonaClient implements AutoCloseable {
    * with backpressure, then {@code tail}, sent with its exact Content-Length. The file is closed however the
    * request ends; a request whose body cannot be sent whole is reset.
    */
-  Resp postFile(String op, String url, String contentType, Buffer head, Path file, long size, Buffer tail,
+  Future<Resp> postFile(String op, String url, String contentType, Buffer head, String file, long size, Buffer tail,
       long timeoutMs) {
-    Future<Resp> f = onContext(() -> vertx.fileSystem().open(file.toString(), new OpenOptions().setRead(true)
-            .setWrite(false))
+    Future<Resp> f = onContext(() -> vertx.fileSystem().open(file, new OpenOptions().setRead(true).setWrite(false))
         .compose(in -> http.request(options(HttpMethod.POST, url, requestTimeoutMs())
                 .putHeader(HttpHeaders.CONTENT_TYPE, contentType)
                 .putHeader(HttpHeaders.CONTENT_LENGTH, String.valueOf(head.length() + size + tail.length())))
@@ -185,17 +193,18 @@ final class DaytonaClient implements AutoCloseable {
             })
             .compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
             .eventually(() -> in.close())));
-    return await(f, op, true, timeoutMs);
+    return mapTransport(f, op, true, timeoutMs);
   }
 
   /** As {@link #call}, with a JSON body and any non-2xx status turned into a contract error. */
-  Resp expect(String op, boolean mutating, HttpMethod method, String url, JsonObject json) {
-    Resp r = call(op, mutating, method, url, json == null ? null : json.toBuffer(), "application/json",
-        requestTimeoutMs());
-    if (!r.ok()) {
-      throw httpError(op, r.status(), r.headers());
-    }
-    return r;
+  Future<Resp> expect(String op, boolean mutating, HttpMethod method, String url, JsonObject json) {
+    return call(op, mutating, method, url, json == null ? null : json.toBuffer(), "application/json",
+        requestTimeoutMs()).map(r -> {
+          if (!r.ok()) {
+            throw httpError(op, r.status(), r.headers());
+          }
+          return r;
+        });
   }
 
   /** The body of a successful answer as a JSON object. */
@@ -212,7 +221,7 @@ final class DaytonaClient implements AutoCloseable {
    * outcome to {@code opened} on the client's context, in the same event-loop turn as the connection completes:
    * handlers set there miss no frame (set from another thread, a short log and its close could come first).
    */
-  void websocket(String httpUrl, io.vertx.core.Handler<io.vertx.core.AsyncResult<WebSocket>> opened) {
+  void websocket(String httpUrl, Handler<AsyncResult<WebSocket>> opened) {
     URI u = URI.create(httpUrl);
     boolean tls = "https".equals(u.getScheme());
     WebSocketConnectOptions o = new WebSocketConnectOptions().setHost(u.getHost())
@@ -318,9 +327,7 @@ final class DaytonaClient implements AutoCloseable {
     }
   }
 
-  @Override
-  public void close() {
-    http.close();
-    ws.close();
+  Future<Void> close() {
+    return Future.all(http.close(), ws.close()).mapEmpty();
   }
 }

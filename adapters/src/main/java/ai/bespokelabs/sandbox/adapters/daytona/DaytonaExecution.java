@@ -1,18 +1,20 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.exec.Timeouts;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
-import io.vertx.core.Vertx;
+import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.WebSocket;
 import io.vertx.core.json.JsonObject;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,20 +22,21 @@ import org.slf4j.LoggerFactory;
 /**
  * One running Daytona session command: follows its log over the toolbox WebSocket
  * ({@code .../logs?follow=true}), demultiplexes it into the sink, and ends it with the exit code from the
- * command's status.
+ * command's status. Everything runs on the client's context; nothing blocks.
  *
- * <p>Backpressure: the WebSocket is paused and read {@link #WINDOW} frames ahead; a pump thread (virtual)
- * hands frames to the sink and fetches one more frame per frame consumed, so while the sink blocks no more
- * than the window is read and the socket's TCP window closes on the daemon.
+ * <p>Backpressure: the WebSocket is paused and read {@link #WINDOW} frames ahead; a frame goes to the sink
+ * only once the sink took the previous one (the futures {@link OutputSink#output} returns completed), and
+ * one more frame is fetched per frame taken, so while the sink is full no more than the window is read and
+ * the socket's TCP window closes on the daemon.
  *
- * <p>Dropped connections: Daytona replays a command's log from its start to every follower, so the pump
- * reconnects (a few times) and skips the bytes it already delivered; nothing is lost or repeated.
+ * <p>Dropped connections: Daytona replays a command's log from its start to every follower, so the log is
+ * followed again (a few times) and the bytes already delivered are skipped; nothing is lost or repeated.
  *
  * <p>Signals and timeouts: Daytona has no per-command signal API, so both run {@code kill} on the
- * command's process group through the blocking {@code process/execute} ({@link SessionCommand#signal}).
- * A timeout kills the group with {@code KILL} and ends the run with exit code 124 and {@code timedOut}.
+ * command's process group through {@code process/execute} ({@link SessionCommand#signal}). A timeout kills
+ * the group with {@code KILL} and ends the run with exit code 124 and {@code timedOut}.
  */
-final class DaytonaExecution implements ExecHandle {
+final class DaytonaExecution implements Execution {
   private static final Logger LOG = LoggerFactory.getLogger(DaytonaExecution.class);
   static final int WINDOW = 16;
   static final int MAX_RECONNECTS = 5;
@@ -46,27 +49,34 @@ final class DaytonaExecution implements ExecHandle {
 
   private record Gone(int gen, boolean graceful) {}
 
-  private final Vertx vertx;
   private final DaytonaClient client;
   private final String toolbox;
   private final String sessionId;
   private final String commandId;
   private final String tag;
-  private final ExecSink sink;
+  private final OutputSink sink;
   private final long t0;
-  private final LinkedBlockingQueue<Object> inbox = new LinkedBlockingQueue<>();
   private final Runnable onEnd;
-  private volatile WebSocket socket;
-  private volatile boolean timedOut;
-  private volatile boolean signalled;
-  private volatile boolean ended;
-  private volatile int currentGen;
-  private boolean stdinClosed; // guarded by this
+  private final LogDemux demux;
+  /** What the log stream delivered and was not handled yet, in order. */
+  private final ArrayDeque<Object> inbox = new ArrayDeque<>();
+  private final List<Future<Void>> taking = new ArrayList<>();
+  /** Waiting for the sink, the command's status, or a reconnect's pause: the inbox waits. */
+  private boolean busy;
+  private boolean draining;
+  private WebSocket socket;
+  private boolean timedOut;
+  private boolean signalled;
+  private boolean ended;
+  private boolean stdinClosed;
+  private int gen;
+  private int reconnects;
+  private long delivered;
+  private long offset;
   private long timeoutTimer = -1;
 
-  DaytonaExecution(Vertx vertx, DaytonaClient client, String toolbox, String sessionId, String commandId, String tag,
-      boolean keepStdin, ExecSink sink, long t0, Runnable onEnd) {
-    this.vertx = vertx;
+  DaytonaExecution(DaytonaClient client, String toolbox, String sessionId, String commandId, String tag,
+      boolean keepStdin, OutputSink sink, long t0, Runnable onEnd) {
     this.client = client;
     this.toolbox = toolbox;
     this.sessionId = sessionId;
@@ -76,15 +86,15 @@ final class DaytonaExecution implements ExecHandle {
     this.sink = sink;
     this.t0 = t0;
     this.onEnd = onEnd;
+    this.demux = new LogDemux((stream, data) -> taking.add(sink.output(stream, data)));
   }
 
-  /** Starts following the log (and the timeout clock); returns at once. */
+  /** Starts following the log (and the timeout clock); on the client's context. */
   void follow(int timeoutSecs) {
     if (timeoutSecs > 0) {
-      timeoutTimer = vertx.setTimer(TimeUnit.SECONDS.toMillis(timeoutSecs), t -> Thread.ofVirtual()
-          .name("daytona-timeout-" + tag).start(this::timeOut));
+      timeoutTimer = client.context().owner().setTimer(TimeUnit.SECONDS.toMillis(timeoutSecs), t -> timeOut());
     }
-    Thread.ofVirtual().name("daytona-exec-" + tag).start(this::pump);
+    connect(gen);
   }
 
   private String command() {
@@ -95,130 +105,177 @@ final class DaytonaExecution implements ExecHandle {
     client.websocket(command() + "/logs?follow=true", ar -> {
       if (ar.failed()) {
         LOG.debug("Daytona log stream of {} could not be opened: {}", tag, ar.cause().getClass().getName());
-        inbox.add(new Gone(gen, false));
+        arrived(new Gone(gen, false));
         return;
       }
       WebSocket ws = ar.result();
       ws.pause();
-      ws.handler(b -> inbox.add(new Frame(gen, b)));
+      ws.handler(b -> arrived(new Frame(gen, b)));
       // a close frame comes through the (paused) stream after the data, the connection's end may not;
       // the daemon closes with 1000 once the command ended and its whole log was sent
-      ws.endHandler(v -> inbox.add(Short.valueOf((short) 1000).equals(ws.closeStatusCode()) ? new End(gen)
+      ws.endHandler(v -> arrived(Short.valueOf((short) 1000).equals(ws.closeStatusCode()) ? new End(gen)
           : new Gone(gen, false)));
       // Vert.x reports 1006 for a connection lost without a closing handshake
-      ws.closeHandler(v -> inbox.add(new Gone(gen, Short.valueOf((short) 1000).equals(ws.closeStatusCode()))));
+      ws.closeHandler(v -> arrived(new Gone(gen, Short.valueOf((short) 1000).equals(ws.closeStatusCode()))));
       ws.exceptionHandler(t -> LOG.debug("Daytona log stream of {}: {}", tag, t.getClass().getName()));
-      socket = ws;
       if (ended) {
         ws.close();
       } else {
+        socket = ws;
         ws.fetch(WINDOW);
       }
     });
   }
 
-  /** Delivers the log to the sink until the command ended, then reports the end exactly once. */
-  private void pump() {
-    LogDemux demux = new LogDemux(sink::output);
-    Integer exit = null;
-    int gen = 0;
-    int reconnects = 0;
-    long delivered = 0;
-    long offset = 0;
+  private void arrived(Object item) {
+    inbox.add(item);
+    drain();
+  }
+
+  /**
+   * Handles what arrived, in order, while nothing is awaited. Not re-entered: a frame that {@code fetch}
+   * delivers at once is handled by the same loop.
+   */
+  private void drain() {
+    if (draining) {
+      return;
+    }
+    draining = true;
     try {
-      connect(gen);
-      while (true) {
-        Object item = inbox.take();
-        if (item instanceof Frame f) {
-          if (f.gen() != gen) {
-            continue;
-          }
-          byte[] b = f.data().getBytes();
-          long start = offset;
-          offset += b.length;
-          if (offset > delivered) {
-            // an earlier connection may already have delivered the start of this frame
-            int from = (int) Math.max(0, delivered - start);
-            demux.feed(from == 0 ? b : Arrays.copyOfRange(b, from, b.length));
-            delivered = offset;
-          }
-          WebSocket ws = socket;
-          if (ws != null) {
-            ws.fetch(1);
-          }
-          continue;
+      while (!busy && !ended && !inbox.isEmpty()) {
+        try {
+          handle(inbox.poll());
+        } catch (RuntimeException e) {
+          LOG.warn("Daytona execution {} lost its output: {}", tag, e.getClass().getName());
+          finish(null);
         }
-        boolean normalEnd = item instanceof End e && e.gen() == gen;
-        boolean dropped = item instanceof Gone g && g.gen() == gen && !g.graceful();
-        if (!normalEnd && !dropped) {
-          continue;
-        }
-        if (timedOut) {
-          break;
-        }
-        exit = exitCode(normalEnd ? 20 : 1);
-        if (normalEnd && exit != null) {
-          break;
-        }
-        if (reconnects++ >= MAX_RECONNECTS) {
-          break;
-        }
-        Thread.sleep(Math.min(1_000, 50L << reconnects));
+      }
+    } finally {
+      draining = false;
+    }
+  }
+
+  private void handle(Object item) {
+    if (item instanceof Frame f) {
+      if (f.gen() == gen) {
+        deliver(f.data().getBytes());
+      }
+      return;
+    }
+    boolean normalEnd = item instanceof End e && e.gen() == gen;
+    boolean dropped = item instanceof Gone g && g.gen() == gen && !g.graceful();
+    if (!normalEnd && !dropped) {
+      return;
+    }
+    if (timedOut) {
+      finish(null);
+      return;
+    }
+    busy = true;
+    exitCode(normalEnd ? 20 : 1).onComplete(ar -> {
+      Integer exit = ar.result();
+      if (normalEnd && exit != null || reconnects++ >= MAX_RECONNECTS) {
+        finish(exit);
+        return;
+      }
+      client.delay(Math.min(1_000, 50L << reconnects)).onComplete(v -> {
         closeSocket();
         gen++;
-        currentGen = gen;
         offset = 0;
+        busy = false;
         connect(gen);
-      }
-      demux.finish();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (RuntimeException e) {
-      LOG.warn("Daytona execution {} lost its output: {}", tag, e.getClass().getName());
+        drain();
+      });
+    });
+  }
+
+  /** One frame of the log, less what an earlier connection already delivered; the next once it was taken. */
+  private void deliver(byte[] b) {
+    long start = offset;
+    offset += b.length;
+    if (offset > delivered) {
+      int from = (int) Math.max(0, delivered - start);
+      demux.feed(from == 0 ? b : Arrays.copyOfRange(b, from, b.length));
+      delivered = offset;
     }
-    finish(exit);
+    afterTaken(() -> {
+      WebSocket ws = socket;
+      if (ws != null) {
+        ws.fetch(1);
+      }
+    });
+  }
+
+  /** Runs {@code next} once the sink took what was handed to it (at once when it already did). */
+  private void afterTaken(Runnable next) {
+    List<Future<Void>> pending = taking.stream().filter(f -> !f.isComplete()).toList();
+    taking.clear();
+    if (pending.isEmpty()) {
+      next.run();
+      return;
+    }
+    busy = true;
+    // a failed output means the sink is gone: the program runs on, its output is dropped
+    Future.join(pending).onComplete(ar -> client.onContext(() -> {
+      busy = false;
+      next.run();
+      drain();
+      return Future.succeededFuture();
+    }));
   }
 
   /** The command's exit code, polled up to {@code attempts} times while it is not set yet; null if never. */
-  private Integer exitCode(int attempts) throws InterruptedException {
-    for (int i = 0; i < attempts; i++) {
-      try {
-        DaytonaClient.Resp r = client.call("execute", false, HttpMethod.GET, command(), null, null,
-            client.requestTimeoutMs());
-        if (r.ok()) {
-          JsonObject cmd = client.json("execute", r, false);
-          if (cmd.getValue("exitCode") instanceof Number n) {
-            return n.intValue();
+  private Future<Integer> exitCode(int attempts) {
+    return client.call("execute", false, HttpMethod.GET, command(), null, null, client.requestTimeoutMs())
+        .transform(ar -> {
+          if (ar.succeeded()) {
+            DaytonaClient.Resp r = ar.result();
+            if (r.status() == 404) {
+              return Future.succeededFuture(null);
+            }
+            try {
+              if (r.ok() && client.json("execute", r, false).getValue("exitCode") instanceof Number n) {
+                return Future.succeededFuture(n.intValue());
+              }
+            } catch (ProviderException e) {
+              unavailable(e);
+            }
+          } else if (ar.cause() instanceof ProviderException e) {
+            unavailable(e);
           }
-        } else if (r.status() == 404) {
-          return null;
-        }
-      } catch (ProviderException e) {
-        LOG.debug("Daytona command status of {} unavailable: {}", tag, e.error().code().wire());
-      }
-      if (i + 1 < attempts) {
-        Thread.sleep(50);
-      }
-    }
-    return null;
+          return attempts <= 1 ? Future.succeededFuture(null)
+              : client.delay(50).compose(v -> exitCode(attempts - 1));
+        })
+        .recover(t -> Future.succeededFuture(null));
   }
 
+  private void unavailable(ProviderException e) {
+    LOG.debug("Daytona command status of {} unavailable: {}", tag, e.error().code().wire());
+  }
+
+  /** Ends the run exactly once: what the demultiplexer held back goes out first, then the end. */
   private void finish(Integer exit) {
+    if (ended) {
+      return;
+    }
     ended = true;
+    busy = true;
     if (timeoutTimer >= 0) {
-      vertx.cancelTimer(timeoutTimer);
+      client.context().owner().cancelTimer(timeoutTimer);
     }
     closeSocket();
-    synchronized (this) {
-      stdinClosed = true;
-    }
-    int code = timedOut ? Timeouts.EXIT_CODE : exit == null ? -1 : exit;
-    long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-    try {
-      onEnd.run();
-    } finally {
-      sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
-    }
+    stdinClosed = true;
+    inbox.clear();
+    demux.finish();
+    afterTaken(() -> {
+      int code = timedOut ? Timeouts.EXIT_CODE : exit == null ? -1 : exit;
+      long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      try {
+        onEnd.run();
+      } finally {
+        sink.exited(code, timedOut, signalled && !timedOut && code != 0, durationMs);
+      }
+    });
   }
 
   private void closeSocket() {
@@ -235,58 +292,56 @@ final class DaytonaExecution implements ExecHandle {
       return;
     }
     timedOut = true;
-    try {
-      kill("KILL");
-    } catch (ProviderException e) {
-      LOG.debug("Daytona timeout kill of {} failed: {}", tag, e.error().code().wire());
-    }
-    vertx.setTimer(KILL_GRACE_MS, t -> {
-      if (!ended) {
-        // the log did not end (provider unreachable or the program survived): stop waiting for it
-        inbox.add(new End(currentGen));
-        closeSocket();
+    kill("KILL").onComplete(ar -> {
+      if (ar.failed() && ar.cause() instanceof ProviderException e) {
+        LOG.debug("Daytona timeout kill of {} failed: {}", tag, e.error().code().wire());
       }
+      client.context().owner().setTimer(KILL_GRACE_MS, t -> {
+        if (!ended) {
+          // the log did not end (provider unreachable or the program survived): stop waiting for it
+          closeSocket();
+          arrived(new End(gen));
+        }
+      });
     });
   }
 
-  private void kill(String signal) {
+  private Future<Void> kill(String signal) {
     JsonObject body = new JsonObject().put("command", SessionCommand.signal(tag, signal)).put("timeout", 10);
-    client.expect("signal", true, HttpMethod.POST, toolbox + "/process/execute", body);
+    return client.expect("signal", true, HttpMethod.POST, toolbox + "/process/execute", body).mapEmpty();
   }
 
   @Override
-  public void writeStdin(byte[] data) {
-    synchronized (this) {
-      if (stdinClosed) {
-        throw ApiException.conflict("stdin is closed");
-      }
+  public Future<Void> write(Buffer data) {
+    if (stdinClosed) {
+      return Future.failedFuture(ApiException.conflict("stdin is closed"));
     }
-    if (data.length > 0) {
-      input(Base64.getEncoder().encodeToString(data) + "\n");
+    if (data.length() == 0) {
+      return Future.succeededFuture();
     }
+    return input(Base64.getEncoder().encodeToString(data.getBytes()) + "\n");
   }
 
   @Override
-  public void closeStdin() {
-    synchronized (this) {
-      if (stdinClosed) {
-        return;
-      }
-      stdinClosed = true;
+  public Future<Void> closeStdin() {
+    if (stdinClosed) {
+      return Future.succeededFuture();
     }
-    input(SessionCommand.EOF_LINE);
+    stdinClosed = true;
+    return input(SessionCommand.EOF_LINE);
   }
 
-  private void input(String line) {
-    client.expect("stdin", true, HttpMethod.POST, command() + "/input", new JsonObject().put("data", line));
+  private Future<Void> input(String line) {
+    return client.expect("stdin", true, HttpMethod.POST, command() + "/input", new JsonObject().put("data", line))
+        .mapEmpty();
   }
 
   @Override
-  public void signal(String signal) {
+  public Future<Void> signal(String signal) {
     if (ended) {
-      return;
+      return Future.succeededFuture();
     }
     signalled = true;
-    kill(signal);
+    return kill(signal);
   }
 }

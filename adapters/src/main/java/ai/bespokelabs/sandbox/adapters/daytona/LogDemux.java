@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.exec.Utf8;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import java.util.Arrays;
 
 /**
@@ -14,13 +14,13 @@ import java.util.Arrays;
 final class LogDemux {
   /** Where demultiplexed output goes. */
   interface Out {
-    void accept(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream stream, byte[] data) throws InterruptedException;
+    void accept(Stream stream, byte[] data);
   }
 
   private static final byte[] NONE = new byte[0];
 
   private final Out out;
-  private ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream current = ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT;
+  private Stream current = Stream.STDOUT;
   private byte[] pending = NONE;
   private final byte[][] carry = {NONE, NONE};
 
@@ -29,7 +29,7 @@ final class LogDemux {
   }
 
   /** One piece of the log, as it arrived. */
-  void feed(byte[] frame) throws InterruptedException {
+  void feed(byte[] frame) {
     byte[] b = pending.length == 0 ? frame : concat(pending, frame, 0, frame.length);
     pending = NONE;
     int start = 0;
@@ -43,7 +43,7 @@ final class LogDemux {
         }
         if (run == 3) {
           emit(b, start, i);
-          current = c == 1 ? ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT : ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDERR;
+          current = c == 1 ? Stream.STDOUT : Stream.STDERR;
           i += 3;
           start = i;
           continue;
@@ -61,11 +61,11 @@ final class LogDemux {
   }
 
   /** The log ended: whatever was held back is output after all. */
-  void finish() throws InterruptedException {
+  void finish() {
     byte[] held = pending;
     pending = NONE;
     emit(held, 0, held.length);
-    for (ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream s : ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.values()) {
+    for (Stream s : Stream.values()) {
       byte[] rest = carry[s.ordinal()];
       carry[s.ordinal()] = NONE;
       if (rest.length > 0) {
@@ -74,7 +74,7 @@ final class LogDemux {
     }
   }
 
-  private void emit(byte[] b, int from, int to) throws InterruptedException {
+  private void emit(byte[] b, int from, int to) {
     if (to <= from) {
       return;
     }

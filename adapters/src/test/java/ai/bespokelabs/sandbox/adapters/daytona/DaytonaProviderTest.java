@@ -1,15 +1,14 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
+import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Capture;
+import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Download;
+import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Handle;
+import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Upload;
 import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
-import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
-import ai.bespokelabs.sandbox.adapters.files.WritableFile;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
@@ -25,6 +24,8 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
@@ -41,8 +42,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -55,7 +56,7 @@ class DaytonaProviderTest {
   static final String KEY = "dtn_test_key_0123456789";
   static DaytonaSimulator sim;
   static Vertx vertx;
-  static DaytonaProvider provider;
+  static BlockingDaytona provider;
   static String sandbox;
   static final PricingCatalog PRICING = new PricingCatalog("test", Map.of("daytona",
       new PricingCatalog.Rates(new BigDecimal("0.036"), new BigDecimal("0.018"))));
@@ -80,9 +81,10 @@ class DaytonaProviderTest {
     assertThat(sim.violations()).isEmpty();
   }
 
-  static DaytonaProvider provider(String key, String url, Duration requestTimeout) {
-    return new DaytonaProvider(vertx, new DaytonaSettings(url, new Secret(key), "eu", null, Duration.ofSeconds(10),
-        requestTimeout, 32), PRICING, Clock.systemUTC());
+  /** A Daytona backend started on a context of its own, as an adapter starts it. */
+  static BlockingDaytona provider(String key, String url, Duration requestTimeout) {
+    return new BlockingDaytona(new DaytonaProvider(vertx, new DaytonaSettings(url, new Secret(key), "eu", null,
+        Duration.ofSeconds(10), requestTimeout, 32), PRICING, Clock.systemUTC()), vertx.getOrCreateContext());
   }
 
   static SandboxConfig config(String image, Integer timeoutSecs) {
@@ -165,7 +167,7 @@ class DaytonaProviderTest {
   @Test
   void stdin_streams_in_and_closing_it_ends_the_program() throws Exception {
     Collecting sink = new Collecting();
-    ExecHandle h = provider.start(command("cat; echo end >&2", null, 20, true), sink);
+    Handle h = provider.start(command("cat; echo end >&2", null, 20, true), sink);
     h.writeStdin("héllo\n".getBytes(StandardCharsets.UTF_8));
     h.writeStdin(new byte[] {0, 1, 2, (byte) 0xff, '\n'});
     h.closeStdin();
@@ -191,7 +193,7 @@ class DaytonaProviderTest {
   @Test
   void a_signal_reaches_the_whole_process_group() throws Exception {
     Collecting sink = new Collecting();
-    ExecHandle h = provider.start(command("sleep 31 & wait; echo not-reached", null, 20, false), sink);
+    Handle h = provider.start(command("sleep 31 & wait; echo not-reached", null, 20, false), sink);
     Thread.sleep(300);
     h.signal("TERM");
     ExecResult r = sink.await();
@@ -210,15 +212,15 @@ class DaytonaProviderTest {
   @Test
   void a_blocked_sink_stops_the_log_stream_and_nothing_is_lost() throws Exception {
     long total = 48L << 20;
-    CountDownLatch release = new CountDownLatch(1);
-    long[] received = {0};
-    CapturingSink done = new CapturingSink(16);
+    Promise<Void> release = Promise.promise();
+    AtomicLong received = new AtomicLong();
+    Capture done = new Capture(16);
     long before = sim.streamedBytes();
-    ExecSink blocking = new ExecSink() {
+    OutputSink blocking = new OutputSink() {
       @Override
-      public void output(Stream stream, byte[] data) throws InterruptedException {
-        release.await();
-        received[0] += data.length;
+      public Future<Void> output(Stream stream, byte[] data) {
+        // taken only once released
+        return release.future().andThen(v -> received.addAndGet(data.length));
       }
 
       @Override
@@ -243,11 +245,11 @@ class DaytonaProviderTest {
           .isEqualTo(streamedWhileBlocked).isLessThan(total / 2);
       assertThat(sim.drainWaits()).isPositive();
     } finally {
-      release.countDown();
+      release.complete();
     }
     ExecResult r = done.await();
     assertThat(r.exitCode()).isZero();
-    assertThat(received[0]).isEqualTo(total);
+    assertThat(received.get()).isEqualTo(total);
   }
 
   @Test
@@ -276,7 +278,7 @@ class DaytonaProviderTest {
     throw new AssertionError("no files API answer");
   }
 
-  static byte[] readAll(ReadableFile f) throws IOException {
+  static byte[] readAll(Download f) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     byte[] buf = new byte[70_000];
     int n;
@@ -298,7 +300,7 @@ class DaytonaProviderTest {
     byte[] blob = new byte[300_000];
     new java.util.Random(7).nextBytes(blob);
     long uploadsBefore = sim.count(HttpMethod.POST, ".*/files/upload");
-    WritableFile w = provider.openWrite(fileOp("data/bin/run.sh", true, false));
+    Upload w = provider.openWrite(fileOp("data/bin/run.sh", true, false));
     w.write(Arrays.copyOf(script, 10));
     w.write(Arrays.copyOfRange(script, 10, script.length));
     Path onDisk = sim.dir(sandbox).resolve("data/bin/run.sh");
@@ -315,10 +317,10 @@ class DaytonaProviderTest {
     ExecResult ran = provider.exec(command("data/bin/run.sh", List.of("ok"), 20, false));
     assertThat(ran.stdout()).isEqualTo("ran ok\n");
 
-    WritableFile b = provider.openWrite(fileOp("data/blob.bin", false, false));
+    Upload b = provider.openWrite(fileOp("data/blob.bin", false, false));
     b.write(blob);
     assertThat(b.commit().mode()).isEqualTo(0644);
-    try (ReadableFile r = provider.openRead(fileOp("data/blob.bin", false, false))) {
+    try (Download r = provider.openRead(fileOp("data/blob.bin", false, false))) {
       assertThat(r.size()).isEqualTo(blob.length);
       assertThat(readAll(r)).isEqualTo(blob);
     }
@@ -339,15 +341,9 @@ class DaytonaProviderTest {
     assertThat(apiStatus(() -> provider.openRead(fileOp("data/missing", false, false)))).isEqualTo(404);
     assertThat(apiStatus(() -> provider.openRead(fileOp("data/bin", false, false)))).isEqualTo(422);
     assertThat(apiStatus(() -> provider.openRead(fileOp(" ", false, false)))).isEqualTo(422);
-    WritableFile onDir = provider.openWrite(fileOp("data/bin", false, false));
+    Upload onDir = provider.openWrite(fileOp("data/bin", false, false));
     onDir.write(script);
-    assertThat(apiStatus(() -> {
-      try {
-        onDir.commit();
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    })).isEqualTo(422);
+    assertThat(apiStatus(onDir::commit)).isEqualTo(422);
     assertThat(sim.dir(sandbox).resolve("data/bin")).isDirectory();
   }
 
@@ -355,7 +351,7 @@ class DaytonaProviderTest {
   void an_aborted_upload_sends_nothing_and_leaves_no_spool() throws Exception {
     long spoolsBefore = spools();
     long uploadsBefore = sim.count(HttpMethod.POST, ".*/files/upload");
-    WritableFile w = provider.openWrite(fileOp("aborted.txt", false, false));
+    Upload w = provider.openWrite(fileOp("aborted.txt", false, false));
     w.write(new byte[100_000]);
     assertThat(spools()).isEqualTo(spoolsBefore + 1);
     w.abort();
@@ -369,15 +365,9 @@ class DaytonaProviderTest {
   void a_failed_upload_reports_and_cleans_up() throws Exception {
     long spoolsBefore = spools();
     sim.inject(HttpMethod.POST, ".*/files/upload", DaytonaSimulator.Fault.status(500));
-    WritableFile w = provider.openWrite(fileOp("failed.txt", false, false));
+    Upload w = provider.openWrite(fileOp("failed.txt", false, false));
     w.write(new byte[10]);
-    ProviderError e = error(() -> {
-      try {
-        w.commit();
-      } catch (IOException x) {
-        throw new java.io.UncheckedIOException(x);
-      }
-    });
+    ProviderError e = error(w::commit);
     assertThat(e.retryable()).isTrue();
     assertThat(e.toString()).doesNotContain(KEY);
     assertThat(spools()).isEqualTo(spoolsBefore);
@@ -391,7 +381,7 @@ class DaytonaProviderTest {
     Files.write(sim.dir(sandbox).resolve("big.bin"), big);
     long streamedBefore = sim.streamedBytes();
     long waitsBefore = sim.drainWaits();
-    try (ReadableFile r = provider.openRead(fileOp("big.bin", false, false))) {
+    try (Download r = provider.openRead(fileOp("big.bin", false, false))) {
       byte[] first = new byte[64 * 1024];
       assertThat(r.read(first)).isEqualTo(first.length);
       Thread.sleep(500);
@@ -404,10 +394,46 @@ class DaytonaProviderTest {
       assertThat(Arrays.equals(rest, 0, rest.length, big, first.length, big.length)).isTrue();
     }
     // closing early stops the transfer
-    ReadableFile early = provider.openRead(fileOp("big.bin", false, false));
+    Download early = provider.openRead(fileOp("big.bin", false, false));
     assertThat(early.read(new byte[1024])).isEqualTo(1024);
     early.close();
     Files.delete(sim.dir(sandbox).resolve("big.bin"));
+  }
+
+  @Test
+  void directory_archives_are_built_on_the_single_file_operations() throws Exception {
+    Path dir = sim.dir(sandbox);
+    Files.createDirectories(dir.resolve("tree/sub"));
+    Files.writeString(dir.resolve("tree/a.txt"), "alpha");
+    Files.writeString(dir.resolve("tree/sub/b.txt"), "beta");
+    byte[] tgz;
+    try (Download r = provider.openArchiveRead(fileOp("tree", false, false))) {
+      assertThat(r.size()).isEqualTo(-1);
+      tgz = readAll(r);
+    }
+    Map<String, String> files = new java.util.TreeMap<>();
+    try (var tar = new org.apache.commons.compress.archivers.tar.TarArchiveInputStream(
+        new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(tgz)))) {
+      for (var e = tar.getNextEntry(); e != null; e = tar.getNextEntry()) {
+        if (e.isFile()) {
+          files.put(e.getName(), new String(tar.readAllBytes(), StandardCharsets.UTF_8));
+        }
+      }
+    }
+    assertThat(files).containsExactly(Map.entry("a.txt", "alpha"), Map.entry("sub/b.txt", "beta"));
+    assertThat(apiStatus(() -> provider.openArchiveRead(fileOp("tree/a.txt", false, false)))).isEqualTo(422);
+
+    Upload w = provider.openArchiveWrite(fileOp("copy", false, false));
+    w.write(Arrays.copyOf(tgz, 10));
+    w.write(Arrays.copyOfRange(tgz, 10, tgz.length));
+    assertThat(dir.resolve("copy")).doesNotExist();
+    w.commit();
+    assertThat(Files.readString(dir.resolve("copy/a.txt"))).isEqualTo("alpha");
+    assertThat(Files.readString(dir.resolve("copy/sub/b.txt"))).isEqualTo("beta");
+    Upload broken = provider.openArchiveWrite(fileOp("broken", false, false));
+    broken.write(Arrays.copyOf(tgz, tgz.length / 2));
+    assertThat(apiStatus(broken::commit)).isEqualTo(422);
+    assertThat(dir.resolve("broken")).doesNotExist();
   }
 
   @Test
@@ -432,10 +458,10 @@ class DaytonaProviderTest {
 
   @Test
   void file_modes_parse_from_either_field() {
-    assertThat(DaytonaProvider.mode(new JsonObject().put("permissions", "0750"))).isEqualTo(0750);
-    assertThat(DaytonaProvider.mode(new JsonObject().put("permissions", "rwxr-x---").put("mode", "-rwxr-x---")))
+    assertThat(DaytonaFiles.mode(new JsonObject().put("permissions", "0750"))).isEqualTo(0750);
+    assertThat(DaytonaFiles.mode(new JsonObject().put("permissions", "rwxr-x---").put("mode", "-rwxr-x---")))
         .isEqualTo(0750);
-    assertThat(DaytonaProvider.mode(new JsonObject().put("mode", "drwxr-xr-x"))).isEqualTo(0755);
+    assertThat(DaytonaFiles.mode(new JsonObject().put("mode", "drwxr-xr-x"))).isEqualTo(0755);
   }
 
   @Test
@@ -456,9 +482,9 @@ class DaytonaProviderTest {
     assertThat(main.sandboxId()).isEqualTo("sbx_main");
     assertThat(main.status()).isEqualTo("running");
     assertThat(main.providerCostUsd()).isNotNull();
-    assertThat(DaytonaProvider.status("build_failed")).isEqualTo("failed");
-    assertThat(DaytonaProvider.status("pending_build")).isEqualTo("provisioning");
-    assertThat(DaytonaProvider.status("stopped")).isEqualTo("stopping");
+    assertThat(DaytonaInventory.status("build_failed")).isEqualTo("failed");
+    assertThat(DaytonaInventory.status("pending_build")).isEqualTo("provisioning");
+    assertThat(DaytonaInventory.status("stopped")).isEqualTo("stopping");
     provider.destroy(new DestroySandbox("sbx_orphan", orphan));
     sim.vanish(foreign);
   }
@@ -470,9 +496,9 @@ class DaytonaProviderTest {
   }
 
   static Map<String, Double> point(double cpuPct, double memUsed, double diskUsed) {
-    return Map.of(DaytonaProvider.CPU_UTILIZATION, cpuPct, DaytonaProvider.CPU_LIMIT, 2.0,
-        DaytonaProvider.MEMORY_USAGE, memUsed, DaytonaProvider.MEMORY_LIMIT, (double) (2L << 30),
-        DaytonaProvider.DISK_USAGE, diskUsed, DaytonaProvider.DISK_TOTAL, (double) (2L << 30),
+    return Map.of(DaytonaMetrics.CPU_UTILIZATION, cpuPct, DaytonaMetrics.CPU_LIMIT, 2.0,
+        DaytonaMetrics.MEMORY_USAGE, memUsed, DaytonaMetrics.MEMORY_LIMIT, (double) (2L << 30),
+        DaytonaMetrics.DISK_USAGE, diskUsed, DaytonaMetrics.DISK_TOTAL, (double) (2L << 30),
         "daytona.sandbox.memory.utilization", 50.0);
   }
 
@@ -496,10 +522,10 @@ class DaytonaProviderTest {
   @Test
   void metrics_follow_the_sandboxs_real_processes_and_files() throws Exception {
     sim.telemetryIntervalMs(200);
-    ExecHandle busy = null;
+    Handle busy = null;
     try {
       Files.write(sim.dir(sandbox).resolve("metrics.bin"), new byte[3 << 20]);
-      busy = provider.start(command("while :; do :; done", null, 30, false), new CapturingSink(1024));
+      busy = provider.start(command("while :; do :; done", null, 30, false), new Capture(1024));
       SandboxMetrics m = null;
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
       while (System.nanoTime() < deadline) {
@@ -574,7 +600,7 @@ class DaytonaProviderTest {
   void adopt_checks_the_labels_and_starts_a_stopped_sandbox_of_ours_again() {
     CreateSandbox req = create("sbx_adopt", config(null, null));
     String id = provider.create(req);
-    try (DaytonaProvider restarted = provider(KEY, sim.url(), Duration.ofSeconds(10))) {
+    try (BlockingDaytona restarted = provider(KEY, sim.url(), Duration.ofSeconds(10))) {
       assertThat(restarted.adopt(req, id)).isEqualTo(id);
       assertThat(sim.count(HttpMethod.POST, "/api/sandbox/" + id + "/start")).isZero();
 
@@ -607,7 +633,7 @@ class DaytonaProviderTest {
 
   @Test
   void provider_failures_map_onto_the_error_contract() {
-    try (DaytonaProvider wrongKey = provider("not-the-key", sim.url(), Duration.ofSeconds(5))) {
+    try (BlockingDaytona wrongKey = provider("not-the-key", sim.url(), Duration.ofSeconds(5))) {
       ProviderError auth = error(() -> wrongKey.create(create("sbx_auth", config(null, null))));
       assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
       assertThat(auth.retryable()).isFalse();
@@ -627,13 +653,13 @@ class DaytonaProviderTest {
     assertThat(unavailable.retryable()).isTrue();
     assertThat(unavailable.context()).containsEntry("provider_status", 503L);
 
-    try (DaytonaProvider impatient = provider(KEY, sim.url(), Duration.ofMillis(300))) {
+    try (BlockingDaytona impatient = provider(KEY, sim.url(), Duration.ofMillis(300))) {
       sim.inject(HttpMethod.GET, "/api/sandbox", DaytonaSimulator.Fault.delay(1_500));
       ProviderError slow = error(impatient::list);
       assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
     }
 
-    try (DaytonaProvider nowhere = provider(KEY, "http://127.0.0.1:1/api", Duration.ofSeconds(2))) {
+    try (BlockingDaytona nowhere = provider(KEY, "http://127.0.0.1:1/api", Duration.ofSeconds(2))) {
       ProviderError refused = error(() -> nowhere.create(create("sbx_refused", config(null, null))));
       assertThat(refused.code()).isEqualTo(ErrorCode.CONNECTION);
       assertThat(refused.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
@@ -698,16 +724,16 @@ class DaytonaProviderTest {
   }
 
   /** Collects raw stdout and the result. */
-  static final class Collecting implements ExecSink {
+  static final class Collecting implements OutputSink {
     private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-    private final CapturingSink capture = new CapturingSink(1 << 20);
+    private final Capture capture = new Capture(1 << 20);
 
     @Override
-    public synchronized void output(Stream stream, byte[] data) {
+    public synchronized Future<Void> output(Stream stream, byte[] data) {
       if (stream == Stream.STDOUT) {
         out.writeBytes(data);
       }
-      capture.output(stream, data);
+      return capture.output(stream, data);
     }
 
     @Override

@@ -2,7 +2,6 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

@@ -46,7 +46,7 @@ class SessionCommandTest {
   @Test
   void tags_must_be_shell_safe() {
     assertThatThrownBy(() -> SessionCommand.pidFile("a;rm -rf /")).isInstanceOf(IllegalArgumentException.class);
-    assertThat(DaytonaProvider.tag("exe_ab12")).isEqualTo("exe_ab12");
-    assertThat(DaytonaProvider.tag("$(x)")).matches("[0-9a-f-]{36}");
+    assertThat(DaytonaExecutions.tag("exe_ab12")).isEqualTo("exe_ab12");
+    assertThat(DaytonaExecutions.tag("$(x)")).matches("[0-9a-f-]{36}");
   }
 }
