@@ -60,8 +60,11 @@ public final class AdapterVerticle extends VerticleBase {
    * attaching later gets the stored result instead of the live journal).
    */
   static final long RETAINED_BUDGET_BYTES = 64L << 20;
-  /** File operations one organization may have running at a time (a quarter of a host backend's file pool). */
-  static final int FILES_PER_ORGANIZATION = Math.max(2, ai.bespokelabs.sandbox.adapters.host.BlockingBackend.FILE_THREADS / 4);
+  /**
+   * File operations one organization may have running at a time: a quarter of a host backend's file pool
+   * ({@code max(16, 4 x cores)} threads), so one tenant's stuck transfers leave the rest to everyone else.
+   */
+  static final int FILES_PER_ORGANIZATION = Math.max(4, Runtime.getRuntime().availableProcessors());
 
   private final Backend provider;
   private final String nodeId;

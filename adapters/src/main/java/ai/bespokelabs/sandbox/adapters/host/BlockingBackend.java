@@ -92,9 +92,6 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
     // no limit on execution time: a slow file system is the tenant's; the adapter times calls out
     filePool = context.owner().createSharedWorkerExecutor("adapter-" + name() + "-files", FILE_THREADS, 365,
         TimeUnit.DAYS);
-    if (provider instanceof NonBlockingProvider nb) {
-      nb.useContext(context);
-    }
     return Future.succeededFuture();
   }
 
@@ -156,17 +153,11 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
 
   @Override
   public Future<String> create(CreateSandbox request) {
-    if (provider instanceof NonBlockingProvider nb) {
-      return nb.createAsync(request);
-    }
     return run(() -> provider.create(request));
   }
 
   @Override
   public Future<SandboxDestroyed> destroy(DestroySandbox request) {
-    if (provider instanceof NonBlockingProvider nb) {
-      return nb.destroyAsync(request);
-    }
     return run(() -> provider.destroy(request));
   }
 
@@ -210,10 +201,7 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
-    Future<ExecHandle> started = provider instanceof NonBlockingProvider nb
-        ? nb.startAsync(request, blocking)
-        : run(() -> provider.start(request, blocking));
-    return started.map(this::control);
+    return run(() -> provider.start(request, blocking)).map(this::control);
   }
 
   private Execution control(ExecHandle handle) {
@@ -283,14 +271,12 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
 
   @Override
   public Future<FileReader> openArchiveRead(FileOp op) {
-    return file(() -> reader(provider.nativeArchives() ? provider.openArchiveRead(op)
-        : TreeTransfer.read(provider, op)));
+    return file(() -> reader(provider.openArchiveRead(op)));
   }
 
   @Override
   public Future<FileWriter> openArchiveWrite(FileOp op) {
-    return file(() -> writer(provider.nativeArchives() ? provider.openArchiveWrite(op)
-        : TreeTransfer.write(provider, op)));
+    return file(() -> writer(provider.openArchiveWrite(op)));
   }
 
   @Override

@@ -105,20 +105,12 @@ public interface BlockingProvider extends AutoCloseable {
     throw new UnsupportedOperationException("files");
   }
 
-  /**
-   * True when {@link #openArchiveRead} and {@link #openArchiveWrite} transfer whole trees natively; otherwise
-   * archives are built on the single-file operations ({@link TreeTransfer}).
-   */
-  default boolean nativeArchives() {
-    return false;
-  }
-
-  /** The directory at {@code op.path()} as a tar.gz; only called when {@link #nativeArchives()}. */
+  /** The directory at {@code op.path()} as a tar.gz. */
   default ReadableFile openArchiveRead(FileOp op) {
     throw new UnsupportedOperationException("archives");
   }
 
-  /** Receives a tar.gz to extract at commit; only called when {@link #nativeArchives()}. */
+  /** Receives a tar.gz to extract at commit, once it arrived whole and was checked. */
   default WritableFile openArchiveWrite(FileOp op) {
     throw new UnsupportedOperationException("archives");
   }

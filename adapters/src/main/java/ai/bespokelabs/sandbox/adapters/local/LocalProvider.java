@@ -107,11 +107,6 @@ public final class LocalProvider implements BlockingProvider {
   }
 
   @Override
-  public boolean nativeArchives() {
-    return true;
-  }
-
-  @Override
   public boolean nodeBound() {
     return true;
   }

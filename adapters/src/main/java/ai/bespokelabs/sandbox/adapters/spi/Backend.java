@@ -7,7 +7,7 @@ import java.util.Set;
 /**
  * The adapter SPI: one implementation per backend, split by capability. Every method returns a Vert.x
  * {@link Future} and is called on the adapter verticle's context; no method blocks the caller. Host-process
- * backends run their blocking work through {@code HostBackends} on a named, bounded worker pool; HTTP
+ * backends run their blocking work through {@code host.BlockingBackend} on a named, bounded worker pool; HTTP
  * backends stay non-blocking end to end.
  *
  * <p>Failures are {@link ai.bespokelabs.sandbox.core.error.ProviderException}s (the provider error contract)
