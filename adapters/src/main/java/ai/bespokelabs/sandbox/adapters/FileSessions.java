@@ -9,8 +9,6 @@ import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -24,7 +22,6 @@ import java.util.concurrent.ConcurrentHashMap;
 final class FileSessions {
   static final int CHUNK = 256 * 1024;
   static final long IDLE_MS = 60_000;
-  private static final FileReply EMPTY = new FileReply(new JsonObject(), null);
 
   private final FileSystem files;
   private final Map<String, Session> sessions = new ConcurrentHashMap<>();
@@ -46,49 +43,45 @@ final class FileSessions {
 
   Future<FileReply> handle(FileOp op) {
     return switch (op.op()) {
-      case "list" -> files.list(op).map(list -> {
-        JsonArray entries = new JsonArray();
-        list.forEach(e -> entries.add(e.toJson()));
-        return new FileReply(new JsonObject().put("entries", entries), null);
-      });
-      case "delete" -> files.delete(op).map(EMPTY);
+      case "list" -> files.list(op).map(FileReply::listing);
+      case "delete" -> files.delete(op).map(FileReply.done());
       case "open_read", "open_archive_read" ->
           (op.op().equals("open_read") ? files.openRead(op) : files.openArchiveRead(op)).map(reader -> {
             String id = Ids.newId("fss");
             sessions.put(id, new Session(reader, null));
-            return new FileReply(new JsonObject().put("session", id).put("size", reader.size()), null);
+            return FileReply.opened(id, reader.size());
           });
       case "read" -> {
         Session s = session(op);
         yield s.reader.read(CHUNK).map(chunk -> {
           if (chunk == null) {
             close(op.session());
-            return new FileReply(new JsonObject().put("eof", true), new byte[0]);
+            return FileReply.end();
           }
-          return new FileReply(new JsonObject().put("eof", false), chunk.getBytes());
+          return FileReply.chunk(chunk.getBytes());
         });
       }
       case "open_write", "open_archive_write" ->
           (op.op().equals("open_write") ? files.openWrite(op) : files.openArchiveWrite(op)).map(writer -> {
             String id = Ids.newId("fss");
             sessions.put(id, new Session(null, writer));
-            return new FileReply(new JsonObject().put("session", id), null);
+            return FileReply.opened(id, -1);
           });
       case "write" -> {
         Session s = session(op);
         yield s.writer.write(Buffer.buffer(op.data() == null ? new byte[0] : op.data()))
-            .onFailure(t -> close(op.session())).map(EMPTY);
+            .onFailure(t -> close(op.session())).map(FileReply.done());
       }
       case "commit" -> {
         Session s = sessions.remove(op.session());
         if (s == null || s.writer == null) {
           throw ApiException.conflict("upload session expired");
         }
-        yield s.writer.commit().onFailure(t -> s.writer.abort()).map(entry -> new FileReply(entry.toJson(), null));
+        yield s.writer.commit().onFailure(t -> s.writer.abort()).map(FileReply::written);
       }
       case "close", "abort" -> {
         close(op.session());
-        yield Future.succeededFuture(EMPTY);
+        yield Future.succeededFuture(FileReply.done());
       }
       default -> throw ApiException.invalid("unsupported file operation");
     };

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;

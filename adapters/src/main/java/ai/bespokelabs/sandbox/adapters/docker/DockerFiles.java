@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.adapters.docker;
 
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.TarGz;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;

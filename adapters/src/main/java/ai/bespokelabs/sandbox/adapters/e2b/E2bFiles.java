@@ -3,7 +3,7 @@ package ai.bespokelabs.sandbox.adapters.e2b;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bClient.Envd;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;

@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bClient.Envd;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.files;
 
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.files;
 
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.io.BufferedInputStream;
 import java.io.IOException;

@@ -6,7 +6,7 @@ import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.spi.Executions;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;

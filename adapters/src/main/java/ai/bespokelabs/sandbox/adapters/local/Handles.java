@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.local;
 
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;

@@ -2,7 +2,7 @@ package ai.bespokelabs.sandbox.adapters.local;
 
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import java.nio.file.Path;
 import java.nio.file.SecureDirectoryStream;
 import java.util.List;

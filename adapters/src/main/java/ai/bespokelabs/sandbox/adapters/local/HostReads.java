@@ -9,7 +9,7 @@ import static ai.bespokelabs.sandbox.adapters.local.Handles.stat;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.local.SandboxTree.Walk;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

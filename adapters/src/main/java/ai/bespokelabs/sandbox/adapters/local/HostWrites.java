@@ -12,7 +12,7 @@ import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.local.Handles.Chain;
 import ai.bespokelabs.sandbox.adapters.local.SandboxTree.Walk;
 import ai.bespokelabs.sandbox.adapters.local.Staging.Created;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

@@ -6,7 +6,7 @@ import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.host.ExecSink;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.spi;
 
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import io.vertx.core.Future;
 import java.util.List;

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.spi;
 
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
 

@@ -3,7 +3,7 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;

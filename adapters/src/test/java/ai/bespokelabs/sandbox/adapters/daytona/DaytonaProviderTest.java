@@ -7,7 +7,7 @@ import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Capture;
 import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Download;
 import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Handle;
 import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Upload;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;

@@ -5,7 +5,7 @@ import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;

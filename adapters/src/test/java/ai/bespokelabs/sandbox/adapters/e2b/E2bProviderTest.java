@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.core.Secret;

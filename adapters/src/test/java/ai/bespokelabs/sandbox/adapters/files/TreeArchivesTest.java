@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
-import ai.bespokelabs.sandbox.adapters.spi.FileEntry;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;

@@ -222,8 +222,39 @@ public final class Messages {
       byte[] data, boolean executable, boolean recursive) {
   }
 
-  /** The answer to a {@link FileOp}: metadata, and the bytes of a {@code read} (empty at the end). */
-  public record FileReply(JsonObject meta, byte[] data) {
+  /**
+   * The answer to a {@link FileOp}; each operation fills its own fields: {@code list} the entries, an open the
+   * session (and a download's size, -1 when unknown), a {@code read} the bytes or {@code eof}, a {@code commit}
+   * the entry written.
+   */
+  public record FileReply(java.util.List<ai.bespokelabs.sandbox.core.model.FileEntry> entries, String session,
+      long size, boolean eof, byte[] data, ai.bespokelabs.sandbox.core.model.FileEntry entry) {
+    private static final FileReply DONE = new FileReply(null, null, -1, false, null, null);
+
+    public static FileReply listing(java.util.List<ai.bespokelabs.sandbox.core.model.FileEntry> entries) {
+      return new FileReply(java.util.List.copyOf(entries), null, -1, false, null, null);
+    }
+
+    public static FileReply opened(String session, long size) {
+      return new FileReply(null, session, size, false, null, null);
+    }
+
+    public static FileReply chunk(byte[] data) {
+      return new FileReply(null, null, -1, false, data, null);
+    }
+
+    public static FileReply end() {
+      return new FileReply(null, null, -1, true, new byte[0], null);
+    }
+
+    public static FileReply written(ai.bespokelabs.sandbox.core.model.FileEntry entry) {
+      return new FileReply(null, null, -1, false, null, entry);
+    }
+
+    /** An operation with nothing to answer (delete, write, close, abort). */
+    public static FileReply done() {
+      return DONE;
+    }
   }
 
   /**

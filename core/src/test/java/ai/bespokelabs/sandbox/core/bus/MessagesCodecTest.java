@@ -90,8 +90,11 @@ class MessagesCodecTest {
       new SetTimeout("sbx_1", "res_1", 3600),
       new FileOp("write", "sbx_1", "res_1", "/a/b", "ses_1", BYTES, true, false),
       new FileOp("list", "sbx_1", "res_1", "/", null, null, false, true),
-      new FileReply(new JsonObject().put("size", 3).put("entries", new JsonArray().add("a")), BYTES),
-      new FileReply(null, null),
+      FileReply.listing(java.util.List.of(new ai.bespokelabs.sandbox.core.model.FileEntry("a", "/w/a", false, 3, 0644,
+          java.time.Instant.parse("2026-04-01T12:00:00.123456Z"), "file"))),
+      FileReply.opened("fss_1", 3), FileReply.chunk(BYTES), FileReply.end(),
+      FileReply.written(new ai.bespokelabs.sandbox.core.model.FileEntry("d", "/w/d", true, 0, 0755, null)),
+      FileReply.done(),
       new MetricsRequest("sbx_1", "res_1", 512, null),
       new SandboxMetrics(12.5, 100.0, 512.0, null, 1024.0, 3),
       new SandboxMetrics(null, null, null, null, null, null));

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
@@ -19,6 +20,7 @@ import io.vertx.core.eventbus.Message;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
@@ -114,7 +116,8 @@ public final class FilesApi implements Endpoints {
   private Future<Reply> list(RoutingContext ctx, Principal p) {
     String path = path(ctx);
     return running(ctx, p).compose(sbx -> call(sbx, op("list", sbx, path, null, null)))
-        .map(r -> Reply.ok(new JsonObject().put("path", path).put("entries", r.meta().getJsonArray("entries"))));
+        .map(r -> Reply.ok(new JsonObject().put("path", path).put("entries",
+            new JsonArray(r.entries().stream().map(FileEntry::toJson).toList()))));
   }
 
   private Future<Reply> delete(RoutingContext ctx, Principal p) {
@@ -132,9 +135,9 @@ public final class FilesApi implements Endpoints {
     String path = path(ctx);
     return running(ctx, p).compose(sbx -> call(sbx, op(archive ? "open_archive_read" : "open_read", sbx, path, null,
         null)).map(opened -> {
-      String session = opened.meta().getString("session");
+      String session = opened.session();
       HttpServerResponse res = ctx.response();
-      long size = opened.meta().getLong("size");
+      long size = opened.size();
       res.setStatusCode(200).putHeader("Content-Type", archive ? "application/gzip" : "application/octet-stream");
       if (size >= 0) {
         res.putHeader("Content-Length", String.valueOf(size));
@@ -161,7 +164,7 @@ public final class FilesApi implements Endpoints {
         return;
       }
       FileReply chunk = ar.result();
-      if (chunk.meta().getBoolean("eof", false)) {
+      if (chunk.eof()) {
         res.end();
         return;
       }
@@ -232,7 +235,7 @@ public final class FilesApi implements Endpoints {
     return running(ctx, p).compose(sbx -> call(sbx, new FileOp(archive ? "open_archive_write" : "open_write", sbx.id(),
         sbx.providerResourceId(), path, null, null, executable, false)).compose(opened -> {
           Promise<Reply> done = Promise.promise();
-          new Upload(sbx, opened.meta().getString("session"), req, limit, done).start();
+          new Upload(sbx, opened.session(), req, limit, done).start();
           return done.future();
         }));
   }
@@ -318,7 +321,7 @@ public final class FilesApi implements Endpoints {
       if (ended) {
         finished = true;
         call(sbx, op("commit", sbx, null, session, null))
-            .onSuccess(r -> done.tryComplete(Reply.of(201, r.meta())))
+            .onSuccess(r -> done.tryComplete(Reply.of(201, r.entry().toJson())))
             .onFailure(done::tryFail);
       }
     }

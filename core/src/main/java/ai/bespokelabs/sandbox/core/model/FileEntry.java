@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.spi;
+package ai.bespokelabs.sandbox.core.model;
 
 import io.vertx.core.json.JsonObject;
 import java.time.Instant;
