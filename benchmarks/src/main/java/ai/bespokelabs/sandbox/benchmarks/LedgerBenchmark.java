@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.bench;
+package ai.bespokelabs.sandbox.benchmarks;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import io.vertx.sqlclient.Pool;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.bench;
+package ai.bespokelabs.sandbox.benchmarks;
 
 import ai.bespokelabs.sandbox.core.config.ConfigLoader;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.bench;
+package ai.bespokelabs.sandbox.benchmarks;
 
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
 import com.sun.management.UnixOperatingSystemMXBean;

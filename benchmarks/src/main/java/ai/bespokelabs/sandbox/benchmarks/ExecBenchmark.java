@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.bench;
+package ai.bespokelabs.sandbox.benchmarks;
 
 import java.io.IOException;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.bench;
+package ai.bespokelabs.sandbox.benchmarks;
 
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
