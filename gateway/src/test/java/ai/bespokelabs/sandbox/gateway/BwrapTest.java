@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -105,7 +106,7 @@ class BwrapTest {
     JsonObject big = run(id, "python3 -c 'x = bytearray(256 * 1024 * 1024)' 2>/dev/null; echo $?");
     assertThat(big.getString("stdout").trim()).as("memory_mb caps the address space").isNotEqualTo("0");
 
-    try (SseClient sse = SseClient.open(StreamingTest.HTTP, gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
         new JsonObject().put("command", "seq 1 3; printf tail").encode())) {
       StringBuilder out = new StringBuilder();
       SseClient.Event e;

@@ -3,7 +3,8 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
-import ai.bespokelabs.sandbox.gateway.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
@@ -141,7 +142,7 @@ class DaytonaGatewayTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     JsonObject exit = null;
-    try (SseClient sse = SseClient.open(HTTP, gw.base + execution + "/stream?after=0", key, "GET", null)) {
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
       assertThat(sse.status).isEqualTo(200);
       Event e;
       while ((e = sse.next()) != null) {
