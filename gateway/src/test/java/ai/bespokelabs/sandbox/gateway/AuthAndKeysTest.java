@@ -8,24 +8,19 @@ import io.vertx.core.json.JsonObject;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Product keys, the admin bootstrap, every 401 variant and scope checks, over real HTTP. */
+@ExtendWith(GatewayExtension.class)
 class AuthAndKeysTest {
   static TestGateway gw;
   static String admin;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     admin = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   @Test

@@ -9,24 +9,20 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Bad input gets a documented 4xx, writes nothing, and never a 500; secrets never leave the server. */
 class BadInputTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "4096"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "4096"));
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static int sandboxCount() {

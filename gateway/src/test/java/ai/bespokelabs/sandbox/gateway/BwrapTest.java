@@ -10,11 +10,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The bwrap backend with real bubblewrap: isolation, and executions behaving exactly as on local. */
+@ExtendWith(GatewayExtension.class)
 class BwrapTest {
   static TestGateway gw;
   static String key;
@@ -47,13 +48,7 @@ class BwrapTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Isolated");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static JsonObject sandbox(JsonObject extra) {

@@ -11,26 +11,25 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.ZoneOffset;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Costs through the API with the local backend priced by an operator's catalog (0.054 $/h at 1 vCPU / 1 GiB). */
 class CostTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(CostTest::pricing);
   static TestGateway gw;
 
-  @BeforeAll
-  static void start() throws Exception {
-    Path catalog = Files.createTempFile("pricing-", ".json");
-    Files.writeString(catalog, """
-        {"last_updated": "2026-11-01", "backends": {
-          "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
-    gw = new TestGateway(Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
+  static Map<String, String> pricing() {
+    try {
+      Path catalog = Files.createTempFile("pricing-", ".json");
+      Files.writeString(catalog, """
+          {"last_updated": "2026-11-01", "backends": {
+            "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
+      return Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   static JsonObject costOf(String key, String id) throws InterruptedException {

@@ -11,27 +11,24 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The docker backend through the gateway's API, against a real Docker Engine API (Podman's). */
 class DockerGatewayTest {
   static TestEngine engine;
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
+      "DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
+      "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
     engine = TestEngine.get();
-    gw = new TestGateway(Map.of("DOCKER_HOST", engine.dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
-        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Containers");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static boolean exists(String container) {

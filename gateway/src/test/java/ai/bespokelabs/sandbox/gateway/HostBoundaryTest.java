@@ -17,9 +17,9 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -29,6 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * root every sandbox has a uid of its own.
  */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class HostBoundaryTest {
   static TestGateway gw;
   static String key;
@@ -64,17 +65,11 @@ class HostBoundaryTest {
 
   @BeforeAll
   static void start() throws Exception {
-    gw = new TestGateway();
     key = gw.bootstrap("Hostile");
     // stands for the gateway's own secrets (admin token, pepper): a root-only file in the data directory
     secret = gw.dataDir.resolve("admin-token-probe");
     Files.writeString(secret, "gateway-secret");
     Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static JsonObject exec(String id, JsonObject body) {

@@ -11,23 +11,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The audit trail, alerts and retention, per organization. */
+@ExtendWith(GatewayExtension.class)
 class OperationsTest {
   static TestGateway gw;
-
-  @BeforeAll
-  static void start() {
-    gw = new TestGateway();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
 
   static List<JsonObject> all(String path, String key) {
     List<JsonObject> out = new java.util.ArrayList<>();

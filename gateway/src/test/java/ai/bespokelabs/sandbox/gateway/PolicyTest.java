@@ -11,23 +11,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Organization policies: validation, every denial before any provider call, and exact limits under races. */
+@ExtendWith(GatewayExtension.class)
 class PolicyTest {
   static TestGateway gw;
-
-  @BeforeAll
-  static void start() {
-    gw = new TestGateway();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
 
   static Resp put(String key, JsonObject policy) {
     return gw.send("PUT", "/v1/policies/current", key, policy.encode());

@@ -22,11 +22,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Streaming executions over SSE and WebSocket against a real gateway and real processes. */
+@ExtendWith(GatewayExtension.class)
 class StreamingTest {
   static TestGateway gw;
   static String key;
@@ -35,16 +36,10 @@ class StreamingTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Acme");
     JsonObject sbx = gw.sandbox(key, null);
     sandbox = sbx.getString("id");
     dir = Path.of(sbx.getString("provider_resource_id"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static String url(String path) {

@@ -13,18 +13,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Deadlines are enforced with nobody watching, exactly once, and unfinished terminations are finished. */
 class SupervisorTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() throws Exception {
-    gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
     gw.gateway.vertx().deployVerticle(new SupervisorVerticle(gw.gateway.pool(), gw.gateway.config().requireNodeId(),
@@ -34,11 +35,6 @@ class SupervisorTest {
                 (org, now) -> io.vertx.core.Future.succeededFuture(new java.math.BigDecimal[] {
                     java.math.BigDecimal.ZERO, java.math.BigDecimal.ZERO}))))
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static JsonObject awaitStatus(String id, String status) throws InterruptedException {

@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ch.qos.logback.classic.Level;
@@ -13,10 +14,10 @@ import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -26,18 +27,15 @@ import org.slf4j.LoggerFactory;
 @Tag("security")
 class FormBodyTest {
   static final String FORM = "application/x-www-form-urlencoded";
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> java.util.Map.of(
+      "BESPOKE_MAX_REQUEST_BODY_BYTES", "65536"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(java.util.Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "65536"));
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   /** About 20 KB in one field, as {@code curl --data @file} sends a file's text. */
