@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
@@ -32,17 +33,13 @@ class CostTest {
     }
   }
 
-  static JsonObject costOf(String key, String id) throws InterruptedException {
-    for (int i = 0; i < 200; i++) {
-      JsonObject detail = gw.get("/v1/sandboxes/" + id + "/detail", key).json();
-      if (detail.getValue("cost") != null && "destroyed".equals(detail.getJsonObject("sandbox").getString("status"))
-          && detail.getJsonObject("cost").getString("updated_at").equals(
-              detail.getJsonObject("sandbox").getString("terminated_at"))) {
-        return detail.getJsonObject("cost");
-      }
-      Thread.sleep(25);
-    }
-    throw new AssertionError("the ledger did not price the sandbox");
+  static JsonObject costOf(String key, String id) {
+    return Waits.upTo(5).alias("the ledger priced the sandbox").until(
+        () -> gw.get("/v1/sandboxes/" + id + "/detail", key).json(),
+        detail -> detail.getValue("cost") != null
+            && "destroyed".equals(detail.getJsonObject("sandbox").getString("status"))
+            && detail.getJsonObject("cost").getString("updated_at").equals(
+                detail.getJsonObject("sandbox").getString("terminated_at"))).getJsonObject("cost");
   }
 
   @Test

@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -247,10 +248,7 @@ class DaytonaGatewayTest {
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     assertThat(r.json().getInteger("updated")).isGreaterThanOrEqualTo(1);
     assertThat(r.json().getInteger("missing")).isZero();
-    for (int i = 0; i < 200 && sim.sandbox(orphan) != null; i++) {
-      Thread.sleep(25);
-    }
-    assertThat(sim.sandbox(orphan)).as("the supervisor deleted the orphan").isNull();
+    Waits.upTo(5).untilAsserted(() -> assertThat(sim.sandbox(orphan)).as("the supervisor deleted the orphan").isNull());
     assertThat(sim.count(HttpMethod.DELETE, "/api/sandbox/" + orphan)).isEqualTo(1);
     assertThat(sim.sandbox(foreign)).as("what is not ours is left alone").isNotNull();
     assertThat(sim.sandbox(resource)).as("a live sandbox is never an orphan").isNotNull();
@@ -295,16 +293,9 @@ class DaytonaGatewayTest {
       String resource = created.json().getString("provider_resource_id");
       assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
           "head -c 2097152 /dev/zero > blob.bin"))).json().getInteger("exit_code")).isZero();
-      Resp m = null;
-      long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
-      while (System.nanoTime() < deadline) {
-        m = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
-        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
-            && m.json().getDouble("disk_used_mb") >= 2.0) {
-          break;
-        }
-        Thread.sleep(200);
-      }
+      Resp m = Waits.upTo(15).until(() -> seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key)),
+          r -> r.status() != 200 || r.json().getDouble("disk_used_mb") != null
+              && r.json().getDouble("disk_used_mb") >= 2.0);
       assertThat(m.status()).as(m.body()).isEqualTo(200);
       assertThat(m.json().getDouble("disk_used_mb")).isGreaterThanOrEqualTo(2.0);
       assertThat(m.json().getDouble("memory_limit_mb")).isEqualTo(1024.0);

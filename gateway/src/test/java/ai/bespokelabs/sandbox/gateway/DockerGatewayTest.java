@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.docker.TestEngine;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
@@ -40,16 +41,9 @@ class DockerGatewayTest {
     }
   }
 
-  static JsonObject awaitSandbox(TestGateway g, String id, String status) throws InterruptedException {
-    JsonObject s = null;
-    for (int i = 0; i < 300; i++) {
-      s = g.get("/v1/sandboxes/" + id, key).json();
-      if (status.equals(s.getString("status"))) {
-        return s;
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError(id + " never became " + status + ": " + s);
+  static JsonObject awaitSandbox(TestGateway g, String id, String status) {
+    return Waits.upTo(15).alias(id + " became " + status).until(() -> g.get("/v1/sandboxes/" + id, key).json(),
+        s -> status.equals(s.getString("status")));
   }
 
   @Test
@@ -164,10 +158,8 @@ class DockerGatewayTest {
     Resp r = gw.post("/v1/reconciliation/docker", key, null);
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     assertThat(r.json().getString("status")).isEqualTo("ok");
-    for (int i = 0; i < 300 && exists(orphan); i++) {
-      Thread.sleep(50);
-    }
-    assertThat(exists(orphan)).as("the supervisor removed the orphan container").isFalse();
+    Waits.upTo(15).untilAsserted(
+        () -> assertThat(exists(orphan)).as("the supervisor removed the orphan container").isFalse());
   }
 
   @Test

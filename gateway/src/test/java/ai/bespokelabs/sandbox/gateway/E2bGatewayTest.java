@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ai.bespokelabs.sandbox.testkit.WsClient;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ch.qos.logback.classic.Logger;
@@ -21,7 +22,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -170,11 +170,8 @@ class E2bGatewayTest {
         600).id;
     String foreign = sim.createBehindTheBack(Map.of("bespoke_scope", "someone-else", "bespoke_sandbox_id",
         orphanSandbox), 600).id;
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-    while (sim.sandboxes().containsKey(orphan) && System.nanoTime() < deadline) {
-      Thread.sleep(50);
-    }
-    assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan);
+    Waits.upTo(15).untilAsserted(
+        () -> assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan));
     assertThat(sim.sandboxes()).as("another deployment's sandbox is left alone").containsKey(foreign);
     assertThat(sim.sandboxes()).as("a live sandbox stays").containsKey(kept.getString("provider_resource_id"));
     String status = gw.awaitOrphanStatus(orphan, "deleted");
@@ -343,16 +340,9 @@ class E2bGatewayTest {
       String rid = sbx.getString("provider_resource_id");
       assertThat(exec(id, new JsonObject().put("command", "head -c 2097152 /dev/zero > blob.bin")).json()
           .getInteger("exit_code")).isZero();
-      Resp m = null;
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-      while (System.nanoTime() < deadline) {
-        m = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
-        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
-            && m.json().getDouble("disk_used_mb") >= 2.0) {
-          break;
-        }
-        Thread.sleep(200);
-      }
+      Resp m = Waits.upTo(15).until(() -> keep(gw.get("/v1/sandboxes/" + id + "/metrics", key)),
+          r -> r.status() != 200 || r.json().getDouble("disk_used_mb") != null
+              && r.json().getDouble("disk_used_mb") >= 2.0);
       assertThat(m.status()).as(m.body()).isEqualTo(200);
       JsonObject sample = m.json();
       assertThat(sample.getString("sandbox_id")).isEqualTo(id);

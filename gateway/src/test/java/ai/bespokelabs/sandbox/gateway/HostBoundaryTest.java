@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -124,11 +125,7 @@ class HostBoundaryTest {
         new JsonObject().put("command", "echo started > started; sleep 3; echo $EXEC_SECRET $CREATE_SECRET")
             .put("env", new JsonObject().put("EXEC_SECRET", value + "-e"))));
     Path started = Path.of(sbx.getString("provider_resource_id")).resolve("started");
-    long deadline = System.currentTimeMillis() + 10_000;
-    while (!Files.exists(started) && System.currentTimeMillis() < deadline) {
-      Thread.sleep(20);
-    }
-    assertThat(started).exists();
+    Waits.upTo(10).untilAsserted(() -> assertThat(started).exists());
     List<String> seen = new ArrayList<>();
     try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
       for (Path p : procs) {

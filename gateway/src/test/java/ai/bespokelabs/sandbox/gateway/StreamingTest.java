@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ai.bespokelabs.sandbox.testkit.WsClient;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
@@ -56,15 +57,10 @@ class StreamingTest {
     return r.json().getString("id");
   }
 
-  static JsonObject awaitFinished(String executionId) throws InterruptedException {
-    for (int i = 0; i < 600; i++) {
-      JsonObject e = gw.get("/v1/sandboxes/" + sandbox + "/executions/" + executionId, key).json();
-      if (!"running".equals(e.getString("status"))) {
-        return e;
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError("execution did not finish");
+  static JsonObject awaitFinished(String executionId) {
+    return Waits.upTo(30).alias("execution finished").until(
+        () -> gw.get("/v1/sandboxes/" + sandbox + "/executions/" + executionId, key).json(),
+        e -> !"running".equals(e.getString("status")));
   }
 
   static String sha256(byte[] data) throws Exception {
@@ -309,9 +305,7 @@ class StreamingTest {
     String id = startExecution(new JsonObject().put("command", "sleep 300 & echo $! > bg.pid; sleep 300"));
     Path pidFile = dir.resolve("bg.pid");
     // The redirection creates the file before echo writes the pid: wait for the full line.
-    for (int i = 0; i < 200 && !(Files.exists(pidFile) && Files.readString(pidFile).endsWith("\n")); i++) {
-      Thread.sleep(20);
-    }
+    Waits.upTo(10).until(() -> Files.exists(pidFile) && Files.readString(pidFile).endsWith("\n"));
     long bg = Long.parseLong(Files.readString(pidFile).trim());
     assertThat(ProcessHandle.of(bg).map(ProcessHandle::isAlive)).contains(true);
     Resp sig = gw.post("/v1/sandboxes/" + sandbox + "/executions/" + id + "/signal", key,
@@ -319,10 +313,8 @@ class StreamingTest {
     assertThat(sig.status()).isEqualTo(204);
     JsonObject done = awaitFinished(id);
     assertThat(done.getString("status")).isEqualTo("cancelled");
-    for (int i = 0; i < 100 && isRunning(bg); i++) {
-      Thread.sleep(20);
-    }
-    assertThat(isRunning(bg)).as("the background child died with its group").isFalse();
+    Waits.upTo(5).untilAsserted(
+        () -> assertThat(isRunning(bg)).as("the background child died with its group").isFalse());
     Resp again = gw.post("/v1/sandboxes/" + sandbox + "/executions/" + id + "/signal", key,
         new JsonObject().put("signal", "KILL"));
     assertThat(again.status()).isEqualTo(409);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import java.time.Clock;
@@ -42,17 +43,9 @@ class SupervisorTest {
   }
 
   /** The sandbox once it has {@code status}; fails after 15 seconds. */
-  static JsonObject awaitStatus(TestGateway gw, String key, String id, String status) throws InterruptedException {
-    JsonObject s = null;
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-    while (System.nanoTime() < until) {
-      s = gw.get("/v1/sandboxes/" + id, key).json();
-      if (status.equals(s.getString("status"))) {
-        return s;
-      }
-      Thread.sleep(20);
-    }
-    throw new AssertionError(id + " never became " + status + ": " + s);
+  static JsonObject awaitStatus(TestGateway gw, String key, String id, String status) {
+    return Waits.upTo(15).alias(id + " became " + status).until(() -> gw.get("/v1/sandboxes/" + id, key).json(),
+        s -> status.equals(s.getString("status")));
   }
 
   static long count(String sql, Object... args) throws Exception {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -81,14 +82,8 @@ class FormBodyTest {
       String exec = "/v1/sandboxes/" + sandbox + "/executions/" + started.json().getString("id");
       Resp stdin = post(exec + "/stdin?eof=true", key, form);
       assertThat(stdin.status()).isEqualTo(204);
-      JsonObject done = null;
-      for (int i = 0; i < 400; i++) {
-        done = gw.get(exec, key).json();
-        if (!"running".equals(done.getString("status"))) {
-          break;
-        }
-        Thread.sleep(25);
-      }
+      JsonObject done = Waits.upTo(10).until(() -> gw.get(exec, key).json(),
+          e -> !"running".equals(e.getString("status")));
       assertThat(done.getString("status")).isEqualTo("completed");
       assertThat(done.getString("stdout")).isEqualTo(form);
       assertThat(gw.get("/healthz", null).status()).isEqualTo(200);
