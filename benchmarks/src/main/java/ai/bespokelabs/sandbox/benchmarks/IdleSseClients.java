@@ -18,6 +18,9 @@ import java.util.concurrent.TimeUnit;
  * stdout, one line per phase: {@code opened N failed N closed N millis N}, then {@code alive N heartbeats
  * N}; the first failure goes to stderr.
  *
+ * <p>A raw NIO selector rather than testkit's SseClient on purpose: ten thousand idle streams cost it one
+ * small buffer each, and nothing else runs in this JVM to blur what the gateway holds.
+ *
  * <p>Arguments: {@code port path key streams holdSecs}
  */
 final class IdleSseClients {
