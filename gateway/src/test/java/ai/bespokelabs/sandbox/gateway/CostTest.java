@@ -125,13 +125,11 @@ class CostTest {
       assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true"),
           "Idempotency-Key", rid).status()).isEqualTo(200);
     }
-    java.util.List<String> rows = new java.util.ArrayList<>();
-    String cursor = null;
-    int pages = 0;
-    for (int wait = 0; wait < 200 && rows.size() < 3; wait++) {
-      rows.clear();
-      cursor = null;
-      pages = 0;
+    record Export(java.util.List<String> rows, int pages) {}
+    Export export = Waits.upTo(5).until(() -> {
+      java.util.List<String> rows = new java.util.ArrayList<>();
+      String cursor = null;
+      int pages = 0;
       do {
         Resp page = gw.get("/v1/exports/usage.csv?limit=2" + (cursor == null ? "" : "&cursor=" + cursor), key);
         assertThat(page.status()).isEqualTo(200);
@@ -144,13 +142,11 @@ class CostTest {
         cursor = page.header("X-Next-Cursor");
         pages++;
       } while (cursor != null && !cursor.isEmpty());
-      if (rows.size() < 3) {
-        Thread.sleep(25);
-      }
-    }
-    assertThat(rows).hasSize(3);
-    assertThat(pages).isEqualTo(2);
-    assertThat(String.join("\n", rows)).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
+      return new Export(rows, pages);
+    }, e -> e.rows().size() >= 3);
+    assertThat(export.rows()).hasSize(3);
+    assertThat(export.pages()).isEqualTo(2);
+    assertThat(String.join("\n", export.rows())).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
     assertThat(gw.get("/v1/exports/secrets.csv", key).detail()).isEqualTo("unsupported export kind");
     assertThat(gw.get("/v1/exports/usage.csv?cursor=not-a-cursor", key).detail()).isEqualTo("invalid pagination cursor");
     assertThat(gw.get("/v1/exports/ledger.csv?limit=0", key).detail()).isEqualTo("limit must be between 1 and 1000");
