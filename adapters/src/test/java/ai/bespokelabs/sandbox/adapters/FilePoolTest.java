@@ -2,6 +2,8 @@ package ai.bespokelabs.sandbox.adapters;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.testkit.Waits;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -33,18 +35,16 @@ class FilePoolTest {
       assertThat(pool.submit("org-b", () -> "b").get(5, TimeUnit.SECONDS)).isEqualTo("b");
       assertThat(pool.submit("org-c", () -> "c").get(5, TimeUnit.SECONDS)).isEqualTo("c");
       // its two threads start when the pool gets to them; no third one ever does
-      for (long end = System.nanoTime() + 5_000_000_000L; started.get() < 2 && System.nanoTime() < end; ) {
-        Thread.sleep(5);
-      }
-      Thread.sleep(100);
-      assertThat(started.get()).isEqualTo(2);
+      Waits.upTo(5).until(() -> started.get() >= 2);
+      Waits.upTo(1).during(Duration.ofMillis(100)).untilAsserted(() -> assertThat(started.get()).isEqualTo(2));
       assertThat(pool.running("org-a")).isEqualTo(2);
       release.countDown();
       for (CompletableFuture<String> f : stuck) {
         assertThat(f.get(5, TimeUnit.SECONDS)).isEqualTo("a");
       }
       assertThat(started.get()).isEqualTo(10);
-      assertThat(pool.running("org-a")).isZero();
+      // the slot is given back just after the operation's result is
+      Waits.upTo(5).untilAsserted(() -> assertThat(pool.running("org-a")).isZero());
     } finally {
       release.countDown();
       pool.shutdownNow();
