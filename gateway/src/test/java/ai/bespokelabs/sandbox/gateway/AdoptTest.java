@@ -6,25 +6,21 @@ import ai.bespokelabs.sandbox.adapters.docker.TestEngine;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonObject;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Session state handles and adopting a sandbox's still-running resource after a gateway restart. */
 class AdoptTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
+      "DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of("DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE",
-        TestEngine.IMAGE));
     key = gw.bootstrap("Adopters");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static Resp exec(String id, String command) {

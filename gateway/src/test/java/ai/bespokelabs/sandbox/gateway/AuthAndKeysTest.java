@@ -3,29 +3,25 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Product keys, the admin bootstrap, every 401 variant and scope checks, over real HTTP. */
+@ExtendWith(GatewayExtension.class)
 class AuthAndKeysTest {
   static TestGateway gw;
   static String admin;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     admin = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   @Test
@@ -109,25 +105,14 @@ class AuthAndKeysTest {
     Resp session = gw.get("/v1/session", k);
     assertThat(session.status()).isEqualTo(200);
     String id = session.json().getString("api_key_id");
-    java.time.OffsetDateTime lastUsed = null;
-    for (int i = 0; i < 50 && lastUsed == null; i++) { // recorded after the response
-      lastUsed = gw.gateway.pool().preparedQuery("SELECT last_used_at FROM api_keys WHERE id = $1")
-          .execute(io.vertx.sqlclient.Tuple.of(id)).await().iterator().next().getOffsetDateTime(0);
-      Thread.sleep(lastUsed == null ? 20 : 0);
-    }
-    assertThat(lastUsed).isNotNull();
+    Waits.upTo(5).alias("last use recorded after the response").until(() -> gw.gateway.pool()
+        .preparedQuery("SELECT last_used_at FROM api_keys WHERE id = $1").execute(io.vertx.sqlclient.Tuple.of(id))
+        .await().iterator().next().getOffsetDateTime(0) != null);
     gw.gateway.pool().preparedQuery("UPDATE api_keys SET revoked_at = now() WHERE id = $1")
         .execute(io.vertx.sqlclient.Tuple.of(id)).await();
     assertThat(gw.get("/v1/session", k).status()).as("still cached until announced").isEqualTo(200);
     gw.gateway.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.auth.Authenticator.REVOKED_ADDRESS, id);
-    Resp after = null;
-    for (int i = 0; i < 50; i++) {
-      after = gw.get("/v1/session", k);
-      if (after.status() != 200) {
-        break;
-      }
-      Thread.sleep(20);
-    }
+    Resp after = Waits.upTo(5).until(() -> gw.get("/v1/session", k), r -> r.status() != 200);
     assertThat(after.status()).isEqualTo(401);
     assertThat(after.detail()).isEqualTo("invalid API key");
   }

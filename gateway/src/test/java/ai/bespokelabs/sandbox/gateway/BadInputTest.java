@@ -3,30 +3,27 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Bad input gets a documented 4xx, writes nothing, and never a 500; secrets never leave the server. */
 class BadInputTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "4096"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "4096"));
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static int sandboxCount() {
@@ -116,9 +113,7 @@ class BadInputTest {
       out.flush();
     }
     String id = gw.sandbox(key, null).getString("id");
-    for (int i = 0; i < 100 && logs.list.stream().noneMatch(e -> e.getFormattedMessage().startsWith("Client left")); i++) {
-      Thread.sleep(50);
-    }
+    Waits.upTo(5).until(() -> logs.list.stream().anyMatch(e -> e.getFormattedMessage().startsWith("Client left")));
     errors.setLevel(level);
     root.detachAppender(logs);
     assertThat(logs.list).anyMatch(e -> e.getFormattedMessage().equals("Client left during POST /v1/sandboxes"));
@@ -137,15 +132,9 @@ class BadInputTest {
       }
     });
     pending.get();
-    Resp replay = null;
-    for (int i = 0; i < 100; i++) {
-      replay = gw.post("/v1/sandboxes/" + id + "/execute", key,
-          new JsonObject().put("command", "sleep 1; echo finished"), "Idempotency-Key", "gone-client");
-      if (replay.status() == 200) {
-        break;
-      }
-      Thread.sleep(50);
-    }
+    Resp replay = Waits.upTo(10).until(() -> gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "sleep 1; echo finished"), "Idempotency-Key", "gone-client"),
+        r -> r.status() == 200);
     assertThat(replay.status()).isEqualTo(200);
     assertThat(replay.json().getString("stdout")).isEqualTo("finished\n");
     assertThat(sandboxCount()).isEqualTo(before + 1);

@@ -4,16 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The bwrap backend with real bubblewrap: isolation, and executions behaving exactly as on local. */
+@ExtendWith(GatewayExtension.class)
 class BwrapTest {
   static TestGateway gw;
   static String key;
@@ -46,13 +49,7 @@ class BwrapTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Isolated");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static JsonObject sandbox(JsonObject extra) {
@@ -105,7 +102,7 @@ class BwrapTest {
     JsonObject big = run(id, "python3 -c 'x = bytearray(256 * 1024 * 1024)' 2>/dev/null; echo $?");
     assertThat(big.getString("stdout").trim()).as("memory_mb caps the address space").isNotEqualTo("0");
 
-    try (SseClient sse = SseClient.open(StreamingTest.HTTP, gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
         new JsonObject().put("command", "seq 1 3; printf tail").encode())) {
       StringBuilder out = new StringBuilder();
       SseClient.Event e;
@@ -121,11 +118,8 @@ class BwrapTest {
     assertThat(bg.getString("stdout")).isEqualTo("started\n");
     // the program was the init of its PID namespace: what it left running ended with it, which is what lets
     // destroy skip looking for leftovers
-    long deadline = System.currentTimeMillis() + 5_000;
-    while (running("sleep 3171") && System.currentTimeMillis() < deadline) {
-      Thread.sleep(20);
-    }
-    assertThat(running("sleep 3171")).as("a background process outliving its execution").isFalse();
+    Waits.upTo(5).untilAsserted(
+        () -> assertThat(running("sleep 3171")).as("a background process outliving its execution").isFalse());
     assertThat(gw.delete("/v1/sandboxes/" + id, key).json().getString("status")).isEqualTo("destroyed");
     assertThat(Path.of(sbx.getString("provider_resource_id"))).doesNotExist();
     Resp health = gw.post("/v1/providers/bwrap/health-check", key, null);
@@ -156,12 +150,8 @@ class BwrapTest {
     assertThat(r.json().getString("stderr")).as("the process limit was hit").containsIgnoringCase("fork");
     int bombUid = uidOf(Path.of(bomb.getString("provider_resource_id")));
     assertThat(bombUid).isNotZero();
-    long left = Long.MAX_VALUE;
-    for (int i = 0; i < 100 && left > 0; i++) {
-      left = java.util.stream.Stream.of(new java.io.File("/proc").listFiles())
-          .filter(f -> f.getName().matches("\\d+") && uidOf(f.toPath()) == bombUid).count();
-      Thread.sleep(50);
-    }
-    assertThat(left).as("the bomb's processes are gone").isZero();
+    Waits.upTo(10).untilAsserted(() -> assertThat(java.util.stream.Stream.of(new java.io.File("/proc").listFiles())
+        .filter(f -> f.getName().matches("\\d+") && uidOf(f.toPath()) == bombUid).count())
+        .as("the bomb's processes are gone").isZero());
   }
 }

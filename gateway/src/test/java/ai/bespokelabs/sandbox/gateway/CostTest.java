@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
@@ -11,39 +12,34 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.ZoneOffset;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Costs through the API with the local backend priced by an operator's catalog (0.054 $/h at 1 vCPU / 1 GiB). */
 class CostTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(CostTest::pricing);
   static TestGateway gw;
 
-  @BeforeAll
-  static void start() throws Exception {
-    Path catalog = Files.createTempFile("pricing-", ".json");
-    Files.writeString(catalog, """
-        {"last_updated": "2026-11-01", "backends": {
-          "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
-    gw = new TestGateway(Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
-
-  static JsonObject costOf(String key, String id) throws InterruptedException {
-    for (int i = 0; i < 200; i++) {
-      JsonObject detail = gw.get("/v1/sandboxes/" + id + "/detail", key).json();
-      if (detail.getValue("cost") != null && "destroyed".equals(detail.getJsonObject("sandbox").getString("status"))
-          && detail.getJsonObject("cost").getString("updated_at").equals(
-              detail.getJsonObject("sandbox").getString("terminated_at"))) {
-        return detail.getJsonObject("cost");
-      }
-      Thread.sleep(25);
+  static Map<String, String> pricing() {
+    try {
+      Path catalog = Files.createTempFile("pricing-", ".json");
+      Files.writeString(catalog, """
+          {"last_updated": "2026-11-01", "backends": {
+            "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
+      return Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
-    throw new AssertionError("the ledger did not price the sandbox");
+  }
+
+  static JsonObject costOf(String key, String id) {
+    return Waits.upTo(5).alias("the ledger priced the sandbox").until(
+        () -> gw.get("/v1/sandboxes/" + id + "/detail", key).json(),
+        detail -> detail.getValue("cost") != null
+            && "destroyed".equals(detail.getJsonObject("sandbox").getString("status"))
+            && detail.getJsonObject("cost").getString("updated_at").equals(
+                detail.getJsonObject("sandbox").getString("terminated_at"))).getJsonObject("cost");
   }
 
   @Test
@@ -129,13 +125,11 @@ class CostTest {
       assertThat(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true"),
           "Idempotency-Key", rid).status()).isEqualTo(200);
     }
-    java.util.List<String> rows = new java.util.ArrayList<>();
-    String cursor = null;
-    int pages = 0;
-    for (int wait = 0; wait < 200 && rows.size() < 3; wait++) {
-      rows.clear();
-      cursor = null;
-      pages = 0;
+    record Export(java.util.List<String> rows, int pages) {}
+    Export export = Waits.upTo(5).until(() -> {
+      java.util.List<String> rows = new java.util.ArrayList<>();
+      String cursor = null;
+      int pages = 0;
       do {
         Resp page = gw.get("/v1/exports/usage.csv?limit=2" + (cursor == null ? "" : "&cursor=" + cursor), key);
         assertThat(page.status()).isEqualTo(200);
@@ -148,13 +142,11 @@ class CostTest {
         cursor = page.header("X-Next-Cursor");
         pages++;
       } while (cursor != null && !cursor.isEmpty());
-      if (rows.size() < 3) {
-        Thread.sleep(25);
-      }
-    }
-    assertThat(rows).hasSize(3);
-    assertThat(pages).isEqualTo(2);
-    assertThat(String.join("\n", rows)).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
+      return new Export(rows, pages);
+    }, e -> e.rows().size() >= 3);
+    assertThat(export.rows()).hasSize(3);
+    assertThat(export.pages()).isEqualTo(2);
+    assertThat(String.join("\n", export.rows())).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
     assertThat(gw.get("/v1/exports/secrets.csv", key).detail()).isEqualTo("unsupported export kind");
     assertThat(gw.get("/v1/exports/usage.csv?cursor=not-a-cursor", key).detail()).isEqualTo("invalid pagination cursor");
     assertThat(gw.get("/v1/exports/ledger.csv?limit=0", key).detail()).isEqualTo("limit must be between 1 and 1000");

@@ -3,8 +3,10 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
-import ai.bespokelabs.sandbox.gateway.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -141,7 +143,7 @@ class DaytonaGatewayTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     JsonObject exit = null;
-    try (SseClient sse = SseClient.open(HTTP, gw.base + execution + "/stream?after=0", key, "GET", null)) {
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
       assertThat(sse.status).isEqualTo(200);
       Event e;
       while ((e = sse.next()) != null) {
@@ -260,10 +262,7 @@ class DaytonaGatewayTest {
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     assertThat(r.json().getInteger("updated")).isGreaterThanOrEqualTo(1);
     assertThat(r.json().getInteger("missing")).isZero();
-    for (int i = 0; i < 200 && sim.sandbox(orphan) != null; i++) {
-      Thread.sleep(25);
-    }
-    assertThat(sim.sandbox(orphan)).as("the supervisor deleted the orphan").isNull();
+    Waits.upTo(5).untilAsserted(() -> assertThat(sim.sandbox(orphan)).as("the supervisor deleted the orphan").isNull());
     assertThat(sim.count(HttpMethod.DELETE, "/api/sandbox/" + orphan)).isEqualTo(1);
     assertThat(sim.sandbox(foreign)).as("what is not ours is left alone").isNotNull();
     assertThat(sim.sandbox(resource)).as("a live sandbox is never an orphan").isNotNull();
@@ -308,16 +307,9 @@ class DaytonaGatewayTest {
       String resource = created.json().getString("provider_resource_id");
       assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
           "head -c 2097152 /dev/zero > blob.bin"))).json().getInteger("exit_code")).isZero();
-      Resp m = null;
-      long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
-      while (System.nanoTime() < deadline) {
-        m = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
-        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
-            && m.json().getDouble("disk_used_mb") >= 2.0) {
-          break;
-        }
-        Thread.sleep(200);
-      }
+      Resp m = Waits.upTo(15).until(() -> seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key)),
+          r -> r.status() != 200 || r.json().getDouble("disk_used_mb") != null
+              && r.json().getDouble("disk_used_mb") >= 2.0);
       assertThat(m.status()).as(m.body()).isEqualTo(200);
       assertThat(m.json().getDouble("disk_used_mb")).isGreaterThanOrEqualTo(2.0);
       assertThat(m.json().getDouble("memory_limit_mb")).isEqualTo(1024.0);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.docker.TestEngine;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
@@ -11,27 +12,24 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The docker backend through the gateway's API, against a real Docker Engine API (Podman's). */
 class DockerGatewayTest {
   static TestEngine engine;
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
+      "DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
+      "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
     engine = TestEngine.get();
-    gw = new TestGateway(Map.of("DOCKER_HOST", engine.dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
-        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Containers");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static boolean exists(String container) {
@@ -43,16 +41,9 @@ class DockerGatewayTest {
     }
   }
 
-  static JsonObject awaitSandbox(TestGateway g, String id, String status) throws InterruptedException {
-    JsonObject s = null;
-    for (int i = 0; i < 300; i++) {
-      s = g.get("/v1/sandboxes/" + id, key).json();
-      if (status.equals(s.getString("status"))) {
-        return s;
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError(id + " never became " + status + ": " + s);
+  static JsonObject awaitSandbox(TestGateway g, String id, String status) {
+    return Waits.upTo(15).alias(id + " became " + status).until(() -> g.get("/v1/sandboxes/" + id, key).json(),
+        s -> status.equals(s.getString("status")));
   }
 
   @Test
@@ -167,10 +158,8 @@ class DockerGatewayTest {
     Resp r = gw.post("/v1/reconciliation/docker", key, null);
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     assertThat(r.json().getString("status")).isEqualTo("ok");
-    for (int i = 0; i < 300 && exists(orphan); i++) {
-      Thread.sleep(50);
-    }
-    assertThat(exists(orphan)).as("the supervisor removed the orphan container").isFalse();
+    Waits.upTo(15).untilAsserted(
+        () -> assertThat(exists(orphan)).as("the supervisor removed the orphan container").isFalse());
   }
 
   @Test

@@ -3,8 +3,10 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
-import ai.bespokelabs.sandbox.gateway.SseClient.Event;
-import ai.bespokelabs.sandbox.gateway.StreamingTest.WsCollector;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -15,13 +17,11 @@ import io.vertx.sqlclient.Tuple;
 import java.io.ByteArrayOutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.WebSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -107,7 +107,7 @@ class E2bGatewayTest {
     assertThat(slow.json().getInteger("exit_code")).isEqualTo(124);
     assertThat(slow.json().getBoolean("timed_out")).isTrue();
 
-    try (SseClient sse = SseClient.open(HTTP, gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
         new JsonObject().put("command", "echo one; echo two >&2").encode())) {
       assertThat(sse.status).isEqualTo(200);
       List<String> seen = new ArrayList<>();
@@ -119,15 +119,12 @@ class E2bGatewayTest {
       assertThat(seen).contains("stdout:one\n", "stderr:two\n").last().isEqualTo("exit:completed");
     }
 
-    WsCollector c = new WsCollector();
-    WebSocket ws = HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + key)
-        .buildAsync(URI.create((gw.base + "/v1/sandboxes/" + id + "/executions/ws").replace("http://", "ws://")), c)
-        .get(10, TimeUnit.SECONDS);
-    ws.sendText(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode(), true);
+    WsClient c = WsClient.connect(gw.base + "/v1/sandboxes/" + id + "/executions/ws", key);
+    c.send(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode());
     assertThat(c.nextJson().getString("type")).isEqualTo("started");
-    ws.sendText(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode(), true).get();
-    ws.sendText(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode(), true).get();
-    ws.sendText(new JsonObject().put("type", "stdin_eof").encode(), true).get();
+    c.send(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode());
+    c.send(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode());
+    c.send(new JsonObject().put("type", "stdin_eof").encode());
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     JsonObject f;
     while (!(f = c.nextJson()).getString("type").equals("exit")) {
@@ -138,7 +135,7 @@ class E2bGatewayTest {
     }
     assertThat(out.toByteArray()).isEqualTo("héllo\n\0\1\2".getBytes(StandardCharsets.UTF_8));
     assertThat(f.getString("status")).isEqualTo("completed");
-    assertThat(c.closed.get(10, TimeUnit.SECONDS)).isEqualTo(1000);
+    assertThat(c.closeStatus(java.time.Duration.ofSeconds(10))).isEqualTo(1000);
 
     assertThat(keep(gw.post("/v1/providers/e2b/health-check", key, null)).json().getString("status"))
         .isEqualTo("healthy");
@@ -173,11 +170,8 @@ class E2bGatewayTest {
         600).id;
     String foreign = sim.createBehindTheBack(Map.of("bespoke_scope", "someone-else", "bespoke_sandbox_id",
         orphanSandbox), 600).id;
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-    while (sim.sandboxes().containsKey(orphan) && System.nanoTime() < deadline) {
-      Thread.sleep(50);
-    }
-    assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan);
+    Waits.upTo(15).untilAsserted(
+        () -> assertThat(sim.sandboxes()).as("the supervisor removed the orphan").doesNotContainKey(orphan));
     assertThat(sim.sandboxes()).as("another deployment's sandbox is left alone").containsKey(foreign);
     assertThat(sim.sandboxes()).as("a live sandbox stays").containsKey(kept.getString("provider_resource_id"));
     String status = gw.awaitOrphanStatus(orphan, "deleted");
@@ -346,16 +340,9 @@ class E2bGatewayTest {
       String rid = sbx.getString("provider_resource_id");
       assertThat(exec(id, new JsonObject().put("command", "head -c 2097152 /dev/zero > blob.bin")).json()
           .getInteger("exit_code")).isZero();
-      Resp m = null;
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-      while (System.nanoTime() < deadline) {
-        m = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
-        if (m.status() != 200 || m.json().getDouble("disk_used_mb") != null
-            && m.json().getDouble("disk_used_mb") >= 2.0) {
-          break;
-        }
-        Thread.sleep(200);
-      }
+      Resp m = Waits.upTo(15).until(() -> keep(gw.get("/v1/sandboxes/" + id + "/metrics", key)),
+          r -> r.status() != 200 || r.json().getDouble("disk_used_mb") != null
+              && r.json().getDouble("disk_used_mb") >= 2.0);
       assertThat(m.status()).as(m.body()).isEqualTo(200);
       JsonObject sample = m.json();
       assertThat(sample.getString("sandbox_id")).isEqualTo(id);

@@ -18,26 +18,23 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The files API on the host-directory backends: round trips, modes, escapes and the upload limit. */
 class FilesTest {
   static final long LIMIT = 32L << 20;
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
+      "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(LIMIT)));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of("BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(LIMIT)));
     key = gw.bootstrap("Files");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static String q(String s) {

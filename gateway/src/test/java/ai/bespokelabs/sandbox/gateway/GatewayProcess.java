@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway;
 
+import ai.bespokelabs.sandbox.testkit.Waits;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -41,22 +42,12 @@ public final class GatewayProcess {
     return g;
   }
 
-  private void awaitServing() throws IOException, InterruptedException {
+  private void awaitServing() {
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    for (int i = 0; i < 600; i++) {
-      if (!process.isAlive()) {
-        throw new AssertionError("the gateway exited during start-up");
-      }
-      try {
-        if (http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
-            HttpResponse.BodyHandlers.ofString()).statusCode() == 200) {
-          return;
-        }
-      } catch (ConnectException notYet) {
-        // still starting
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("the gateway did not start");
+    Waits.upTo(60).alias("the gateway started").pollInterval(java.time.Duration.ofMillis(100))
+        .failFast("the gateway exited during start-up", () -> !process.isAlive())
+        .ignoreException(ConnectException.class) // still starting
+        .until(() -> http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
+            HttpResponse.BodyHandlers.ofString()).statusCode() == 200);
   }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,9 +18,9 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -29,6 +30,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * root every sandbox has a uid of its own.
  */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class HostBoundaryTest {
   static TestGateway gw;
   static String key;
@@ -64,17 +66,11 @@ class HostBoundaryTest {
 
   @BeforeAll
   static void start() throws Exception {
-    gw = new TestGateway();
     key = gw.bootstrap("Hostile");
     // stands for the gateway's own secrets (admin token, pepper): a root-only file in the data directory
     secret = gw.dataDir.resolve("admin-token-probe");
     Files.writeString(secret, "gateway-secret");
     Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static JsonObject exec(String id, JsonObject body) {
@@ -129,11 +125,7 @@ class HostBoundaryTest {
         new JsonObject().put("command", "echo started > started; sleep 3; echo $EXEC_SECRET $CREATE_SECRET")
             .put("env", new JsonObject().put("EXEC_SECRET", value + "-e"))));
     Path started = Path.of(sbx.getString("provider_resource_id")).resolve("started");
-    long deadline = System.currentTimeMillis() + 10_000;
-    while (!Files.exists(started) && System.currentTimeMillis() < deadline) {
-      Thread.sleep(20);
-    }
-    assertThat(started).exists();
+    Waits.upTo(10).untilAsserted(() -> assertThat(started).exists());
     List<String> seen = new ArrayList<>();
     try (var procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
       for (Path p : procs) {

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.net.URI;
@@ -97,10 +98,9 @@ class KillRecoveryTest {
         JsonObject exec = call("POST", second.base + "/v1/sandboxes/" + id + "/execute", key, "{\"command\":\"true\"}");
         assertThat(exec.getString("detail")).isEqualTo("sandbox is destroyed");
       }
-      for (int i = 0; i < 100 && StreamingTest.isRunning(orphan); i++) {
-        Thread.sleep(20);
-      }
-      assertThat(StreamingTest.isRunning(orphan)).as("no re-parented process survives").isFalse();
+      long reparented = orphan;
+      Waits.upTo(5).untilAsserted(
+          () -> assertThat(StreamingTest.isRunning(reparented)).as("no re-parented process survives").isFalse());
       assertThat(busyDir).doesNotExist();
       assertThat(idleDir).doesNotExist();
     } finally {
@@ -112,14 +112,8 @@ class KillRecoveryTest {
 
   /** The sandbox's lifecycle cost once the ledger has recorded its end. */
   private JsonObject awaitCost(GatewayProcess g, String key, String id) throws Exception {
-    JsonObject cost = null;
-    for (int i = 0; i < 200 && cost == null; i++) {
-      cost = call("GET", g.base + "/v1/sandboxes/" + id + "/detail", key, null).getJsonObject("cost");
-      if (cost == null) {
-        Thread.sleep(50);
-      }
-    }
-    assertThat(cost).as("the ledger recorded the sandbox's end").isNotNull();
-    return cost;
+    return Waits.upTo(10).alias("the ledger recorded the sandbox's end").until(
+        () -> call("GET", g.base + "/v1/sandboxes/" + id + "/detail", key, null).getJsonObject("cost"),
+        cost -> cost != null);
   }
 }

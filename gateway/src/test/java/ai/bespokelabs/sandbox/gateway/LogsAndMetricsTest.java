@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.adapters.docker.TestEngine;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URLEncoder;
@@ -14,7 +15,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -208,19 +208,12 @@ class LogsAndMetricsTest {
   }
 
   /** Polls the sandbox's metrics until {@code done} holds (30 s at most) and returns the last sample. */
-  static JsonObject metrics(String id, Predicate<JsonObject> done) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    JsonObject last = null;
-    while (System.nanoTime() < deadline) {
+  static JsonObject metrics(String id, Predicate<JsonObject> done) {
+    return Waits.upTo(30).alias("metrics showed the expected load").until(() -> {
       Resp r = gw.get("/v1/sandboxes/" + id + "/metrics", key);
       assertThat(r.status()).as(r.body()).isEqualTo(200);
-      last = r.json();
-      if (done.test(last)) {
-        return last;
-      }
-      Thread.sleep(100);
-    }
-    throw new AssertionError("metrics never showed the expected load: " + last);
+      return r.json();
+    }, done);
   }
 
   static List<JsonObject> objects(JsonArray a) {

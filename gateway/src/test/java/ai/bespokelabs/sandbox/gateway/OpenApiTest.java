@@ -8,23 +8,13 @@ import io.vertx.ext.web.Route;
 import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The served OpenAPI document describes exactly the routes the router serves. */
+@ExtendWith(GatewayExtension.class)
 class OpenApiTest {
   static TestGateway gw;
-
-  @BeforeAll
-  static void start() {
-    gw = new TestGateway();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
 
   @Test
   void every_route_is_documented_and_every_documented_route_exists() {

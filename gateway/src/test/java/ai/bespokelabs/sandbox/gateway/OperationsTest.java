@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URLEncoder;
@@ -11,23 +12,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The audit trail, alerts and retention, per organization. */
+@ExtendWith(GatewayExtension.class)
 class OperationsTest {
   static TestGateway gw;
-
-  @BeforeAll
-  static void start() {
-    gw = new TestGateway();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
 
   static List<JsonObject> all(String path, String key) {
     List<JsonObject> out = new java.util.ArrayList<>();
@@ -55,15 +46,8 @@ class OperationsTest {
         StandardCharsets.UTF_8), key);
 
     // an entry is written once its response has ended, so the last one may land just after the client has it
-    List<JsonObject> entries = all("/v1/audit", reader);
-    for (int i = 0; i < 100 && entries.stream().noneMatch(e -> e.getString("action").startsWith("get /v1/exports")); i++) {
-      try {
-        Thread.sleep(20);
-      } catch (InterruptedException e) {
-        throw new IllegalStateException(e);
-      }
-      entries = all("/v1/audit", reader);
-    }
+    List<JsonObject> entries = Waits.upTo(5).until(() -> all("/v1/audit", reader),
+        all -> all.stream().anyMatch(e -> e.getString("action").startsWith("get /v1/exports")));
     List<String> actions = entries.stream().map(e -> e.getString("action")).toList();
     assertThat(actions).contains("sandbox.create", "sandbox.execute", "policy.update", "sandbox.terminate",
         "api_key.create", "get /v1/exports/{kind}.csv");
@@ -101,16 +85,11 @@ class OperationsTest {
       assertThat(f.get(60, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(200);
     }
     pool.shutdown();
-    List<String> notes = List.of();
-    for (int i = 0; i < 250 && notes.size() < n; i++) {
-      // one page: offset pages read while the last entries are still landing would shift and repeat rows
-      notes = gw.get("/v1/audit?limit=200", reader).json().getJsonArray("items").stream().map(JsonObject.class::cast)
-          .filter(e -> e.getString("action").equals("policy.update"))
-          .map(e -> e.getJsonObject("details").getJsonObject("query").getString("note")).toList();
-      if (notes.size() < n) {
-        Thread.sleep(20);
-      }
-    }
+    // one page: offset pages read while the last entries are still landing would shift and repeat rows
+    List<String> notes = Waits.upTo(10).until(() -> gw.get("/v1/audit?limit=200", reader).json().getJsonArray("items")
+        .stream().map(JsonObject.class::cast).filter(e -> e.getString("action").equals("policy.update"))
+        .map(e -> e.getJsonObject("details").getJsonObject("query").getString("note")).toList(),
+        found -> found.size() >= n);
     assertThat(notes).hasSize(n).doesNotHaveDuplicates()
         .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, n).mapToObj(i -> "burst-" + i).toList());
   }

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
@@ -11,23 +12,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Organization policies: validation, every denial before any provider call, and exact limits under races. */
+@ExtendWith(GatewayExtension.class)
 class PolicyTest {
   static TestGateway gw;
-
-  @BeforeAll
-  static void start() {
-    gw = new TestGateway();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
 
   static Resp put(String key, JsonObject policy) {
     return gw.send("PUT", "/v1/policies/current", key, policy.encode());
@@ -123,11 +114,8 @@ class PolicyTest {
     assertThat(denied.json().getJsonObject("detail").getString("policy")).isEqualTo("allowed_backends");
     assertThat(gw.get("/v1/sandboxes", key).array()).hasSize(2);
     java.nio.file.Path root = gw.dataDir.resolve("sandboxes");
-    long deadline = System.currentTimeMillis() + 10_000;
-    while (!strays(root).isEmpty() && System.currentTimeMillis() < deadline) {
-      Thread.sleep(20);
-    }
-    assertThat(strays(root)).as("the sandbox made before the insert found the policy is gone").isEmpty();
+    Waits.upTo(10).untilAsserted(
+        () -> assertThat(strays(root)).as("the sandbox made before the insert found the policy is gone").isEmpty());
   }
 
   /** Concurrent creates of an organization without guardrails, most asked early: each makes exactly one sandbox. */

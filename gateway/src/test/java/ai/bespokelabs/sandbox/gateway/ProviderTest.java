@@ -7,24 +7,19 @@ import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Provider health: a real check per backend, stored, never revealing more than a fixed message. */
+@ExtendWith(GatewayExtension.class)
 class ProviderTest {
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Ops");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   /** {@code configured} says what a create would meet: a backend whose tool or engine is missing is not. */

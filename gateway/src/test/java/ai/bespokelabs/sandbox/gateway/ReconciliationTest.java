@@ -3,32 +3,29 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Reconciliation against what the local provider really has, and orphan cleanup by the supervisor. */
 class ReconciliationTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Recon");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static void deleteTree(Path dir) throws Exception {
@@ -68,14 +65,11 @@ class ReconciliationTest {
     Path orphan = gw.dataDir.resolve("sandboxes").resolve(orphanId);
     Files.createDirectories(orphan.resolve("work"));
     Files.writeString(orphan.resolve("work/file.txt"), "left behind");
-    for (int i = 0; i < 200 && Files.exists(orphan); i++) {
-      Thread.sleep(25);
-    }
-    assertThat(orphan).as("the supervisor removed the orphan").doesNotExist();
+    Waits.upTo(10).untilAsserted(() -> assertThat(orphan).as("the supervisor removed the orphan").doesNotExist());
     String status = gw.awaitOrphanStatus(orphan.toString(), "deleted");
     assertThat(status).isEqualTo("deleted");
     JsonObject live = gw.sandbox(key, null);
-    Thread.sleep(2500);
-    assertThat(Path.of(live.getString("provider_resource_id"))).as("a live sandbox is never an orphan").isDirectory();
+    Waits.upTo(3).during(Duration.ofMillis(2500)).untilAsserted(() -> assertThat(
+        Path.of(live.getString("provider_resource_id"))).as("a live sandbox is never an orphan").isDirectory());
   }
 }

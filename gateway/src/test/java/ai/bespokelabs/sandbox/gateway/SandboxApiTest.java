@@ -3,30 +3,27 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The seed's sandbox API on the local backend, over real HTTP against a real gateway and PostgreSQL. */
+@ExtendWith(GatewayExtension.class)
 class SandboxApiTest {
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static Resp exec(String sandboxId, JsonObject body, String... headers) {
@@ -97,8 +94,8 @@ class SandboxApiTest {
     Resp refused = exec(id, new JsonObject().put("command", "sleep 1; touch launched-late"));
     assertThat(refused.status()).isEqualTo(409);
     assertThat(refused.detail()).isEqualTo("sandbox is stopping");
-    Thread.sleep(2_000);
-    assertThat(Path.of(sbx.getString("provider_resource_id"), "launched-late")).doesNotExist();
+    Waits.upTo(3).during(Duration.ofSeconds(2)).untilAsserted(
+        () -> assertThat(Path.of(sbx.getString("provider_resource_id"), "launched-late")).doesNotExist());
     gw.gateway.pool().preparedQuery("UPDATE sandboxes SET status = 'running' WHERE id = $1")
         .execute(io.vertx.sqlclient.Tuple.of(id)).await();
     assertThat(exec(id, new JsonObject().put("command", "echo again")).json().getString("stdout")).isEqualTo("again\n");
@@ -168,12 +165,8 @@ class SandboxApiTest {
     String id = gw.sandbox(key, null).getString("id");
     var slow = java.util.concurrent.CompletableFuture.supplyAsync(
         () -> exec(id, new JsonObject().put("command", "sleep 1; echo done"), "Idempotency-Key", "dup"));
-    boolean running = false;
-    for (int i = 0; i < 200 && !running; i++) {
-      running = gw.get("/v1/sandboxes/" + id + "/detail", key).json().getJsonArray("executions").stream()
-          .map(JsonObject.class::cast).anyMatch(e -> e.getString("request_id").equals("dup"));
-      Thread.sleep(10);
-    }
+    Waits.upTo(10).until(() -> gw.get("/v1/sandboxes/" + id + "/detail", key).json().getJsonArray("executions")
+        .stream().map(JsonObject.class::cast).anyMatch(e -> e.getString("request_id").equals("dup")));
     Resp dup = exec(id, new JsonObject().put("command", "sleep 1; echo done"), "Idempotency-Key", "dup");
     assertThat(dup.status()).isEqualTo(409);
     assertThat(dup.detail()).isEqualTo("execution is already in progress");

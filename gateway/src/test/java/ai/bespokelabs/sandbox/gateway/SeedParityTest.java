@@ -5,25 +5,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Executions on host backends behave as the seed's local backend runs them. */
+@ExtendWith(GatewayExtension.class)
 class SeedParityTest {
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Parity");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static Resp exec(String id, JsonObject body) {

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -13,6 +14,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -41,11 +43,13 @@ class SharedDataDirectoryTest {
   }
 
   /** Whether process {@code pid} is gone, or goes within a few seconds. */
-  private static boolean stopped(long pid) throws InterruptedException {
-    for (int i = 0; i < 100 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false); i++) {
-      Thread.sleep(100);
+  private static boolean stopped(long pid) {
+    try {
+      Waits.upTo(10).until(() -> !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+      return true;
+    } catch (ConditionTimeoutException stillAlive) {
+      return false;
     }
-    return !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
   }
 
   @Test

@@ -2,15 +2,15 @@ package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ai.bespokelabs.sandbox.gateway.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
 import java.lang.management.ManagementFactory;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.WebSocket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,35 +20,27 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Streaming executions over SSE and WebSocket against a real gateway and real processes. */
+@ExtendWith(GatewayExtension.class)
 class StreamingTest {
   static TestGateway gw;
   static String key;
   static String sandbox;
   static Path dir;
-  static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Acme");
     JsonObject sbx = gw.sandbox(key, null);
     sandbox = sbx.getString("id");
     dir = Path.of(sbx.getString("provider_resource_id"));
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static String url(String path) {
@@ -56,7 +48,7 @@ class StreamingTest {
   }
 
   static SseClient executeSse(JsonObject body) {
-    return SseClient.open(HTTP, url("/execute"), key, "POST", body.encode());
+    return SseClient.open(url("/execute"), key, "POST", body.encode());
   }
 
   static String startExecution(JsonObject body) {
@@ -65,15 +57,10 @@ class StreamingTest {
     return r.json().getString("id");
   }
 
-  static JsonObject awaitFinished(String executionId) throws InterruptedException {
-    for (int i = 0; i < 600; i++) {
-      JsonObject e = gw.get("/v1/sandboxes/" + sandbox + "/executions/" + executionId, key).json();
-      if (!"running".equals(e.getString("status"))) {
-        return e;
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError("execution did not finish");
+  static JsonObject awaitFinished(String executionId) {
+    return Waits.upTo(30).alias("execution finished").until(
+        () -> gw.get("/v1/sandboxes/" + sandbox + "/executions/" + executionId, key).json(),
+        e -> !"running".equals(e.getString("status")));
   }
 
   static String sha256(byte[] data) throws Exception {
@@ -123,93 +110,51 @@ class StreamingTest {
     assertThat(exit.getLong("last_seq")).isEqualTo(lastSeq);
   }
 
-  /** A JDK WebSocket client collecting frames with flow control (one message at a time). */
-  static final class WsCollector implements WebSocket.Listener {
-    final LinkedBlockingQueue<Object> frames = new LinkedBlockingQueue<>();
-    final CompletableFuture<Integer> closed = new CompletableFuture<>();
-    private final ByteArrayOutputStream partial = new ByteArrayOutputStream();
-    private final StringBuilder text = new StringBuilder();
+  /** A WebSocket client whose binary frames (a 9-byte header, then output) are counted and hashed. */
+  static final class BinaryOutput implements java.util.function.Consumer<Buffer> {
     final MessageDigest digest;
-    long binaryBytes;
+    long bytes;
 
-    WsCollector() throws Exception {
+    BinaryOutput() throws Exception {
       digest = MessageDigest.getInstance("SHA-256");
     }
 
     @Override
-    public CompletionStage<?> onText(WebSocket ws, CharSequence data, boolean last) {
-      text.append(data);
-      if (last) {
-        frames.add(new JsonObject(text.toString()));
-        text.setLength(0);
-      }
-      ws.request(1);
-      return null;
-    }
-
-    @Override
-    public CompletionStage<?> onBinary(WebSocket ws, ByteBuffer data, boolean last) {
-      byte[] b = new byte[data.remaining()];
-      data.get(b);
-      partial.writeBytes(b);
-      if (last) {
-        byte[] frame = partial.toByteArray();
-        partial.reset();
-        digest.update(frame, 9, frame.length - 9);
-        binaryBytes += frame.length - 9;
-      }
-      ws.request(1);
-      return null;
-    }
-
-    @Override
-    public CompletionStage<?> onClose(WebSocket ws, int status, String reason) {
-      closed.complete(status);
-      return null;
-    }
-
-    @Override
-    public void onError(WebSocket ws, Throwable error) {
-      closed.completeExceptionally(error);
-    }
-
-    JsonObject nextJson() throws InterruptedException {
-      Object f = frames.poll(30, TimeUnit.SECONDS);
-      assertThat(f).as("a frame arrives").isNotNull();
-      return (JsonObject) f;
+    public void accept(Buffer frame) {
+      byte[] b = frame.getBytes();
+      digest.update(b, 9, b.length - 9);
+      bytes += b.length - 9;
     }
   }
 
-  static WebSocket ws(String path, WsCollector listener) throws Exception {
-    return HTTP.newWebSocketBuilder().header("Authorization", "Bearer " + key)
-        .buildAsync(URI.create(url(path).replace("http://", "ws://")), listener).get(10, TimeUnit.SECONDS);
+  static WsClient ws(String path) {
+    return WsClient.connect(url(path), key);
   }
 
   @Test
   void websocket_binary_mode_delivers_100_mib_exactly() throws Exception {
     String expected = randomFile("random-ws.bin", 100);
-    WsCollector c = new WsCollector();
-    WebSocket ws = ws("/executions/ws?mode=binary", c);
-    ws.sendText(new JsonObject().put("type", "start").put("command", "cat random-ws.bin").encode(), true);
+    BinaryOutput out = new BinaryOutput();
+    WsClient c = WsClient.connect(url("/executions/ws?mode=binary"), key, out);
+    c.send(new JsonObject().put("type", "start").put("command", "cat random-ws.bin").encode());
     assertThat(c.nextJson().getString("type")).isEqualTo("started");
-    assertThat(c.closed.get(120, TimeUnit.SECONDS)).isEqualTo(1000);
-    assertThat(c.binaryBytes).isEqualTo(100L << 20);
-    assertThat(HexFormat.of().formatHex(c.digest.digest())).isEqualTo(expected);
-    List<String> types = c.frames.stream().map(f -> ((JsonObject) f).getString("type")).toList();
+    assertThat(c.closeStatus(seconds(120))).isEqualTo(1000);
+    assertThat(out.bytes).isEqualTo(100L << 20);
+    assertThat(HexFormat.of().formatHex(out.digest.digest())).isEqualTo(expected);
+    List<String> types = c.pending().stream().map(f -> f.getString("type")).toList();
     assertThat(types).contains("notice").endsWith("exit");
   }
 
   @Test
   void websocket_text_mode_round_trips_stdin_through_cat() throws Exception {
-    WsCollector c = new WsCollector();
-    WebSocket ws = ws("/executions/ws", c);
-    ws.sendText("not json", true).get();
+    WsClient c = ws("/executions/ws");
+    c.send("not json");
     assertThat(c.nextJson().getString("type")).isEqualTo("error");
-    ws.sendText(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode(), true);
+    c.send(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode());
     assertThat(c.nextJson().getString("type")).isEqualTo("started");
-    ws.sendText(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode(), true).get();
-    ws.sendText(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode(), true).get();
-    ws.sendText(new JsonObject().put("type", "stdin_eof").encode(), true).get();
+    c.send(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode());
+    c.send(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode());
+    c.send(new JsonObject().put("type", "stdin_eof").encode());
     StringBuilder text = new StringBuilder();
     ByteArrayOutputStream all = new ByteArrayOutputStream();
     JsonObject f;
@@ -224,24 +169,23 @@ class StreamingTest {
     assertThat(text.toString()).isEqualTo("héllo\n");
     assertThat(all.toByteArray()).endsWith(new byte[] {0, 1, 2});
     assertThat(f.getString("status")).isEqualTo("completed");
-    assertThat(c.closed.get(10, TimeUnit.SECONDS)).isEqualTo(1000);
+    assertThat(c.closeStatus(seconds(10))).isEqualTo(1000);
   }
 
   @Test
   void malformed_frames_get_errors_and_oversized_frames_close_with_1009() throws Exception {
     String id = startExecution(new JsonObject().put("command", "sleep 5").put("stdin", true));
-    WsCollector c = new WsCollector();
-    WebSocket ws = ws("/executions/" + id + "/ws", c);
-    ws.sendText("[1,2]", true).get();
+    WsClient c = ws("/executions/" + id + "/ws");
+    c.send("[1,2]");
     assertThat(c.nextJson().getString("message")).isEqualTo("frames must be JSON objects");
-    ws.sendText(new JsonObject().put("type", "dance").encode(), true).get();
+    c.send(new JsonObject().put("type", "dance").encode());
     assertThat(c.nextJson().getString("type")).isEqualTo("error");
-    ws.sendText(new JsonObject().put("type", "signal").put("signal", "HUP").encode(), true).get();
+    c.send(new JsonObject().put("type", "signal").put("signal", "HUP").encode());
     assertThat(c.nextJson().getString("message")).isEqualTo("signal must be one of TERM, KILL, INT");
-    ws.sendText(new JsonObject().put("type", "stdin").put("data_b64", "@@@").encode(), true).get();
+    c.send(new JsonObject().put("type", "stdin").put("data_b64", "@@@").encode());
     assertThat(c.nextJson().getString("message")).isEqualTo("data_b64 is not valid base64");
-    ws.sendText("x".repeat((1 << 20) + 10), true);
-    assertThat(c.closed.get(10, TimeUnit.SECONDS)).isEqualTo(1009);
+    c.write("x".repeat((1 << 20) + 10));
+    assertThat(c.closeStatus(seconds(10))).isEqualTo(1009);
     gw.post("/v1/sandboxes/" + sandbox + "/executions/" + id + "/signal", key,
         new JsonObject().put("signal", "KILL"));
   }
@@ -252,13 +196,13 @@ class StreamingTest {
         .put("command", "seq 1 40000; sleep 0.5; seq 40001 80000; printf no-newline-tail"));
     ByteArrayOutputStream got = new ByteArrayOutputStream();
     String last;
-    try (SseClient first = SseClient.open(HTTP, url("/executions/" + id + "/stream"), key, "GET", null)) {
+    try (SseClient first = SseClient.open(url("/executions/" + id + "/stream"), key, "GET", null)) {
       Event e = first.next();
       assertThat(e.isOutput()).isTrue();
       got.writeBytes(e.bytes());
       last = e.id();
     }
-    try (SseClient again = SseClient.open(HTTP, url("/executions/" + id + "/stream"), key, "GET", null,
+    try (SseClient again = SseClient.open(url("/executions/" + id + "/stream"), key, "GET", null,
         "Last-Event-ID", last)) {
       Event e;
       long prev = Long.parseLong(last);
@@ -289,7 +233,7 @@ class StreamingTest {
     awaitFinished(id);
     long received = 0;
     long gapBytes = -1;
-    try (SseClient sse = SseClient.open(HTTP, url("/executions/" + id + "/stream?after=0"), key, "GET", null)) {
+    try (SseClient sse = SseClient.open(url("/executions/" + id + "/stream?after=0"), key, "GET", null)) {
       Event first = sse.next();
       assertThat(first.name()).isEqualTo("gap");
       gapBytes = first.data().getLong("bytes");
@@ -361,9 +305,7 @@ class StreamingTest {
     String id = startExecution(new JsonObject().put("command", "sleep 300 & echo $! > bg.pid; sleep 300"));
     Path pidFile = dir.resolve("bg.pid");
     // The redirection creates the file before echo writes the pid: wait for the full line.
-    for (int i = 0; i < 200 && !(Files.exists(pidFile) && Files.readString(pidFile).endsWith("\n")); i++) {
-      Thread.sleep(20);
-    }
+    Waits.upTo(10).until(() -> Files.exists(pidFile) && Files.readString(pidFile).endsWith("\n"));
     long bg = Long.parseLong(Files.readString(pidFile).trim());
     assertThat(ProcessHandle.of(bg).map(ProcessHandle::isAlive)).contains(true);
     Resp sig = gw.post("/v1/sandboxes/" + sandbox + "/executions/" + id + "/signal", key,
@@ -371,10 +313,8 @@ class StreamingTest {
     assertThat(sig.status()).isEqualTo(204);
     JsonObject done = awaitFinished(id);
     assertThat(done.getString("status")).isEqualTo("cancelled");
-    for (int i = 0; i < 100 && isRunning(bg); i++) {
-      Thread.sleep(20);
-    }
-    assertThat(isRunning(bg)).as("the background child died with its group").isFalse();
+    Waits.upTo(5).untilAsserted(
+        () -> assertThat(isRunning(bg)).as("the background child died with its group").isFalse());
     Resp again = gw.post("/v1/sandboxes/" + sandbox + "/executions/" + id + "/signal", key,
         new JsonObject().put("signal", "KILL"));
     assertThat(again.status()).isEqualTo(409);
@@ -417,7 +357,7 @@ class StreamingTest {
     for (int i = 0; i < 3; i++) {
       watchers.add(CompletableFuture.supplyAsync(() -> {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (SseClient sse = SseClient.open(HTTP, url("/executions/" + id + "/stream"), key, "GET", null)) {
+        try (SseClient sse = SseClient.open(url("/executions/" + id + "/stream"), key, "GET", null)) {
           Event e;
           while ((e = sse.next()) != null) {
             if (e.isOutput()) {
@@ -502,7 +442,7 @@ class StreamingTest {
   void a_finished_execution_streams_its_stored_result() throws Exception {
     String id = startExecution(new JsonObject().put("command", "printf done"));
     awaitFinished(id);
-    try (SseClient sse = SseClient.open(HTTP, url("/executions/" + id + "/stream"), key, "GET", null)) {
+    try (SseClient sse = SseClient.open(url("/executions/" + id + "/stream"), key, "GET", null)) {
       Event e = sse.next();
       assertThat(e.isOutput()).isTrue();
       assertThat(new String(e.bytes(), StandardCharsets.UTF_8)).isEqualTo("done");

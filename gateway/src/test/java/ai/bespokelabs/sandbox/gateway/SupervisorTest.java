@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import java.time.Clock;
@@ -13,18 +14,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Deadlines are enforced with nobody watching, exactly once, and unfinished terminations are finished. */
 class SupervisorTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() throws Exception {
-    gw = new TestGateway(Map.of("BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
     key = gw.bootstrap("Ttl");
     // a second supervisor on the same database competes for every claim
     io.vertx.sqlclient.Pool pool = gw.gateway.pool();
@@ -42,27 +44,14 @@ class SupervisorTest {
         .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
-  @AfterAll
-  static void stop() {
-    gw.close();
-  }
-
   static JsonObject awaitStatus(String id, String status) throws InterruptedException {
     return awaitStatus(gw, key, id, status);
   }
 
   /** The sandbox once it has {@code status}; fails after 15 seconds. */
-  static JsonObject awaitStatus(TestGateway gw, String key, String id, String status) throws InterruptedException {
-    JsonObject s = null;
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-    while (System.nanoTime() < until) {
-      s = gw.get("/v1/sandboxes/" + id, key).json();
-      if (status.equals(s.getString("status"))) {
-        return s;
-      }
-      Thread.sleep(20);
-    }
-    throw new AssertionError(id + " never became " + status + ": " + s);
+  static JsonObject awaitStatus(TestGateway gw, String key, String id, String status) {
+    return Waits.upTo(15).alias(id + " became " + status).until(() -> gw.get("/v1/sandboxes/" + id, key).json(),
+        s -> status.equals(s.getString("status")));
   }
 
   static long count(String sql, Object... args) throws Exception {

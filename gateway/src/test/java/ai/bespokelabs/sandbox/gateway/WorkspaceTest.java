@@ -12,29 +12,26 @@ import java.nio.file.Path;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Create-time workspaces (git, files, archives) and presets, on local, bwrap and docker. */
 class WorkspaceTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
+      "DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE,
+      "BESPOKE_GIT_ALLOW_FILE_URLS", "true"));
   static TestGateway gw;
   static String key;
   static Path bare;
 
   @BeforeAll
   static void start() throws Exception {
-    gw = new TestGateway(Map.of("DOCKER_HOST", TestEngine.get().dockerHost(), "BESPOKE_DOCKER_IMAGE",
-        TestEngine.IMAGE, "BESPOKE_GIT_ALLOW_FILE_URLS", "true"));
     key = gw.bootstrap("Workspaces");
     bare = bareRepository();
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   /** A bare repository whose tag v1 has README "one" and whose main branch has README "two". */

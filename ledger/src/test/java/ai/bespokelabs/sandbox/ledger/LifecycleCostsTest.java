@@ -8,6 +8,7 @@ import ai.bespokelabs.sandbox.core.outbox.OutboxConsumer;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.junit5.VertxExtension;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
@@ -21,8 +22,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The lifecycle-cost algorithm and the ledger's exactly-once consumption, on a real PostgreSQL. */
+@ExtendWith(VertxExtension.class)
 class LifecycleCostsTest {
   static Vertx vertx;
   static Database db;
@@ -32,8 +35,8 @@ class LifecycleCostsTest {
   static int counter;
 
   @BeforeAll
-  static void start() throws Exception {
-    vertx = Vertx.vertx();
+  static void start(Vertx v) throws Exception {
+    vertx = v; // closed by VertxExtension after the class
     db = Database.open(Optional.of(new Secret(TestDatabase.newDatabaseUrl())), Path.of("/nonexistent"));
     pool = db.pool(vertx, 8);
     await(pool.query("INSERT INTO organizations (id, name, created_at) VALUES ('org_t', 't', now())").execute());
@@ -41,7 +44,6 @@ class LifecycleCostsTest {
 
   @AfterAll
   static void stop() throws Exception {
-    vertx.close().await(10, TimeUnit.SECONDS);
     db.close();
   }
 

@@ -2,20 +2,22 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * An {@code Idempotency-Key} names one execute request: the same key with another body is a 409 (as for
  * creates), never the first request's result; the same key and body replays it, also after the sandbox ended.
  */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class ExecuteIdempotencyTest {
   static final String CONFLICT = "idempotency key was already used with a different request";
   static TestGateway gw;
@@ -23,13 +25,7 @@ class ExecuteIdempotencyTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   @Test

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.gateway.security;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -31,10 +32,10 @@ import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.apache.commons.compress.compressors.gzip.GzipCompressorInputStream;
 import org.apache.commons.compress.compressors.gzip.GzipCompressorOutputStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -43,6 +44,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * sandbox code, FIFOs, hostile archives, links in listings and absurdly deep paths.
  */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class FilesAttackTest {
   static final String SECRET = "top-secret-0123456789";
   static TestGateway gw;
@@ -52,13 +54,7 @@ class FilesAttackTest {
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(Map.of());
     key = gw.bootstrap("Attacker");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static String q(String s) {

@@ -2,8 +2,10 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -13,10 +15,10 @@ import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -26,18 +28,15 @@ import org.slf4j.LoggerFactory;
 @Tag("security")
 class FormBodyTest {
   static final String FORM = "application/x-www-form-urlencoded";
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(() -> java.util.Map.of(
+      "BESPOKE_MAX_REQUEST_BODY_BYTES", "65536"));
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway(java.util.Map.of("BESPOKE_MAX_REQUEST_BODY_BYTES", "65536"));
     key = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   /** About 20 KB in one field, as {@code curl --data @file} sends a file's text. */
@@ -83,14 +82,8 @@ class FormBodyTest {
       String exec = "/v1/sandboxes/" + sandbox + "/executions/" + started.json().getString("id");
       Resp stdin = post(exec + "/stdin?eof=true", key, form);
       assertThat(stdin.status()).isEqualTo(204);
-      JsonObject done = null;
-      for (int i = 0; i < 400; i++) {
-        done = gw.get(exec, key).json();
-        if (!"running".equals(done.getString("status"))) {
-          break;
-        }
-        Thread.sleep(25);
-      }
+      JsonObject done = Waits.upTo(10).until(() -> gw.get(exec, key).json(),
+          e -> !"running".equals(e.getString("status")));
       assertThat(done.getString("status")).isEqualTo("completed");
       assertThat(done.getString("stdout")).isEqualTo(form);
       assertThat(gw.get("/healthz", null).status()).isEqualTo(200);

@@ -2,31 +2,27 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** A key holding {@code keys:write} issues and revokes only keys whose scopes it holds itself. */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class KeyEscalationTest {
   static TestGateway gw;
   static String admin;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     admin = gw.bootstrap("Acme");
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static Resp mint(String by, String... scopes) {

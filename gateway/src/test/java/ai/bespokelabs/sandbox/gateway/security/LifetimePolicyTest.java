@@ -2,37 +2,33 @@ package ai.bespokelabs.sandbox.gateway.security;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonObject;
 import java.time.Duration;
 import java.time.OffsetDateTime;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@code max_sandbox_lifetime_secs} bounds a sandbox's life from its creation: extending its deadline again
  * and again cannot keep it alive past {@code created_at} plus the limit.
  */
 @Tag("security")
+@ExtendWith(GatewayExtension.class)
 class LifetimePolicyTest {
   static TestGateway gw;
   static String key;
 
   @BeforeAll
   static void start() {
-    gw = new TestGateway();
     key = gw.bootstrap("Acme");
     Resp policy = gw.send("PUT", "/v1/policies/current", key, new JsonObject().put("max_sandbox_lifetime_secs", 60)
         .encode());
     assertThat(policy.status()).isEqualTo(200);
-  }
-
-  @AfterAll
-  static void stop() {
-    gw.close();
   }
 
   static Resp extend(String id, int secs) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
 import ai.bespokelabs.sandbox.gateway.GatewayProcess;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import java.net.URI;
@@ -47,31 +48,18 @@ class StrandedExecutionsTest {
     return new JsonObject(call(method, url, key, body).body());
   }
 
-  /** The execution once it is no longer running (or as last seen after {@code seconds}). */
-  private JsonObject awaitEnd(String url, String key, int seconds) throws Exception {
-    JsonObject e = null;
-    for (int i = 0; i < seconds * 10; i++) {
-      e = json("GET", url, key, null);
-      if (!"running".equals(e.getString("status"))) {
-        return e;
-      }
-      Thread.sleep(100);
-    }
-    return e;
+  /** The execution once it is no longer running; fails after {@code seconds}. */
+  private JsonObject awaitEnd(String url, String key, int seconds) {
+    return Waits.upTo(seconds).alias("the execution ended").until(() -> json("GET", url, key, null),
+        e -> !"running".equals(e.getString("status")));
   }
 
-  /** The usage export's rows for {@code requestId}, once the ledger wrote one (or none after ten seconds). */
-  private String usageRow(String base, String key, String requestId) throws Exception {
-    for (int i = 0; i < 100; i++) {
-      String csv = call("GET", base + "/v1/exports/usage.csv?limit=1000", key, null).body();
-      for (String line : csv.split("\r\n")) {
-        if (line.contains("," + requestId + ",")) {
-          return line;
-        }
-      }
-      Thread.sleep(100);
-    }
-    return null;
+  /** The usage export's row for {@code requestId}, once the ledger wrote one; fails after ten seconds. */
+  private String usageRow(String base, String key, String requestId) {
+    return Waits.upTo(10).alias("the ledger wrote the usage of " + requestId).until(
+        () -> java.util.Arrays.stream(call("GET", base + "/v1/exports/usage.csv?limit=1000", key, null).body()
+            .split("\r\n")).filter(line -> line.contains("," + requestId + ",")).findFirst().orElse(null),
+        java.util.Objects::nonNull);
   }
 
   @Test
@@ -129,8 +117,8 @@ class StrandedExecutionsTest {
           .execute(Tuple.of(execution, sandbox, OffsetDateTime.now().minusSeconds(2)))
           .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
       String url = gw.base + "/v1/sandboxes/" + sandbox + "/executions/" + execution;
-      Thread.sleep(2500);
-      assertThat(json("GET", url, key, null).getString("status")).as("its sandbox is still running").isEqualTo("running");
+      Waits.upTo(3).during(java.time.Duration.ofMillis(2500)).untilAsserted(() -> assertThat(
+          json("GET", url, key, null).getString("status")).as("its sandbox is still running").isEqualTo("running"));
 
       assertThat(gw.delete("/v1/sandboxes/" + sandbox, key).status()).isEqualTo(200);
       JsonObject ended = awaitEnd(url, key, 20);
