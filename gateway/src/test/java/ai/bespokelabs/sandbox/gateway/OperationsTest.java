@@ -145,6 +145,8 @@ class OperationsTest {
     assertThat(put.json().getInteger("version")).isEqualTo(2);
     gw.send("PUT", "/v1/policies/current", key, new JsonObject().put("allowed_backends", new JsonArray()).encode());
     gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local"));
+    // an audit entry is written once its response has ended: all three carry the time before the clock moves
+    Waits.upTo(5).until(() -> all("/v1/audit", key).size(), n -> n >= 3);
     gw.clock.advance(Duration.ofHours(30));
     JsonObject counts = gw.post("/v1/retention/apply", key, null).json();
     assertThat(counts.getInteger("denials_deleted")).isEqualTo(1);
