@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
@@ -27,7 +28,7 @@ import java.util.function.Supplier;
 
 /**
  * The files API over the Daytona toolbox's: downloads stream ({@link DaytonaDownload}), uploads are spooled on
- * this node and sent whole at commit ({@link DaytonaUpload}), as the toolbox takes a file only whole; directory
+ * this node and sent whole at commit ({@link SpooledWriter}), as the toolbox takes a file only whole; directory
  * archives are built on these ({@link TreeArchives}).
  */
 final class DaytonaFiles implements FileSystem {
@@ -235,8 +236,9 @@ final class DaytonaFiles implements FileSystem {
   @Override
   public Future<FileWriter> openWrite(FileOp op) {
     int mode = op.executable() ? 0755 : 0644;
-    return target(op, SandboxPaths::isDirectory).compose(t -> DaytonaUpload.open(vertx.fileSystem(), (spool, size) ->
-        upload(t.toolbox(), t.path(), spool, size).compose(v -> client.call("files", true, HttpMethod.POST,
+    return target(op, SandboxPaths::isDirectory).compose(t -> SpooledWriter.open(vertx.fileSystem(),
+        "daytona-upload-", (spool, size) -> upload(t.toolbox(), t.path(), spool.toString(), size)
+        .compose(v -> client.call("files", true, HttpMethod.POST,
             fileQuery(t.toolbox(), "/files/permissions", t.path()) + "&mode=" + String.format("%04o", mode), null,
             null, client.requestTimeoutMs())).compose(r -> {
               if (!r.ok()) {

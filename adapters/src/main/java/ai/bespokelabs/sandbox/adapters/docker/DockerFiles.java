@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
+import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.TarGz;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
@@ -15,6 +16,8 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.file.OpenOptions;
+import io.vertx.core.streams.WriteStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -261,9 +264,9 @@ final class DockerFiles implements FileSystem {
    */
   @Override
   public Future<FileWriter> openArchiveWrite(FileOp op) {
-    return at(op, p -> UploadSpool.open(engine.vertx(), "upload-").map(spool -> new SpooledWriter(spool, () ->
+    return at(op, p -> SpooledWriter.open(engine.vertx().fileSystem(), "upload-", (spool, size) ->
         // the check reads the whole spool: a worker's job, not the event loop's
-        engine.vertx().executeBlocking(() -> TarGz.check(Path.of(spool.path())), false)
+        engine.vertx().executeBlocking(() -> TarGz.check(spool), false)
             .compose(entries -> script(op, MAKE_DIR, p))
             .compose(made -> {
               if (made.exitCode() == 45) {
@@ -272,10 +275,10 @@ final class DockerFiles implements FileSystem {
               if (made.exitCode() != 0) {
                 return commandFailed();
               }
-              return put(op.providerResourceId(), p, spool.size(), req -> spool.sendTo(req).compose(v -> req.end()));
+              return put(op.providerResourceId(), p, size, req -> sendTo(spool, req).compose(v -> req.end()));
             })
             .map(v -> new FileEntry(Path.of(p).getFileName() == null ? "" : Path.of(p).getFileName().toString(), p,
-                true, 0, 0755, Instant.now())))));
+                true, 0, 0755, Instant.now()))));
   }
 
   /**
@@ -289,8 +292,7 @@ final class DockerFiles implements FileSystem {
         return Future.failedFuture(SandboxPaths.isDirectory());
       }
       boolean executable = op.executable();
-      return UploadSpool.open(engine.vertx(), "docker-upload-").map(spool -> new SpooledWriter(spool, () -> {
-        long size = spool.size();
+      return SpooledWriter.open(engine.vertx().fileSystem(), "docker-upload-", (spool, size) -> {
         String name = Path.of(p).getFileName().toString();
         TarArchiveEntry entry = new TarArchiveEntry(name);
         entry.setSize(size);
@@ -309,9 +311,9 @@ final class DockerFiles implements FileSystem {
           }
           String parent = Path.of(p).getParent().toString();
           return put(op.providerResourceId(), parent, 512 + size + padding + 1024, req -> req.write(Buffer.buffer(header))
-              .compose(v -> spool.sendTo(req)).compose(v -> req.end(Buffer.buffer(new byte[padding + 1024]))));
+              .compose(v -> sendTo(spool, req)).compose(v -> req.end(Buffer.buffer(new byte[padding + 1024]))));
         }).map(v -> new FileEntry(name, p, false, size, executable ? 0755 : 0644, now));
-      }));
+      });
     });
   }
 
@@ -323,29 +325,9 @@ final class DockerFiles implements FileSystem {
             : Future.failedFuture(engine.statusFailure("files", r, ErrorCode.COMMAND_FAILED)));
   }
 
-  /** An upload spooled as it arrives and handed to {@code commit} whole; the spool is gone afterwards. */
-  private static final class SpooledWriter implements FileWriter {
-    private final UploadSpool spool;
-    private final java.util.function.Supplier<Future<FileEntry>> commit;
-
-    SpooledWriter(UploadSpool spool, java.util.function.Supplier<Future<FileEntry>> commit) {
-      this.spool = spool;
-      this.commit = commit;
-    }
-
-    @Override
-    public Future<Void> write(Buffer data) {
-      return spool.write(data);
-    }
-
-    @Override
-    public Future<FileEntry> commit() {
-      return spool.finish().compose(v -> commit.get()).eventually(spool::discard);
-    }
-
-    @Override
-    public Future<Void> abort() {
-      return spool.discard();
-    }
+  /** Streams the spooled bytes into {@code out} (which is not ended), at the pace it takes them. */
+  private Future<Void> sendTo(Path spool, WriteStream<Buffer> out) {
+    return engine.vertx().fileSystem().open(spool.toString(), new OpenOptions().setRead(true).setWrite(false))
+        .compose(in -> in.pipe().endOnSuccess(false).to(out).eventually(() -> in.close().otherwiseEmpty()));
   }
 }

@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bClient.Envd;
+import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
@@ -15,7 +16,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.file.AsyncFile;
 import io.vertx.core.file.OpenOptions;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpMethod;
@@ -23,8 +23,6 @@ import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -32,14 +30,13 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * One upload. envd writes in place, so chunks are spooled to a private temporary file on this node first
- * (written asynchronously, each write completing once the bytes are in the file); {@link #commit} streams
- * the spool to a hidden name beside the target ({@code POST /files} with its Content-Length, read from disk
- * as the connection takes it), makes it executable when asked (envd has no chmod: a {@code chmod} program
- * runs in the sandbox) and renames it over the target. Until that rename nothing is visible at the path,
- * and a failure removes the hidden file again; the spool is deleted after commit, on abort, and when commit
- * fails.
+ * ({@link SpooledWriter}); at commit the spool is streamed to a hidden name beside the target ({@code POST
+ * /files} with its Content-Length, read from disk as the connection takes it), made executable when asked (envd
+ * has no chmod: a {@code chmod} program runs in the sandbox) and renamed over the target. Until that rename
+ * nothing is visible at the path, and a failure removes the hidden file again; the spool is deleted after
+ * commit, on abort, and when commit fails.
  */
-final class E2bUpload implements FileWriter {
+final class E2bUpload {
   /** The slowest upload rate a commit waits for, on top of the request timeout. */
   static final long MIN_UPLOAD_BYTES_PER_SEC = 1L << 20;
   static final String TEMP_PREFIX = ".bespoke-upload-";
@@ -50,74 +47,29 @@ final class E2bUpload implements FileWriter {
   private final E2bExecutions executions;
   private final Envd envd;
   private final FileOp op;
-  private final String spool;
-  private final AsyncFile file;
-  private long size;
-  private boolean done;
 
-  private E2bUpload(E2bClient client, E2bFiles files, E2bExecutions executions, Envd envd, FileOp op, String spool,
-      AsyncFile file) {
+  private E2bUpload(E2bClient client, E2bFiles files, E2bExecutions executions, Envd envd, FileOp op) {
     this.client = client;
     this.vertx = client.vertx();
     this.files = files;
     this.executions = executions;
     this.envd = envd;
     this.op = op;
-    this.spool = spool;
-    this.file = file;
   }
 
   /** A new upload to {@code op.path()}, its spool created. */
   static Future<FileWriter> open(E2bClient client, E2bFiles files, E2bExecutions executions, Envd envd, FileOp op) {
-    var fs = client.vertx().fileSystem();
-    return fs.createTempFile("e2b-upload-", ".part", "rw-------").compose(spool ->
-        fs.open(spool, new OpenOptions().setWrite(true).setCreate(false).setTruncateExisting(true))
-            .<FileWriter>map(file -> new E2bUpload(client, files, executions, envd, op, spool, file))
-            .recover(t -> fs.delete(spool).transform(deleted -> Future.failedFuture(t))));
-  }
-
-  /** The spool file (for tests). */
-  Path spool() {
-    return Path.of(spool);
-  }
-
-  @Override
-  public Future<Void> write(Buffer data) {
-    if (done) {
-      return Future.failedFuture(new IOException("upload already finished"));
-    }
-    size += data.length();
-    return file.write(data);
-  }
-
-  @Override
-  public Future<FileEntry> commit() {
-    if (done) {
-      return Future.failedFuture(new IOException("upload already finished"));
-    }
-    done = true;
-    return file.close().compose(closed -> place()).eventually(this::deleteSpool);
-  }
-
-  @Override
-  public Future<Void> abort() {
-    if (done) {
-      return Future.succeededFuture();
-    }
-    done = true;
-    return file.close().transform(closed -> deleteSpool());
-  }
-
-  private Future<Void> deleteSpool() {
-    return vertx.fileSystem().delete(spool).otherwiseEmpty();
+    E2bUpload upload = new E2bUpload(client, files, executions, envd, op);
+    return SpooledWriter.open(client.vertx().fileSystem(), "e2b-upload-",
+        (spool, size) -> upload.place(spool.toString(), size));
   }
 
   /** Places the spool: beside the target, made executable if asked, then renamed into place. */
-  private Future<FileEntry> place() {
+  private Future<FileEntry> place(String spool, long size) {
     String path = op.path();
     String hidden = path.substring(0, path.lastIndexOf('/') + 1) + TEMP_PREFIX + UUID.randomUUID();
     String[] placed = {hidden};
-    return send(hidden)
+    return send(spool, size, hidden)
         .compose(written -> {
           placed[0] = written;
           return op.executable() ? chmod(written) : Future.succeededFuture();
@@ -140,7 +92,7 @@ final class E2bUpload implements FileWriter {
    * {@code POST /files} of the spool as {@code application/octet-stream} with its length, read from disk
    * as the connection takes it; completes with the path envd wrote (absolute).
    */
-  private Future<String> send(String target) {
+  private Future<String> send(String spool, long size, String target) {
     RequestOptions options = client.envdOptions(envd, HttpMethod.POST, "/files?path=" + E2bFiles.query(target))
         .putHeader("Content-Type", "application/octet-stream")
         .putHeader("Content-Length", String.valueOf(size));

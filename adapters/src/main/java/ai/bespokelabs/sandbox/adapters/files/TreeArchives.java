@@ -11,8 +11,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.file.AsyncFile;
-import io.vertx.core.file.OpenOptions;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -71,10 +69,8 @@ public final class TreeArchives {
       return Future.failedFuture(new IllegalStateException("archives are written from a Vert.x context"));
     }
     Vertx vertx = context.owner();
-    return vertx.fileSystem().createTempFile("archive-", ".part", "rw-------").compose(spool ->
-        vertx.fileSystem().open(spool, new OpenOptions().setWrite(true).setCreate(false).setTruncateExisting(true))
-            .<FileWriter>map(file -> new TreeWriter(vertx, fs, op, spool, file))
-            .recover(t -> vertx.fileSystem().delete(spool).transform(deleted -> Future.failedFuture(t))));
+    return SpooledWriter.open(vertx.fileSystem(), "archive-",
+        (spool, size) -> new Extraction(vertx, fs, op).commit(spool));
   }
 
   private static FileOp sibling(FileOp op, String kind, String path, boolean executable) {
@@ -374,55 +370,30 @@ public final class TreeArchives {
     }
   }
 
-  /** An upload: spooled, checked whole at commit, then written file by file. */
-  static final class TreeWriter implements FileWriter {
+  /** An upload's commit: the spooled archive checked whole, then written file by file. */
+  private static final class Extraction {
     private final Vertx vertx;
     private final FileSystem fs;
     private final FileOp op;
-    private final String spool;
-    private final AsyncFile file;
-    private boolean done;
 
-    TreeWriter(Vertx vertx, FileSystem fs, FileOp op, String spool, AsyncFile file) {
+    Extraction(Vertx vertx, FileSystem fs, FileOp op) {
       this.vertx = vertx;
       this.fs = fs;
       this.op = op;
-      this.spool = spool;
-      this.file = file;
     }
 
-    /** The spool file (for tests). */
-    Path spool() {
-      return Path.of(spool);
-    }
-
-    @Override
-    public Future<Void> write(Buffer data) {
-      if (done) {
-        return Future.failedFuture(new IOException("upload already finished"));
-      }
-      return file.write(data);
-    }
-
-    @Override
-    public Future<FileEntry> commit() {
-      if (done) {
-        return Future.failedFuture(new IOException("upload already finished"));
-      }
-      done = true;
-      Path path = Path.of(spool);
-      return file.close()
-          .compose(closed -> vertx.executeBlocking(() -> {
-            TarGz.check(path);
-            return TarGz.open(path);
-          }, false))
+    Future<FileEntry> commit(Path spool) {
+      return vertx.executeBlocking(() -> {
+            TarGz.check(spool);
+            return TarGz.open(spool);
+          }, false)
           .compose(tar -> extract(tar).eventually(() -> vertx.executeBlocking(() -> {
             tar.close();
             return null;
           }, false)))
           .compose(extracted -> fs.list(sibling(op, "list", op.path(), false)))
-          .map(listed -> new FileEntry("", op.path(), true, 0, 0755, listed.isEmpty() ? null : listed.get(0).modified()))
-          .eventually(this::deleteSpool);
+          .map(listed -> new FileEntry("", op.path(), true, 0, 0755,
+              listed.isEmpty() ? null : listed.get(0).modified()));
     }
 
     /** Writes each regular file of the checked archive, in order. */
@@ -454,19 +425,6 @@ public final class TreeArchives {
               .compose(written -> w.commit())
               .recover(t -> w.abort().transform(aborted -> Future.failedFuture(t)))
               .mapEmpty());
-    }
-
-    @Override
-    public Future<Void> abort() {
-      if (done) {
-        return Future.succeededFuture();
-      }
-      done = true;
-      return file.close().transform(closed -> deleteSpool());
-    }
-
-    private Future<Void> deleteSpool() {
-      return vertx.fileSystem().delete(spool).otherwiseEmpty();
     }
   }
 }

@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
+import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
@@ -169,7 +170,7 @@ final class BlockingE2b implements AutoCloseable {
     }
 
     Path spool() {
-      return ((E2bUpload) writer).spool();
+      return ((SpooledWriter) writer).spool();
     }
 
     @Override

@@ -99,7 +99,7 @@ class TreeArchivesTest {
   /** Uploads the archive in pieces and commits it; the spool is gone afterwards, whatever the outcome. */
   static void upload(MemoryFileSystem fs, String path, byte[] tgz, int piece) {
     FileWriter writer = on(() -> fs.openArchiveWrite(op(path)));
-    Path spool = ((TreeArchives.TreeWriter) writer).spool();
+    Path spool = ((SpooledWriter) writer).spool();
     assertThat(spool).exists();
     try {
       for (int i = 0; i < tgz.length; i += piece) {
@@ -178,7 +178,7 @@ class TreeArchivesTest {
     fs.mkdirs("/dst");
     FileWriter writer = on(() -> fs.openArchiveWrite(op("/dst")));
     on(() -> writer.write(Buffer.buffer(tgz(Map.of("a.txt", "x")))));
-    Path spool = ((TreeArchives.TreeWriter) writer).spool();
+    Path spool = ((SpooledWriter) writer).spool();
     assertThat(spool).isNotEmptyFile();
     on(writer::abort);
     on(writer::abort);
