@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
 import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.http.ClientContext;
+import ai.bespokelabs.sandbox.adapters.sim.OnContext;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
@@ -20,9 +20,6 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -41,16 +38,7 @@ final class BlockingDaytona implements AutoCloseable {
 
   /** Runs {@code call} on the backend's context and waits for its outcome. */
   <T> T on(Supplier<Future<T>> call) {
-    try {
-      return ClientContext.run(context, call).toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new IllegalStateException(e.getCause());
-    } catch (InterruptedException | TimeoutException e) {
-      throw new IllegalStateException(e);
-    }
+    return OnContext.await(context, call);
   }
 
   BlockingDaytona pageSize(int size) {

@@ -4,7 +4,7 @@ import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
 import ai.bespokelabs.sandbox.adapters.host.ExecHandle;
-import ai.bespokelabs.sandbox.adapters.http.ClientContext;
+import ai.bespokelabs.sandbox.adapters.sim.OnContext;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
@@ -25,9 +25,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -45,16 +42,7 @@ final class BlockingE2b implements AutoCloseable {
   }
 
   <T> T await(Supplier<Future<T>> work) {
-    try {
-      return ClientContext.run(context, work).toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new IllegalStateException(e.getCause());
-    } catch (InterruptedException | TimeoutException e) {
-      throw new IllegalStateException(e);
-    }
+    return OnContext.await(context, work);
   }
 
   String create(CreateSandbox request) {
