@@ -4,7 +4,6 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.outbox.OutboxConsumer;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
-import io.vertx.pgclient.pubsub.PgSubscriber;
 import io.vertx.sqlclient.Pool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +23,7 @@ public final class LedgerVerticle extends VerticleBase {
 
   private final OutboxConsumer consumer;
   private final Wakeups wakeups;
-  private PgSubscriber subscriber;
+  private Wakeups.Listening subscriber;
   private boolean running;
   private boolean stopping;
   private Future<Integer> current = Future.succeededFuture(0);

@@ -16,7 +16,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.pgclient.pubsub.PgSubscriber;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -56,7 +55,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private final AlertEvaluator alerts;
   private boolean reconciling;
   private final String owner;
-  private PgSubscriber subscriber;
+  private Wakeups.Listening subscriber;
   private long periodic = -1;
   private long deadlineTimer = -1;
   private boolean sweeping;

@@ -4,6 +4,7 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.pgclient.pubsub.PgChannel;
 import io.vertx.pgclient.pubsub.PgSubscriber;
 
 /**
@@ -11,6 +12,9 @@ import io.vertx.pgclient.pubsub.PgSubscriber;
  * notifies (a trigger, migration V10) {@link #LEDGER}, and {@link #SUPERVISOR} when it wrote a sandbox event.
  * Listeners on every node hear them. A wake-up only says "look again": a lost one delays work until the
  * listener's periodic backstop.
+ *
+ * <p>The listeners of one node share one connection: PostgreSQL signals every listening connection at each
+ * notifying commit, so each more connection would cost every write another backend woken.
  */
 public final class Wakeups {
   /** Any lifecycle event was written. */
@@ -20,23 +24,54 @@ public final class Wakeups {
   static final long RECONNECT_MS = 1_000;
 
   private final PgConnectOptions connect;
+  private PgSubscriber subscriber;
+  private Future<PgSubscriber> connected;
+  private int listeners;
+
+  /** One channel listened to; closing the last one closes the shared connection. */
+  public interface Listening {
+    Future<Void> close();
+  }
 
   public Wakeups(PgConnectOptions connect) {
     this.connect = new PgConnectOptions(connect);
   }
 
   /**
-   * Listens on {@code channel} over a connection of its own, reconnecting after {@link #RECONNECT_MS} when it is
-   * lost. {@code onWake} runs on the caller's context for each notification and after each (re)subscription,
-   * since notifications sent while disconnected are lost. The caller closes the subscriber it is given.
+   * Listens on {@code channel}, reconnecting after {@link #RECONNECT_MS} when the connection is lost.
+   * {@code onWake} runs on the caller's context for each notification and after each (re)subscription, since
+   * notifications sent while disconnected are lost. The caller closes what it is given.
    */
-  public Future<PgSubscriber> listen(Vertx vertx, String channel, Runnable onWake) {
+  public synchronized Future<Listening> listen(Vertx vertx, String channel, Runnable onWake) {
     Context context = vertx.getOrCreateContext();
-    PgSubscriber subscriber = PgSubscriber.subscriber(vertx, connect).reconnectPolicy(retries -> RECONNECT_MS);
-    subscriber.channel(channel)
+    if (subscriber == null) {
+      subscriber = PgSubscriber.subscriber(vertx, connect).reconnectPolicy(retries -> RECONNECT_MS);
+      connected = null;
+    }
+    PgSubscriber shared = subscriber;
+    PgChannel ch = shared.channel(channel)
         .subscribeHandler(v -> context.runOnContext(x -> onWake.run()))
         .handler(payload -> context.runOnContext(x -> onWake.run()));
-    return subscriber.connect().map(subscriber)
-        .recover(e -> subscriber.close().transform(ar -> Future.failedFuture(e)));
+    listeners++;
+    if (connected == null) {
+      connected = shared.connect().map(shared);
+    }
+    java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+    Listening listening = () -> open.compareAndSet(true, false) ? release(shared, ch) : Future.succeededFuture();
+    return connected.<Listening>map(listening)
+        .recover(e -> listening.close().transform(ar -> Future.failedFuture(e)));
+  }
+
+  private synchronized Future<Void> release(PgSubscriber shared, PgChannel ch) {
+    if (shared != subscriber) {
+      return Future.succeededFuture(); // its connection is closed already
+    }
+    ch.handler(null); // stops listening on the channel
+    if (--listeners > 0) {
+      return Future.succeededFuture();
+    }
+    subscriber = null;
+    connected = null;
+    return shared.close();
   }
 }
