@@ -9,7 +9,8 @@ import io.vertx.pgclient.pubsub.PgSubscriber;
 
 /**
  * The wake-ups PostgreSQL sends the outbox's consumers: every transaction appending to {@code lifecycle_events}
- * notifies (a trigger, migration V10) {@link #LEDGER}, and {@link #SUPERVISOR} when it wrote a sandbox event.
+ * notifies (triggers, migration V10) {@link #LEDGER} (unless it only started an execution, which the ledger
+ * passes over), and {@link #SUPERVISOR} when it wrote a sandbox event.
  * Listeners on every node hear them. A wake-up only says "look again": a lost one delays work until the
  * listener's periodic backstop.
  *
