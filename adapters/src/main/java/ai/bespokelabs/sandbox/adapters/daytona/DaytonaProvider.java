@@ -28,6 +28,7 @@ import java.util.Set;
  * </ul>
  */
 public final class DaytonaProvider implements Backend {
+  private final Parts parts;
   public static final String BACKEND = "daytona";
   static final String LABEL_MANAGED = "bespokelabs.ai/managed";
   static final String LABEL_SANDBOX = "bespokelabs.ai/sandbox-id";
@@ -51,12 +52,18 @@ public final class DaytonaProvider implements Backend {
     this.inventory = new DaytonaInventory(client, sandboxes, pricing, clock);
     this.files = new DaytonaFiles(vertx, client, sandboxes);
     this.metrics = new DaytonaMetrics(client, sandboxes, clock);
+    this.parts = new Parts(lifecycle, executions, inventory, files, metrics);
   }
 
   /** Sandboxes per list page (Daytona allows up to 200); smaller in tests to cross pages. */
   DaytonaProvider pageSize(int size) {
     sandboxes.pageSize(size);
     return this;
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
   }
 
   @Override
@@ -78,31 +85,6 @@ public final class DaytonaProvider implements Backend {
   public Future<Void> start(Context context) {
     client.useContext(context);
     return Future.succeededFuture();
-  }
-
-  @Override
-  public Lifecycle lifecycle() {
-    return lifecycle;
-  }
-
-  @Override
-  public Executions executions() {
-    return executions;
-  }
-
-  @Override
-  public Inventory inventory() {
-    return inventory;
-  }
-
-  @Override
-  public FileSystem files() {
-    return files;
-  }
-
-  @Override
-  public Metrics metrics() {
-    return metrics;
   }
 
   @Override

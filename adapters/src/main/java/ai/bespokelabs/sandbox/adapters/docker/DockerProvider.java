@@ -43,6 +43,7 @@ import org.slf4j.LoggerFactory;
  * ours and an ambiguous create is cleaned up by label.
  */
 public final class DockerProvider implements Backend, Lifecycle {
+  private final Parts parts;
   public static final String BACKEND = "docker";
   public static final String DEFAULT_IMAGE = "python:3.12-slim";
   static final String LABEL = "ai.bespokelabs.sandbox.";
@@ -75,6 +76,12 @@ public final class DockerProvider implements Backend, Lifecycle {
     this.inventory = new DockerInventory(engine);
     this.files = new DockerFiles(engine, executions);
     this.metrics = new DockerMetrics(engine);
+    this.parts = new Parts(this, executions, inventory, files, metrics);
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
   }
 
   @Override
@@ -103,31 +110,6 @@ public final class DockerProvider implements Backend, Lifecycle {
   public Future<Void> start(Context context) {
     engine.useContext(context);
     return Future.succeededFuture();
-  }
-
-  @Override
-  public Lifecycle lifecycle() {
-    return this;
-  }
-
-  @Override
-  public Executions executions() {
-    return executions;
-  }
-
-  @Override
-  public Inventory inventory() {
-    return inventory;
-  }
-
-  @Override
-  public FileSystem files() {
-    return files;
-  }
-
-  @Override
-  public Metrics metrics() {
-    return metrics;
   }
 
   @Override

@@ -25,6 +25,7 @@ import java.util.TreeMap;
  * after a restart), so any node can serve any E2B sandbox.
  */
 public final class E2bProvider implements Backend {
+  private final Parts parts;
   public static final String BACKEND = "e2b";
   /** Metadata keys stamped on every sandbox (E2B metadata is a flat string map). */
   static final String META_SCOPE = "bespoke_scope";
@@ -48,6 +49,12 @@ public final class E2bProvider implements Backend {
     this.executions = new E2bExecutions(client);
     this.files = new E2bFiles(client, executions);
     this.metrics = new E2bMetrics(client, clock);
+    this.parts = new Parts(lifecycle, executions, lifecycle, files, metrics);
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
   }
 
   @Override
@@ -63,31 +70,6 @@ public final class E2bProvider implements Backend {
   @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.METRICS, Capability.ADOPT, Capability.PROVIDER_TIMEOUT);
-  }
-
-  @Override
-  public Lifecycle lifecycle() {
-    return lifecycle;
-  }
-
-  @Override
-  public Executions executions() {
-    return executions;
-  }
-
-  @Override
-  public Inventory inventory() {
-    return lifecycle;
-  }
-
-  @Override
-  public FileSystem files() {
-    return files;
-  }
-
-  @Override
-  public Metrics metrics() {
-    return metrics;
   }
 
   /** E2B's metadata filter: {@code k=v&k2=v2} with each key and value URL-encoded. */

@@ -48,6 +48,7 @@ import java.util.concurrent.TimeUnit;
  * the program does not read, so a bounded pool there would let a few programs hold up every tenant's calls.
  */
 public final class BlockingBackend implements Backend, Lifecycle, Executions, Inventory, FileSystem, Metrics {
+  private final Parts parts = new Parts(this, this, this, this, this);
   /** Threads for file work; the adapter admits a quarter of them per organization. */
   public static final int FILE_THREADS = Math.max(16, 4 * Runtime.getRuntime().availableProcessors());
 
@@ -63,6 +64,11 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
   /** The provider it serves (for node start-up work done directly on it). */
   public BlockingProvider provider() {
     return provider;
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
   }
 
   @Override
@@ -122,31 +128,6 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
 
   private <T> Future<T> file(Callable<T> work) {
     return filePool.executeBlocking(work, false);
-  }
-
-  @Override
-  public Lifecycle lifecycle() {
-    return this;
-  }
-
-  @Override
-  public Executions executions() {
-    return this;
-  }
-
-  @Override
-  public Inventory inventory() {
-    return this;
-  }
-
-  @Override
-  public FileSystem files() {
-    return this;
-  }
-
-  @Override
-  public Metrics metrics() {
-    return this;
   }
 
   // ---- lifecycle --------------------------------------------------------------------------------

@@ -41,20 +41,39 @@ public interface Backend {
     return Future.succeededFuture();
   }
 
-  Lifecycle lifecycle();
+  /** What implements each part of the SPI, built once; {@code files} and {@code metrics} are null unless declared. */
+  record Parts(Lifecycle lifecycle, Executions executions, Inventory inventory, FileSystem files, Metrics metrics) {}
 
-  Executions executions();
+  /** The objects implementing its parts. */
+  Parts parts();
 
-  Inventory inventory();
+  default Lifecycle lifecycle() {
+    return parts().lifecycle();
+  }
+
+  default Executions executions() {
+    return parts().executions();
+  }
+
+  default Inventory inventory() {
+    return parts().inventory();
+  }
 
   /** Present exactly when {@link Capability#FILES} is declared. */
   default FileSystem files() {
-    throw new IllegalStateException(name() + " does not declare " + Capability.FILES);
+    return declared(parts().files(), Capability.FILES);
   }
 
   /** Present exactly when {@link Capability#METRICS} is declared. */
   default Metrics metrics() {
-    throw new IllegalStateException(name() + " does not declare " + Capability.METRICS);
+    return declared(parts().metrics(), Capability.METRICS);
+  }
+
+  private <T> T declared(T part, Capability capability) {
+    if (part == null || !capabilities().contains(capability)) {
+      throw new IllegalStateException(name() + " does not declare " + capability);
+    }
+    return part;
   }
 
   /** Releases clients and threads; called once when the adapter stops. */
