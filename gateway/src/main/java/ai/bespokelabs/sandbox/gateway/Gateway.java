@@ -8,6 +8,7 @@ import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
+import ai.bespokelabs.sandbox.adapters.docker.DockerSettings;
 import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
 import ai.bespokelabs.sandbox.adapters.workspace.Materializer;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
@@ -95,7 +96,7 @@ public final class Gateway implements AutoCloseable {
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
-    out.add(new DockerProvider(vertx, settings));
+    out.add(new DockerProvider(vertx, DockerSettings.from(settings)));
     E2bSettings.from(settings).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {

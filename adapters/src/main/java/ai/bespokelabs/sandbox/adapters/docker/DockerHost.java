@@ -7,14 +7,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Where the Docker Engine API listens, from {@code DOCKER_HOST}: {@code unix:///path/to.sock} (the default
- * {@code /var/run/docker.sock}) or {@code tcp://host:port} (plain HTTP; TLS engines are not supported).
+ * Where the Docker Engine API listens, from {@code DOCKER_HOST}: {@code unix:///path/to.sock} or
+ * {@code tcp://host:port} (plain HTTP; TLS engines are not supported).
  */
 record DockerHost(Path socket, String host, int port) {
-  static final String DEFAULT = "unix:///var/run/docker.sock";
-
   static DockerHost parse(String value) {
-    String v = value == null || value.isBlank() ? DEFAULT : value.trim();
+    String v = value.trim();
     if (v.startsWith("/")) {
       return new DockerHost(Path.of(v), null, 0);
     }

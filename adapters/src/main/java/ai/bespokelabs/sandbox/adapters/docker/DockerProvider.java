@@ -11,7 +11,6 @@ import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
-import ai.bespokelabs.sandbox.core.config.ProviderSettings;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -45,7 +44,6 @@ import org.slf4j.LoggerFactory;
 public final class DockerProvider implements Backend, Lifecycle {
   private final Parts parts;
   public static final String BACKEND = "docker";
-  public static final String DEFAULT_IMAGE = "python:3.12-slim";
   static final String LABEL = "ai.bespokelabs.sandbox.";
   static final String MANAGED = LABEL + "managed";
   static final String ORGANIZATION = LABEL + "organization";
@@ -69,9 +67,9 @@ public final class DockerProvider implements Backend, Lifecycle {
   private final DockerMetrics metrics;
   private final String defaultImage;
 
-  public DockerProvider(Vertx vertx, ProviderSettings settings) {
-    this.engine = new DockerEngine(vertx, DockerHost.parse(settings.get("DOCKER_HOST", DockerHost.DEFAULT)), BACKEND);
-    this.defaultImage = settings.get("BESPOKE_DOCKER_IMAGE", DEFAULT_IMAGE);
+  public DockerProvider(Vertx vertx, DockerSettings settings) {
+    this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
+    this.defaultImage = settings.image();
     this.executions = new DockerExecutions(engine);
     this.inventory = new DockerInventory(engine);
     this.files = new DockerFiles(engine, executions);

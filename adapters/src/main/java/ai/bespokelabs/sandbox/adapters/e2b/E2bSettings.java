@@ -8,11 +8,12 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * The E2B backend's settings, under the variable names E2B's own SDKs read where they exist.
+ * The E2B backend's settings ({@code providers.e2b} in {@code conf/gateway.json}, which holds the defaults),
+ * under the variable names E2B's own SDKs read where they exist.
  *
  * @param apiUrl control plane base URL ({@code E2B_API_URL}, else {@code https://api.<domain>})
  * @param apiKey team API key ({@code E2B_API_KEY}), sent as {@code X-API-Key}
- * @param domain sandbox domain ({@code E2B_DOMAIN}, default {@code e2b.app}) when a sandbox names none
+ * @param domain sandbox domain ({@code E2B_DOMAIN}) when a sandbox names none
  * @param sandboxUrl envd base URL for every sandbox ({@code E2B_SANDBOX_URL}), or null for
  *     {@code https://sandbox.<domain>}; the sandbox is named by headers either way
  * @param template template used when a create names no template, snapshot or image ({@code E2B_TEMPLATE})
@@ -24,12 +25,6 @@ import java.util.Optional;
  */
 public record E2bSettings(String apiUrl, Secret apiKey, String domain, String sandboxUrl, String template,
     String scope, int sandboxTimeoutSecs, Duration requestTimeout) {
-  public static final String DEFAULT_DOMAIN = "e2b.app";
-  public static final String DEFAULT_TEMPLATE = "base";
-  public static final String DEFAULT_SCOPE = "default";
-  public static final int DEFAULT_SANDBOX_TIMEOUT_SECS = 3600;
-  public static final int DEFAULT_REQUEST_TIMEOUT_SECS = 30;
-
   public E2bSettings {
     Objects.requireNonNull(apiUrl, "apiUrl");
     Objects.requireNonNull(apiKey, "apiKey");
@@ -43,23 +38,20 @@ public record E2bSettings(String apiUrl, Secret apiKey, String domain, String sa
     if (key.isEmpty()) {
       return Optional.empty();
     }
-    String domain = p.get("E2B_DOMAIN", DEFAULT_DOMAIN);
+    String domain = p.value("E2B_DOMAIN");
     return Optional.of(new E2bSettings(
-        p.get("E2B_API_URL", "https://api." + domain),
+        p.get("E2B_API_URL").orElse("https://api." + domain),
         key.get(),
         domain,
         p.get("E2B_SANDBOX_URL").orElse(null),
-        p.get("E2B_TEMPLATE", DEFAULT_TEMPLATE),
-        p.get("E2B_SCOPE", DEFAULT_SCOPE),
-        positive(p, "E2B_SANDBOX_TIMEOUT_SECS", DEFAULT_SANDBOX_TIMEOUT_SECS),
-        Duration.ofSeconds(positive(p, "E2B_REQUEST_TIMEOUT_SECS", DEFAULT_REQUEST_TIMEOUT_SECS))));
+        p.value("E2B_TEMPLATE"),
+        p.value("E2B_SCOPE"),
+        positive(p, "E2B_SANDBOX_TIMEOUT_SECS"),
+        Duration.ofSeconds(positive(p, "E2B_REQUEST_TIMEOUT_SECS"))));
   }
 
-  private static int positive(ProviderSettings p, String name, int fallback) {
-    String raw = p.get(name, null);
-    if (raw == null) {
-      return fallback;
-    }
+  private static int positive(ProviderSettings p, String name) {
+    String raw = p.value(name);
     try {
       int v = Integer.parseInt(raw);
       if (v > 0) {

@@ -43,8 +43,7 @@ class DockerProviderTest {
   static void start() {
     engine = TestEngine.get();
     vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setPreferNativeTransport(true));
-    provider = new DockerProvider(vertx, ProviderSettings.from(Map.of("DOCKER_HOST", engine.dockerHost(),
-        "BESPOKE_DOCKER_IMAGE", TestEngine.IMAGE)));
+    provider = new DockerProvider(vertx, new DockerSettings(engine.dockerHost(), TestEngine.IMAGE));
     await(provider.start(vertx.getOrCreateContext()));
   }
 
@@ -349,8 +348,8 @@ class DockerProviderTest {
 
   @Test
   void an_engine_that_is_not_there_is_reported_in_the_error_contract() {
-    DockerProvider none = new DockerProvider(vertx, ProviderSettings.from(Map.of("DOCKER_HOST",
-        "unix:///nonexistent/docker.sock")));
+    DockerProvider none = new DockerProvider(vertx, DockerSettings.from(ProviderSettings.withDefaults(
+        Map.of("DOCKER_HOST", "unix:///nonexistent/docker.sock"))));
     assertThatThrownBy(() -> await(none.lifecycle().create(new CreateSandbox("sbx_x", "org_a", "docker", "t",
         config(null, null, null)))))
         .isInstanceOfSatisfying(ProviderException.class,

@@ -798,9 +798,9 @@ class E2bProviderTest {
 
   @Test
   void settings_come_from_the_providers_variables_and_never_print_the_key() {
-    var none = ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of("E2B_DOMAIN", "example.test"));
+    var none = ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of("E2B_DOMAIN", "example.test"));
     assertThat(E2bSettings.from(none)).isEmpty();
-    E2bSettings s = E2bSettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(
+    E2bSettings s = E2bSettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(
         Map.of("E2B_API_KEY", "e2b_secret_value", "E2B_DOMAIN", "example.test"))).orElseThrow();
     assertThat(s.apiUrl()).isEqualTo("https://api.example.test");
     assertThat(s.sandboxUrl()).isNull();

@@ -85,13 +85,26 @@ public final class ConfigLoader {
     return load(Optional.empty(), List.of(variables(given)), home);
   }
 
+  /**
+   * The provider settings of {@code overrides} (by variable name) over the defaults, merged as a full load
+   * merges them; for a backend built on its own, as its tests do.
+   */
+  static ProviderSettings providerSettings(Map<String, String> overrides) {
+    JsonObject merged = retrieve(List.of(defaults(), variables(overrides)), Optional.empty());
+    return ProviderSettings.from(Variables.byVariable(merged), DEFAULT_VALUES);
+  }
+
   private static GatewayConfig load(Optional<String> file, List<ConfigStoreOptions> overrides, String home) {
     List<ConfigStoreOptions> stores = new ArrayList<>();
-    stores.add(new ConfigStoreOptions().setType("json").setConfig(DEFAULTS.copy()));
+    stores.add(defaults());
     file.ifPresent(path -> stores.add(new ConfigStoreOptions().setType("file").setFormat(ConfigFileFormat.NAME)
         .setConfig(new JsonObject().put("path", path))));
     stores.addAll(overrides);
     return build(Variables.byVariable(retrieve(stores, file)), home);
+  }
+
+  private static ConfigStoreOptions defaults() {
+    return new ConfigStoreOptions().setType("json").setConfig(DEFAULTS.copy());
   }
 
   private static ConfigStoreOptions variables(Map<String, String> values) {
@@ -169,7 +182,7 @@ public final class ConfigLoader {
             bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
             bool(v, "BESPOKE_GIT_ALLOW_PRIVATE")),
         new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
-        new ProvidersConfig(allowed, ProviderSettings.from(v)));
+        new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)));
   }
 
   private static List<String> backendList(String raw) {

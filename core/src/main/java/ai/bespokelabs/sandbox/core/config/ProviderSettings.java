@@ -8,31 +8,41 @@ import java.util.TreeMap;
 /**
  * Each provider's settings ({@code providers.docker}, {@code providers.e2b}, ... in {@code conf/gateway.json}),
  * handed to the adapters under the providers' own variable names, e.g. {@code DOCKER_HOST},
- * {@code E2B_API_KEY}, {@code DAYTONA_API_URL}. Values may be credentials: {@link #toString} names the keys
- * only, and credentials are handed out as {@link Secret}s.
+ * {@code E2B_API_KEY}, {@code DAYTONA_API_URL}. Every setting the file gives a default has a value here (the
+ * adapters keep no defaults of their own). Values may be credentials: {@link #toString} names the keys only,
+ * and credentials are handed out as {@link Secret}s.
  */
 public final class ProviderSettings {
-  private static final ProviderSettings EMPTY = new ProviderSettings(Map.of());
-
   private final Map<String, String> values;
 
   private ProviderSettings(Map<String, String> values) {
     this.values = Map.copyOf(values);
   }
 
-  public static ProviderSettings empty() {
-    return EMPTY;
-  }
-
-  /** The provider variables among {@code all}; blank values count as unset. */
-  public static ProviderSettings from(Map<String, String> all) {
+  /**
+   * The provider variables among {@code all}, a blank or missing one taking its value from {@code defaults}
+   * (a setting still blank counts as unset).
+   */
+  static ProviderSettings from(Map<String, String> all, Map<String, String> defaults) {
     Map<String, String> picked = new TreeMap<>();
-    all.forEach((k, v) -> {
-      if (isProviderKey(k) && v != null && !v.isBlank()) {
+    Variables.KEYS.keySet().stream().filter(ProviderSettings::isProviderKey).forEach(k -> {
+      String v = all.get(k);
+      if (v == null || v.isBlank()) {
+        v = defaults.get(k);
+      }
+      if (v != null && !v.isBlank()) {
         picked.put(k, v.trim());
       }
     });
     return new ProviderSettings(picked);
+  }
+
+  /**
+   * The settings of {@code overrides} (by variable name; others are ignored) over the defaults of
+   * {@code conf/gateway.json}, loaded as the gateway loads them; for a backend built on its own.
+   */
+  public static ProviderSettings withDefaults(Map<String, String> overrides) {
+    return ConfigLoader.providerSettings(overrides);
   }
 
   /** Whether {@code key} is the variable of a provider's setting. */
@@ -40,13 +50,18 @@ public final class ProviderSettings {
     return Variables.isProviderVariable(key);
   }
 
-  /** A plain (non-secret) setting. */
+  /** A plain (non-secret) setting that may be unset. */
   public Optional<String> get(String key) {
     return Optional.ofNullable(values.get(key));
   }
 
-  public String get(String key, String fallback) {
-    return values.getOrDefault(key, fallback);
+  /** A plain setting that {@code conf/gateway.json} gives a default. */
+  public String value(String key) {
+    String v = values.get(key);
+    if (v == null) {
+      throw new ConfigException(key + " needs a value");
+    }
+    return v;
   }
 
   /** A credential. */

@@ -203,4 +203,22 @@ class ConfigLoaderTest {
     assertThat(c.providers().settings().get("UNRELATED")).isEmpty();
     assertThat(c.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
   }
+
+  /** A backend built on its own gets the defaults of conf/gateway.json under the settings it is given. */
+  @Test
+  void provider_settings_with_defaults_are_the_files_defaults_under_the_given_ones() {
+    ProviderSettings s = ProviderSettings.withDefaults(Map.of("E2B_DOMAIN", "example.test", "E2B_SCOPE", " ",
+        "E2B_API_KEY", "e2b-secret", "PORT", "1"));
+    assertThat(s.value("E2B_DOMAIN")).isEqualTo("example.test");
+    assertThat(s.value("E2B_SCOPE")).as("blank: the default").isEqualTo("default");
+    assertThat(s.value("DOCKER_HOST")).isEqualTo("unix:///var/run/docker.sock");
+    assertThat(s.value("DAYTONA_MAX_CONNECTIONS")).isEqualTo("32");
+    assertThat(s.get("DAYTONA_TARGET")).as("no default").isEmpty();
+    assertThat(s.get("PORT")).as("not a provider setting").isEmpty();
+    assertThat(s.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
+    assertThat(ProviderSettings.withDefaults(Map.of()).toString())
+        .isEqualTo(ConfigLoader.fromMap(Map.of(), "/home/u").providers().settings().toString());
+    assertThatThrownBy(() -> s.value("DAYTONA_TARGET")).isInstanceOf(ConfigException.class)
+        .hasMessageContaining("DAYTONA_TARGET needs a value");
+  }
 }
