@@ -159,8 +159,11 @@ class E2bGatewayTest {
 
     Resp r = keep(gw.post("/v1/reconciliation/e2b", org, null));
     assertThat(r.status()).isEqualTo(200);
-    assertThat(r.json().getInteger("updated")).isEqualTo(1);
-    assertThat(r.json().getInteger("missing")).isEqualTo(1);
+    // the supervisor reconciles every second here and may see the vanished sandbox first: this pass then finds
+    // nothing left to change; either way the sandbox ends failed with provider_missing
+    int updated = r.json().getInteger("updated");
+    assertThat(updated).isIn(0, 1);
+    assertThat(r.json().getInteger("missing")).isEqualTo(updated);
     JsonObject g = keep(gw.get("/v1/sandboxes/" + lost.getString("id"), org)).json();
     assertThat(g.getString("status")).isEqualTo("failed");
     assertThat(g.getBoolean("provider_missing")).isTrue();

@@ -67,10 +67,11 @@ public final class Wakeups {
     if (shared != subscriber) {
       return Future.succeededFuture(); // its connection is closed already
     }
-    ch.handler(null); // stops listening on the channel
     if (--listeners > 0) {
+      ch.handler(null); // stops listening on the channel; the connection serves the others
       return Future.succeededFuture();
     }
+    // the last one: closing the connection ends its listening (an UNLISTEN racing the close would fail)
     subscriber = null;
     connected = null;
     return shared.close();
