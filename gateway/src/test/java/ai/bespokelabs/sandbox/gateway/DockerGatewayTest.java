@@ -181,8 +181,9 @@ class DockerGatewayTest {
         .put("timeout_secs", 3));
     assertThat(created.status()).as(created.body()).isEqualTo(201);
     String id = created.json().getString("id");
+    // the command's own timeout is longer, so only the sandbox's deadline can end it
     Resp r = gw.post("/v1/sandboxes/" + id + "/execute", key,
-        new JsonObject().put("command", "echo started; sleep 30"));
+        new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 60));
     assertThat(r.json().getInteger("exit_code")).as(r.body()).isEqualTo(124);
     assertThat(r.json().getBoolean("timed_out")).isTrue();
     assertThat(r.json().getString("stdout")).isEqualTo("started\n");
