@@ -172,9 +172,9 @@ final class RayClient {
       e = ProviderError.of(ErrorCode.TIMEOUT, RayProvider.BACKEND, op, true, ProviderError.Outcome.UNKNOWN);
     } else if (status == 429 || status >= 502 && status <= 504) {
       e = ProviderError.of(opCode(op), RayProvider.BACKEND, op, true, ProviderError.Outcome.FAILED);
-      Long retryAfter = retryAfterMs(headers);
+      Long retryAfter = retryAfterSecs(headers);
       if (retryAfter != null) {
-        e = e.withContext("retry_after_ms", retryAfter);
+        e = e.withContext("retry_after_secs", retryAfter);
       }
     } else {
       e = ProviderError.of(opCode(op), RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
@@ -216,19 +216,19 @@ final class RayClient {
     };
   }
 
-  /** {@code Retry-After} (seconds or an HTTP date) in milliseconds; null without one. */
-  static Long retryAfterMs(MultiMap headers) {
+  /** {@code Retry-After} (seconds or an HTTP date) in seconds; null without one. */
+  static Long retryAfterSecs(MultiMap headers) {
     String v = headers == null ? null : headers.get("Retry-After");
     if (v == null) {
       return null;
     }
     v = v.trim();
     try {
-      return Math.max(0, Long.parseLong(v)) * 1000;
+      return Math.max(0, Long.parseLong(v));
     } catch (NumberFormatException notSeconds) {
       try {
         Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-        return Math.max(0, at.toEpochMilli() - Instant.now().toEpochMilli());
+        return Math.max(0, at.getEpochSecond() - Instant.now().getEpochSecond());
       } catch (RuntimeException notADate) {
         return null;
       }

@@ -241,7 +241,7 @@ final class RayExecution implements Execution {
   }
 
   private Future<Void> stopJob(String op) {
-    Future<Void> f = jobs.stop(submissionId, op);
+    Future<Void> f = jobs.stop(submissionId, op).mapEmpty();
     f.onFailure(t -> LOG.debug("Ray stop of {} failed: {}", submissionId,
         t instanceof ProviderException e ? e.error().code().wire() : t.getClass().getName()));
     client.vertx().setTimer(STOP_GRACE_MS, t -> {

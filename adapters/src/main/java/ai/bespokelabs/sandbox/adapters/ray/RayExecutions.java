@@ -61,20 +61,25 @@ final class RayExecutions implements Executions {
 
   /**
    * A submit whose answer was lost may have started the job: it is stopped once by its submission id (ours,
-   * so nothing else is touched) and the failure reports how that went.
+   * so nothing else is touched) and the failure's {@code cleanup_status} says how that went: {@code deleted}
+   * (the job was there and is stopped; its record goes with the sandbox), {@code not_found} or
+   * {@code unknown}.
    */
   private Future<RayClient.Resp> stopAfterLostSubmit(String submissionId, ProviderException lost) {
     return jobs.stop(submissionId, "execute").transform(ar -> Future.failedFuture(new ProviderException(
-        lost.error().withContext("cleanup_status", ar.succeeded() ? "stopped" : "failed"))));
+        lost.error().withContext("cleanup_status", ar.failed() ? "unknown" : ar.result() ? "deleted" : "not_found"))));
   }
 
   /** The job request: entrypoint, submission id, env, resources and metadata. */
   static JsonObject submission(ExecSandbox request, Sandbox sandbox) {
     List<String> argv = CommandLine.of(request.code(), request.language(), request.command(), request.args());
     String line = argv.stream().map(RayExecutions::quote).collect(Collectors.joining(" "));
+    String area = workingArea(request.sandboxId());
+    String cd = "mkdir -p " + area + " && cd " + area;
     if (request.cwd() != null && !request.cwd().isBlank()) {
-      line = "cd " + quote(request.cwd()) + " && " + line;
+      cd += " && cd " + quote(request.cwd());
     }
+    line = cd + " && " + line;
     Map<String, String> env = new TreeMap<>(sandbox.env());
     env.putAll(request.env());
     JsonObject metadata = new JsonObject().put(RaySandboxes.META_MANAGED, "true")
@@ -99,6 +104,14 @@ final class RayExecutions implements Executions {
       body.put("entrypoint_num_gpus", sandbox.gpus());
     }
     return body;
+  }
+
+  /**
+   * The sandbox's working area: a directory of its own in the temporary directory of the node running the
+   * entrypoint (the head node unless entrypoint resources place it elsewhere), every job's working directory.
+   */
+  static String workingArea(String sandboxId) {
+    return "\"${TMPDIR:-/tmp}\"/bespoke-ray/" + quote(sandboxId);
   }
 
   /** The job's submission id, from the execution id: a retried submit of one execution names the same job. */

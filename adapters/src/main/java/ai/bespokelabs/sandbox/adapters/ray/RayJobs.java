@@ -41,11 +41,11 @@ final class RayJobs {
     return ours(op).map(all -> all.stream().filter(j -> sandboxId.equals(RaySandboxes.sandboxOf(j))).toList());
   }
 
-  /** Stops a job; one already ended or gone is fine. */
-  Future<Void> stop(String submissionId, String op) {
+  /** Stops a job; one already ended or gone is fine. Completes with whether Ray knew the job. */
+  Future<Boolean> stop(String submissionId, String op) {
     return client.call(op, true, HttpMethod.POST, job(submissionId) + "/stop", null).compose(r -> {
       if (r.ok() || r.status() == 404) {
-        return Future.succeededFuture();
+        return Future.succeededFuture(r.ok());
       }
       return Future.failedFuture(RayClient.httpError(op, r.status(), r.headers()));
     });

@@ -85,7 +85,7 @@ final class RayLifecycle implements Lifecycle {
     String sandboxId = request.sandboxId();
     boolean known = sandboxes.ids().contains(sandboxId);
     return jobs.of(sandboxId, "destroy").compose(found -> {
-      List<Future<Void>> stops = new ArrayList<>();
+      List<Future<Boolean>> stops = new ArrayList<>();
       List<String> stopped = new ArrayList<>();
       for (JsonObject j : found) {
         if (!RaySandboxes.terminal(j.getString("status"))) {
