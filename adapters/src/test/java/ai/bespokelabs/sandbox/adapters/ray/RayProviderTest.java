@@ -242,8 +242,7 @@ class RayProviderTest {
     Capture sink = new Capture();
     ExecSandbox req = command("sbx_main", "echo go; sleep 31; echo not-reached", 20);
     Execution x = ray.start(req, sink);
-    Waits.upTo(10).untilAsserted(() -> assertThat(sim.job(RayExecutions.submissionId(req)).getString("status"))
-        .isEqualTo("RUNNING"));
+    Waits.upTo(10).untilAsserted(() -> assertThat(sim.log(RayExecutions.submissionId(req))).isEqualTo("go\n"));
     ray.on(() -> x.signal("TERM"));
     ExecResult r = sink.capture.await();
     assertThat(r.cancelled()).isTrue();
@@ -334,6 +333,11 @@ class RayProviderTest {
     assertThat(refused.code()).isEqualTo(ErrorCode.EXECUTION_FAILED);
     assertThat(refused.retryable()).isFalse();
     assertThat(refused.toString()).doesNotContain("injected failure");
+
+    sim.faults().drop(HttpMethod.GET, "/api/version", 1);
+    ProviderError dropped = error(ray::checkHealth);
+    assertThat(dropped.code()).isEqualTo(ErrorCode.CONNECTION);
+    assertThat(dropped.retryable()).isTrue();
 
     try (Driver impatient = driver(TOKEN, sim.url(), Duration.ofMillis(300))) {
       sim.faults().delay(HttpMethod.GET, "/api/jobs/", 1_500, 1);

@@ -48,7 +48,7 @@ import java.util.regex.Pattern;
  *
  * <p>Real where the adapter depends on it: an entrypoint is a real {@code /bin/sh -c} process (its own
  * directory, the runtime env's variables, stdout and stderr merged into one log as Ray does); a stop sends
- * {@code SIGTERM} to the process tree and {@code SIGKILL} after {@link #STOP_GRACE_MS}; statuses and
+ * {@code SIGTERM} to the job's process group and {@code SIGKILL} after {@link #STOP_GRACE_MS}; statuses and
  * messages are Ray's; the tail replays the log from its start and follows it, never faster than the socket
  * drains, and closes (1000) once the job is terminal. Faults ({@link #faults()}) apply per request.
  */
@@ -143,6 +143,12 @@ public final class RaySimulator implements AutoCloseable {
   public JsonObject submitted(String submissionId) {
     Job j = jobs.get(submissionId);
     return j == null ? null : j.request.copy();
+  }
+
+  /** A job's log so far, "" when there is no such job. */
+  public String log(String submissionId) {
+    Job j = jobs.get(submissionId);
+    return j == null ? "" : new String(j.log(0, Integer.MAX_VALUE), StandardCharsets.UTF_8);
   }
 
   /** Submits a job behind the adapter's back (another client of the cluster); returns its submission id. */
@@ -369,7 +375,8 @@ public final class RaySimulator implements AutoCloseable {
     void start() {
       try {
         Path dir = Files.createDirectories(root.resolve(submissionId));
-        ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", request.getString("entrypoint")).directory(dir.toFile())
+        ProcessBuilder pb = new ProcessBuilder("setsid", "/bin/sh", "-c",
+            request.getString("entrypoint")).directory(dir.toFile())
             .redirectErrorStream(true);
         JsonObject vars = request.getJsonObject("runtime_env", new JsonObject()).getJsonObject("env_vars",
             new JsonObject());
@@ -444,23 +451,21 @@ public final class RaySimulator implements AutoCloseable {
       return true;
     }
 
+    /** Signals the job's process group, as Ray kills a job's processes (the entrypoint runs under setsid). */
     void kill(boolean forcibly) {
       Process p = process;
       if (p == null || !p.isAlive()) {
         return;
       }
-      // the whole tree, as Ray kills the job's process group: the shell first, so it reports no child's death
-      List<ProcessHandle> tree = p.descendants().toList();
-      if (forcibly) {
-        p.destroyForcibly();
-      } else {
-        p.destroy();
-      }
-      tree.forEach(h -> {
-        if (forcibly) {
-          h.destroyForcibly();
-        } else {
-          h.destroy();
+      String pgid = "-" + p.pid();
+      Thread.ofVirtual().start(() -> {
+        try {
+          new ProcessBuilder("kill", forcibly ? "-KILL" : "-TERM", "--", pgid).redirectErrorStream(true)
+              .redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
+        } catch (IOException e) {
+          p.destroyForcibly();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
         }
       });
     }
