@@ -143,18 +143,27 @@ final class RayClient {
     }
   }
 
-  /** Opens the WebSocket at {@code path} (ws/wss on the dashboard's host and port) with the token. */
+  /**
+   * Opens the WebSocket at {@code path} (ws/wss on the dashboard's host and port) with the token. The
+   * handshake must complete within the request timeout (a socket that opens later is closed); an open socket
+   * has no idle timeout, since a job may print nothing for a long time.
+   */
   Future<WebSocket> websocket(String path) {
     URI u = URI.create(settings.address());
     boolean tls = "https".equals(u.getScheme());
     String prefix = u.getRawPath() == null ? "" : u.getRawPath();
     WebSocketConnectOptions o = new WebSocketConnectOptions().setHost(u.getHost())
         .setPort(u.getPort() == -1 ? (tls ? 443 : 80) : u.getPort()).setSsl(tls).setURI(prefix + path)
-        .setTimeout(requestTimeoutMs());
+        .setConnectTimeout(Math.min(10_000, requestTimeoutMs()));
     if (settings.token() != null) {
       o.addHeader("Authorization", "Bearer " + settings.token().reveal());
     }
-    return onContext(() -> ws.connect(o));
+    return onContext(() -> {
+      Future<WebSocket> connected = ws.connect(o);
+      Future<WebSocket> bounded = connected.timeout(requestTimeoutMs(), TimeUnit.MILLISECONDS);
+      bounded.onFailure(t -> connected.onSuccess(WebSocket::close));
+      return bounded;
+    });
   }
 
   /**

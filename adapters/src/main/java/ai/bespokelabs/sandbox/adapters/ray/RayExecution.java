@@ -111,6 +111,7 @@ final class RayExecution implements Execution {
     long start = offset;
     offset += b.length;
     if (offset > delivered) {
+      reconnects = 0; // new output: the tail works again
       int from = (int) Math.max(0, delivered - start);
       delivered = offset;
       last = sink.output(Stream.STDOUT, from == 0 ? b : Arrays.copyOfRange(b, from, b.length))
@@ -187,6 +188,10 @@ final class RayExecution implements Execution {
       code = 128 + signalNumber(signalled == null ? "TERM" : signalled);
     } else {
       code = -1;
+      if (job != null) {
+        // the job's end could not be followed: it is not left running unwatched
+        stopJob("execute");
+      }
     }
     boolean cancelled = signalled != null && !timedOut && code != 0;
     byte[] line = note;

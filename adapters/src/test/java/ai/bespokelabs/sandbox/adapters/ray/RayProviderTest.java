@@ -307,6 +307,20 @@ class RayProviderTest {
   }
 
   @Test
+  void a_job_silent_for_longer_than_the_request_timeout_keeps_its_one_tail() {
+    try (Driver quick = driver(TOKEN, sim.url(), Duration.ofSeconds(1))) {
+      quick.create(create("sbx_quiet", config(null)));
+      ExecSandbox req = command("sbx_quiet", "sleep 3; echo late", 20);
+      ExecResult r = quick.exec(req);
+      assertThat(r.stdout()).isEqualTo("late\n");
+      assertThat(r.exitCode()).isZero();
+      assertThat(sim.count(HttpMethod.GET, "/api/jobs/" + RayExecutions.submissionId(req) + "/logs/tail"))
+          .isEqualTo(1);
+      quick.destroy("sbx_quiet");
+    }
+  }
+
+  @Test
   void provider_failures_map_onto_the_error_contract() {
     try (Driver wrong = driver("not-the-token", sim.url(), Duration.ofSeconds(5))) {
       ProviderError auth = error(() -> wrong.create(create("sbx_auth", config(null))));
