@@ -1,12 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.ray;
 
 import ai.bespokelabs.sandbox.adapters.ray.RaySandboxes.Sandbox;
+import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
-import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
