@@ -15,6 +15,8 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
+import ai.bespokelabs.sandbox.adapters.ray.RayProvider;
+import ai.bespokelabs.sandbox.adapters.ray.RaySettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -101,6 +103,10 @@ public final class Gateway implements AutoCloseable {
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {
       out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
+    }
+    RaySettings ray = RaySettings.from(settings);
+    if (ray != null) {
+      out.add(new RayProvider(vertx, ray));
     }
     return out;
   }

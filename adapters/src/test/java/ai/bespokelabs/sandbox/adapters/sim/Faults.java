@@ -55,6 +55,11 @@ public final class Faults {
     return add(new Fault(HttpMethod.POST, pathPrefix, Kind.DROP_STREAM, 0, Map.of(), null, 0, frames), times);
   }
 
+  /** As {@link #dropStream(String, int, int)}, for streams opened with {@code method} (a WebSocket: GET). */
+  public Faults dropStream(HttpMethod method, String pathPrefix, int frames, int times) {
+    return add(new Fault(method, pathPrefix, Kind.DROP_STREAM, 0, Map.of(), null, 0, frames), times);
+  }
+
   private synchronized Faults add(Fault f, int times) {
     rules.add(f);
     remaining.add(times);

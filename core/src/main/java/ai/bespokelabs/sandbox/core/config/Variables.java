@@ -51,7 +51,10 @@ final class Variables {
       "DAYTONA_SNAPSHOT", "providers.daytona.snapshot",
       "DAYTONA_CREATE_TIMEOUT_SECS", "providers.daytona.createTimeoutSecs",
       "DAYTONA_REQUEST_TIMEOUT_SECS", "providers.daytona.requestTimeoutSecs",
-      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections");
+      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections",
+      "RAY_ADDRESS", "providers.ray.address",
+      "RAY_JOB_TOKEN", "providers.ray.jobToken",
+      "RAY_REQUEST_TIMEOUT_SECS", "providers.ray.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

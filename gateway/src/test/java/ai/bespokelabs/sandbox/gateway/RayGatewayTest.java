@@ -1,0 +1,231 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.ray.RaySimulator;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Ray backend through the gateway's REST, SSE, WebSocket and reconciliation, against the Ray simulator;
+ * at the end, the cluster token appears in no response body, no log event (the gateway's own at debug level
+ * included) and no database row.
+ */
+class RayGatewayTest {
+  static final String TOKEN = "ray_gateway_test_token_secret_17";
+  static RaySimulator sim;
+  static TestGateway gw;
+  static String key;
+  static final List<String> bodies = new ArrayList<>();
+  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
+  static final Logger ROOT = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+  static final Logger OURS = (Logger) LoggerFactory.getLogger("ai.bespokelabs");
+  static Level oursBefore;
+
+  @BeforeAll
+  static void start() {
+    LOGS.start();
+    ROOT.addAppender(LOGS);
+    oursBefore = OURS.getLevel();
+    OURS.setLevel(Level.DEBUG);
+    sim = RaySimulator.start(TOKEN);
+    gw = new TestGateway(Map.of("RAY_ADDRESS", sim.url(), "RAY_JOB_TOKEN", TOKEN,
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+    key = gw.bootstrap("Ray users");
+  }
+
+  @AfterAll
+  static void stop() {
+    try {
+      String db = DatabaseDump.of(gw);
+      assertThat(db).as("the dump holds the sandboxes").contains("ray");
+      assertThat(db).as("the token is in no database row").doesNotContain(TOKEN);
+      assertThat(bodies).as("the token never reaches a client").isNotEmpty().noneMatch(b -> b.contains(TOKEN));
+      assertThat(LOGS.list).as("log events were captured").isNotEmpty();
+      assertThat(LOGS.list.stream().map(DaytonaGatewayTest::logText))
+          .as("the token is in no log event").noneMatch(t -> t.contains(TOKEN));
+    } finally {
+      ROOT.detachAppender(LOGS);
+      OURS.setLevel(oursBefore);
+      gw.close();
+      sim.close();
+    }
+  }
+
+  @AfterEach
+  void everyRequestConformed() {
+    sim.faults().clear();
+    assertThat(sim.violations()).isEmpty();
+  }
+
+  static Resp seen(Resp r) {
+    bodies.add(r.body());
+    return r;
+  }
+
+  static JsonObject create(String org, JsonObject extra) {
+    Resp created = seen(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "ray").mergeIn(extra)));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    return created.json();
+  }
+
+  /** The jobs of a sandbox at Ray. */
+  static List<JsonObject> jobsOf(String sandboxId) {
+    return sim.jobs().stream().filter(j -> sandboxId.equals(j.getJsonObject("metadata")
+        .getString("bespokelabs.ai/sandbox-id"))).toList();
+  }
+
+  @Test
+  void create_exec_stream_signal_and_destroy_over_rest_sse_and_websocket() throws Exception {
+    JsonObject sbx = create(key, new JsonObject().put("env_vars", new JsonObject().put("WHO", "ray")));
+    String id = sbx.getString("id");
+    assertThat(sbx.getString("status")).isEqualTo("running");
+    assertThat(sbx.getString("provider_resource_id")).isEqualTo(id);
+
+    Resp exec = seen(gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "echo hello $WHO; echo oops >&2; exit 2")));
+    assertThat(exec.status()).as(exec.body()).isEqualTo(200);
+    assertThat(exec.json().getString("stdout")).as("Ray merges the streams").isEqualTo("hello ray\noops\n");
+    assertThat(exec.json().getString("stderr")).isEqualTo("Job entrypoint command failed with exit code 2\n");
+    assertThat(exec.json().getInteger("exit_code")).isEqualTo(2);
+    JsonObject job = jobsOf(id).get(0);
+    assertThat(job.getJsonObject("metadata").getString("bespokelabs.ai/execution-id")).startsWith("exe_");
+    assertThat(job.getJsonObject("metadata").getString("bespokelabs.ai/organization-id")).isNotBlank();
+    assertThat(job.getJsonObject("runtime_env").getJsonObject("env_vars").getString("WHO")).isEqualTo("ray");
+
+    Resp code = seen(gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("code", "print(6 * 7)").put("language", "python")));
+    assertThat(code.json().getString("stdout")).isEqualTo("42\n");
+
+    Resp stdin = seen(gw.post("/v1/sandboxes/" + id + "/executions", key,
+        new JsonObject().put("command", "cat").put("stdin", true)));
+    assertThat(stdin.status()).as(stdin.body()).isEqualTo(502);
+    assertThat(stdin.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+        new JsonObject().put("command", "seq 1 3").encode())) {
+      assertThat(sse.status).isEqualTo(200);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      String last = null;
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          out.writeBytes(e.bytes());
+        } else {
+          last = e.name() + ":" + e.data().getString("status");
+        }
+      }
+      assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo("1\n2\n3\n");
+      assertThat(last).isEqualTo("exit:completed");
+    }
+
+    Resp started = seen(gw.post("/v1/sandboxes/" + id + "/executions", key,
+        new JsonObject().put("command", "echo go; sleep 60")));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String execution = "/v1/sandboxes/" + id + "/executions/" + started.json().getString("id");
+    Waits.upTo(10).until(() -> jobsOf(id).stream().anyMatch(j -> "RUNNING".equals(j.getString("status"))
+        && sim.log(j.getString("submission_id")).equals("go\n")));
+    Resp sig = seen(gw.post(execution + "/signal", key, new JsonObject().put("signal", "TERM")));
+    assertThat(sig.status()).as(sig.body()).isEqualTo(204);
+    JsonObject exit = null;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          out.writeBytes(e.bytes());
+        } else if (e.name().equals("exit")) {
+          exit = e.data();
+        }
+      }
+    }
+    assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo("go\n");
+    assertThat(exit.getString("status")).isEqualTo("cancelled");
+
+    WsClient c = WsClient.connect(gw.base + "/v1/sandboxes/" + id + "/executions/ws", key);
+    c.send(new JsonObject().put("type", "start").put("command", "echo $WHO over ws").encode());
+    assertThat(c.nextJson().getString("type")).isEqualTo("started");
+    ByteArrayOutputStream wsOut = new ByteArrayOutputStream();
+    JsonObject f;
+    while (!(f = c.nextJson()).getString("type").equals("exit")) {
+      if (f.getString("type").equals("stdout")) {
+        wsOut.writeBytes(f.containsKey("data") ? f.getString("data").getBytes(StandardCharsets.UTF_8)
+            : java.util.Base64.getDecoder().decode(f.getString("data_b64")));
+      }
+    }
+    assertThat(wsOut.toString(StandardCharsets.UTF_8)).isEqualTo("ray over ws\n");
+    assertThat(f.getString("status")).isEqualTo("completed");
+    assertThat(c.closeStatus(java.time.Duration.ofSeconds(10))).isEqualTo(1000);
+
+    assertThat(seen(gw.post("/v1/providers/ray/health-check", key, null)).json().getString("status"))
+        .isEqualTo("healthy");
+
+    Resp destroyed = seen(gw.delete("/v1/sandboxes/" + id, key));
+    assertThat(destroyed.status()).as(destroyed.body()).isBetween(200, 204);
+    assertThat(jobsOf(id)).as("its jobs were deleted at Ray").isEmpty();
+    assertThat(seen(gw.get("/v1/sandboxes/" + id, key)).json().getString("status")).isEqualTo("destroyed");
+  }
+
+  @Test
+  void reconciliation_observes_ours_and_the_supervisor_stops_an_orphan_job() throws Exception {
+    JsonObject kept = create(key, new JsonObject());
+    String orphanSandbox = "sbx_" + "ab".repeat(16);
+    String orphan = sim.submitDirectly("sleep 60", new JsonObject().put("bespokelabs.ai/managed", "true")
+        .put("bespokelabs.ai/sandbox-id", orphanSandbox));
+    String foreign = sim.submitDirectly("sleep 60", new JsonObject().put("owner", "someone else"));
+    Resp r = seen(gw.post("/v1/reconciliation/ray", key, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("updated")).isGreaterThanOrEqualTo(1);
+    assertThat(r.json().getInteger("missing")).isZero();
+    Waits.upTo(20).untilAsserted(() -> assertThat(sim.job(orphan)).as("stopped and deleted").isNull());
+    assertThat(gw.awaitOrphanStatus(orphanSandbox, "deleted")).isEqualTo("deleted");
+    assertThat(sim.job(foreign).getString("status")).as("not ours: left alone").isEqualTo("RUNNING");
+    assertThat(seen(gw.get("/v1/sandboxes/" + kept.getString("id"), key)).json().getString("status"))
+        .as("a live sandbox is never an orphan").isEqualTo("running");
+    seen(gw.delete("/v1/sandboxes/" + kept.getString("id"), key));
+  }
+
+  @Test
+  void provider_failures_reach_the_client_in_the_error_contract() {
+    sim.faults().status(HttpMethod.GET, "/api/version", 401, Map.of(), null, 1);
+    Resp auth = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "ray")));
+    assertThat(auth.status()).isEqualTo(422);
+    assertThat(auth.json().getJsonObject("detail")).isEqualTo(new JsonObject()
+        .put("message", "Provider configuration is invalid.").put("code", "configuration").put("backend", "ray")
+        .put("op", "create").put("retryable", false).put("outcome", "failed")
+        .put("context", new JsonObject().put("provider_status", 401)));
+
+    String id = create(key, new JsonObject()).getString("id");
+    sim.faults().status(HttpMethod.POST, "/api/jobs/", 429, Map.of("Retry-After", "9"), null, 1);
+    Resp limited = seen(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true")));
+    JsonObject detail = limited.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).as(limited.body()).isEqualTo("execution_failed");
+    assertThat(detail.getBoolean("retryable")).isTrue();
+    assertThat(detail.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(9);
+    assertThat(limited.body()).doesNotContain("injected failure");
+
+    Resp refused = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "ray")
+        .put("image", "python:3.12")));
+    assertThat(refused.status()).isEqualTo(422);
+    seen(gw.delete("/v1/sandboxes/" + id, key));
+  }
+}
