@@ -14,6 +14,8 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -100,6 +102,10 @@ public final class Gateway implements AutoCloseable {
     DaytonaSettings daytona = DaytonaSettings.from(settings);
     if (daytona != null) {
       out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
+    }
+    TensorlakeSettings tensorlake = TensorlakeSettings.from(settings);
+    if (tensorlake != null) {
+      out.add(new TensorlakeProvider(vertx, tensorlake));
     }
     return out;
   }

@@ -76,6 +76,9 @@ final class TensorlakeLifecycle implements Lifecycle {
           }
           if (!r.ok()) {
             ProviderException e = client.httpError("create", r.status(), r.headers());
+            if (r.status() == 404 && request.config().snapshotId() != null) {
+              return Future.failedFuture(new ApiException(404, "snapshot not found"));
+            }
             if (r.status() < 500) {
               return Future.failedFuture(e);
             }
@@ -123,10 +126,7 @@ final class TensorlakeLifecycle implements Lifecycle {
       }
       body.put("image", c.image());
     } else if (c.snapshotId() != null) {
-      if (!SNAPSHOT.matcher(c.snapshotId()).matches()) {
-        throw new ApiException(422, "snapshot_id is not a valid Tensorlake snapshot id");
-      }
-      body.put("snapshot_id", c.snapshotId());
+      body.put("snapshot_id", providerSnapshotId(c.snapshotId(), request.organizationId()));
     }
     if (c.timeoutSecs() != null && c.timeoutSecs() > 0) {
       body.put("timeout_secs", c.timeoutSecs());
@@ -135,6 +135,19 @@ final class TensorlakeLifecycle implements Lifecycle {
       body.put("network", new JsonObject().put("allow_internet_access", c.allowInternet()));
     }
     return body;
+  }
+
+  /**
+   * Tensorlake snapshots carry no labels, so the id we hand out names the organization that took it:
+   * {@code <organization id>.<Tensorlake snapshot id>}. Another organization's, or a malformed one, is 404.
+   */
+  static String providerSnapshotId(String snapshotId, String organizationId) {
+    int dot = snapshotId.indexOf('.');
+    if (dot <= 0 || !snapshotId.substring(0, dot).equals(organizationId)
+        || !SNAPSHOT.matcher(snapshotId.substring(dot + 1)).matches()) {
+      throw new ApiException(404, "snapshot not found");
+    }
+    return snapshotId.substring(dot + 1);
   }
 
   /**
@@ -245,8 +258,8 @@ final class TensorlakeLifecycle implements Lifecycle {
 
   /**
    * {@code POST /sandboxes/{id}/snapshot {snapshot_type: filesystem}}, then {@code GET /snapshots/{id}}
-   * polled until the snapshot is ready, within the create timeout. Its id is what create takes as
-   * {@code snapshot_id}.
+   * polled until the snapshot is ready, within the create timeout. The id handed out (with the
+   * organization, {@link #providerSnapshotId}) is what create takes as {@code snapshot_id}.
    */
   @Override
   public Future<String> snapshot(SnapshotSandbox request) {
@@ -260,7 +273,7 @@ final class TensorlakeLifecycle implements Lifecycle {
           if (snapshotId == null || snapshotId.isBlank()) {
             throw client.badResponse("snapshot", true);
           }
-          return awaitSnapshot(snapshotId, createDeadline(), 100).map(snapshotId);
+          return awaitSnapshot(snapshotId, createDeadline(), 100).map(request.organizationId() + "." + snapshotId);
         });
   }
 

@@ -233,7 +233,12 @@ class TensorlakeProviderTest {
   void a_snapshot_is_awaited_and_creates_a_sandbox_holding_its_files() throws Exception {
     assertThat(provider.exec(command("echo kept > kept.txt", 10, false)).exitCode()).isZero();
     String snapshot = provider.snapshot(new SnapshotSandbox("sbx_main", "org_test", sandbox));
-    assertThat(sim.snapshot(snapshot).getString("status")).isEqualTo("completed");
+    assertThat(snapshot).startsWith("org_test.");
+    assertThat(sim.snapshot(snapshot.substring("org_test.".length())).getString("status")).isEqualTo("completed");
+    CreateSandbox foreign = new CreateSandbox("sbx_foreign", "org_other", "tensorlake", "ctk_foreign", config(snapshot));
+    assertThatThrownBy(() -> provider.create(foreign)).hasMessageContaining("snapshot not found");
+    assertThatThrownBy(() -> provider.create(create("sbx_unknown", config("org_test.snap-unknown"))))
+        .hasMessageContaining("snapshot not found");
     String restored = provider.create(create("sbx_restored", config(snapshot)));
     assertThat(Files.readString(sim.dir(restored).resolve("kept.txt"))).isEqualTo("kept\n");
     provider.destroy(new DestroySandbox("sbx_restored", restored));
