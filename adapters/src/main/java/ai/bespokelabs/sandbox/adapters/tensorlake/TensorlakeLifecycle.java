@@ -95,7 +95,7 @@ final class TensorlakeLifecycle implements Lifecycle {
           return id == null ? maybeCreating(request, client.badResponse("create", true).error(), deadline)
               : Future.succeededFuture(id);
         })
-        .compose(id -> awaitRunning(id, deadline, 100).compose(v -> writeEnv(id, request)).map(id));
+        .compose(id -> awaitRunning(id, deadline, 20).compose(v -> writeEnv(id, request)).map(id));
   }
 
   /** Keeps the create's env vars in the sandbox ({@link TensorlakeEnv}); a sandbox without them is deleted. */
@@ -245,6 +245,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   @Override
   public Future<SandboxDestroyed> destroy(DestroySandbox request) {
     if (request.providerResourceId() != null) {
+      env.forget(request.providerResourceId());
       return sandboxes.delete(request.providerResourceId(), "destroy").map(SandboxDestroyed::new);
     }
     return sandboxes.list("destroy", m -> m.sandboxId().equals(request.sandboxId())).compose(found -> {

@@ -336,7 +336,16 @@ public final class TensorlakeSimulator implements AutoCloseable {
     resp.setStatusCode(status).putHeader("Content-Type", "application/json").end(body.toBuffer());
   }
 
+  /** Nanoseconds spent answering requests so far, each from its arrival to the end of its response. */
+  public long answeringNanos() {
+    return answering.get();
+  }
+
+  private final AtomicLong answering = new AtomicLong();
+
   private void handle(HttpServerRequest req) {
+    long t0 = System.nanoTime();
+    req.response().endHandler(v -> answering.addAndGet(System.nanoTime() - t0));
     req.pause();
     if (!("Bearer " + apiKey).equals(req.getHeader("Authorization"))) {
       req.resume();
