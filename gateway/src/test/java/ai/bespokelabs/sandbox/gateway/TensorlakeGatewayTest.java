@@ -256,4 +256,18 @@ class TensorlakeGatewayTest {
     Resp providers = seen(gw.get("/v1/providers", key));
     assertThat(providers.body()).contains("tensorlake");
   }
+
+  @Test
+  void a_sandbox_survives_a_gateway_restart_with_its_env_vars() {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake")
+        .put("env_vars", new JsonObject().put("WHO", "still here"))));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    gw = gw.restarted();
+    Resp after = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command", "echo $WHO")));
+    assertThat(after.status()).as(after.body()).isEqualTo(200);
+    assertThat(after.json().getString("stdout")).as("the env vars are kept in the sandbox").isEqualTo("still here\n");
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+    assertThat(sim.sandbox(created.json().getString("provider_resource_id"))).isNull();
+  }
 }
