@@ -278,6 +278,14 @@ class TensorlakeProviderTest {
     sim.faults().status(HttpMethod.POST, "/sandboxes", 404, Map.of(), null, 1);
     assertThat(error(() -> provider.create(create("sbx_f", config(null)))).code()).isEqualTo(ErrorCode.NOT_FOUND);
 
+    sim.failNextCreateAfterAllocating(500);
+    long before = sim.sandboxes().size();
+    ProviderError failed = error(() -> provider.create(create("sbx_f", config(null))));
+    assertThat(failed.code()).isEqualTo(ErrorCode.CREATION_FAILED);
+    assertThat(failed.retryable()).isTrue();
+    assertThat(failed.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(sim.sandboxes()).as("what the failed create allocated is deleted").hasSize((int) before);
+
     sim.faults().loseResponse(HttpMethod.POST, "/sandboxes", 1);
     CreateSandbox lost = create("sbx_lost", config(null));
     String found = provider.create(lost);

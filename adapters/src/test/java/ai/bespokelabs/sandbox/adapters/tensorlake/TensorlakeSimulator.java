@@ -48,8 +48,8 @@ import java.util.stream.Stream;
  * directory and turn {@code completed} after a delay.
  *
  * <p>Faults ({@link #faults()}): any status with headers (429 with {@code Retry-After}), dropped connections,
- * lost answers, SSE streams cut after some events; and {@link #timeoutNextCreate()}: the create happens but
- * is answered 504.
+ * lost answers, SSE streams cut after some events; and {@link #failNextCreateAfterAllocating}: the create
+ * happens but is answered with an error (504 from {@link #timeoutNextCreate()}).
  */
 public final class TensorlakeSimulator implements AutoCloseable {
   private static final String DAEMON = "/daemon";
@@ -196,7 +196,7 @@ public final class TensorlakeSimulator implements AutoCloseable {
   private final Map<String, Snap> snapshots = new ConcurrentHashMap<>();
   private final List<String> violations = new CopyOnWriteArrayList<>();
   private final List<String> requests = new CopyOnWriteArrayList<>();
-  private final AtomicInteger timeoutCreates = new AtomicInteger();
+  private volatile int createFailure;
   private volatile long startDelayMs = 100;
   private volatile long snapshotDelayMs = 200;
   private volatile boolean sandboxUrls = true;
@@ -269,7 +269,12 @@ public final class TensorlakeSimulator implements AutoCloseable {
 
   /** The next create creates the sandbox but is answered 504 (a gateway timeout in front of the provider). */
   public TensorlakeSimulator timeoutNextCreate() {
-    timeoutCreates.incrementAndGet();
+    return failNextCreateAfterAllocating(504);
+  }
+
+  /** The next create creates the sandbox but is answered {@code status}: it failed after allocating. */
+  public TensorlakeSimulator failNextCreateAfterAllocating(int status) {
+    createFailure = status;
     return this;
   }
 
@@ -515,8 +520,10 @@ public final class TensorlakeSimulator implements AutoCloseable {
         s.status = "running";
       }
     });
-    if (timeoutCreates.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-      json(req.response(), 504, new JsonObject().put("message", "gateway timeout"));
+    int failure = createFailure;
+    if (failure != 0) {
+      createFailure = 0;
+      json(req.response(), failure, new JsonObject().put("message", "failed after allocating"));
       return;
     }
     json(req.response(), 200, new JsonObject().put("sandbox_id", s.id).put("status", s.status));
