@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.benchmarks;
 
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSimulator;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -38,6 +39,7 @@ import java.util.stream.Collectors;
  *   starts sandboxes at once here); exec: {@code GET /sandbox/{id}} for the toolbox, create a session, run the
  *   command in it asynchronously, follow its log over a WebSocket to the end, read its exit code (the
  *   session's deletion is off the clock, as it is in the adapter).
+ *   <li>tensorlake: see {@link TensorlakeDirect}.
  * </ul>
  *
  * <p>Each round also times one {@code GET /healthz} and one committed insert on the gateway's database, so the
@@ -62,7 +64,7 @@ public final class ProviderBenchmark {
   private ProviderBenchmark() {}
 
   /** One provider reached directly: the adapter's calls for each operation. */
-  private interface Direct {
+  interface Direct {
     String create();
 
     void exec(String id);
@@ -72,7 +74,7 @@ public final class ProviderBenchmark {
 
   public static void main(String[] args) throws Exception {
     int n = 200;
-    List<String> only = List.of("e2b", "daytona");
+    List<String> only = List.of("e2b", "daytona", "tensorlake");
     for (int i = 0; i < args.length; i += 2) {
       if (args[i].equals("--iterations") && i + 1 < args.length) {
         n = Integer.parseInt(args[i + 1]);
@@ -84,8 +86,10 @@ public final class ProviderBenchmark {
     }
     int code = 0;
     try (E2bSimulator e2b = E2bSimulator.start();
-        DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0)) {
+        DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0);
+        TensorlakeSimulator tensorlake = TensorlakeSimulator.start(TensorlakeDirect.KEY).startDelayMs(1)) {
       Map<String, String> providers = new HashMap<>(e2b.env());
+      providers.putAll(TensorlakeDirect.env(tensorlake));
       providers.put("DAYTONA_API_KEY", DAYTONA_KEY);
       providers.put("DAYTONA_API_URL", daytona.url());
       try (BenchGateway gw = BenchGateway.start(providers)) {
@@ -98,9 +102,13 @@ public final class ProviderBenchmark {
         if (only.contains("daytona")) {
           run(gw, "daytona", new DaytonaDirect(daytona), daytona::answeringNanos, n);
         }
+        if (only.contains("tensorlake")) {
+          run(gw, "tensorlake", new TensorlakeDirect(tensorlake), tensorlake::answeringNanos, n);
+        }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
       violations.addAll(daytona.violations());
+      violations.addAll(tensorlake.violations());
       if (!violations.isEmpty()) {
         System.err.println("requests the providers' specs do not allow:");
         violations.forEach(v -> System.err.println("  " + v));

@@ -17,6 +17,8 @@ import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.ray.RayProvider;
 import ai.bespokelabs.sandbox.adapters.ray.RaySettings;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -107,6 +109,10 @@ public final class Gateway implements AutoCloseable {
     RaySettings ray = RaySettings.from(settings);
     if (ray != null) {
       out.add(new RayProvider(vertx, ray));
+    }
+    TensorlakeSettings tensorlake = TensorlakeSettings.from(settings);
+    if (tensorlake != null) {
+      out.add(new TensorlakeProvider(vertx, tensorlake));
     }
     return out;
   }

@@ -153,16 +153,16 @@ class RayProviderTest {
 
   @Test
   void settings_need_an_address_and_never_print_the_token() {
-    assertThat(RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of()))).isNull();
-    RaySettings s = RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of(
+    assertThat(RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of()))).isNull();
+    RaySettings s = RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of(
         "RAY_ADDRESS", "http://head:8265/", "RAY_JOB_TOKEN", TOKEN, "RAY_REQUEST_TIMEOUT_SECS", "7")));
     assertThat(s.address()).isEqualTo("http://head:8265");
     assertThat(s.requestTimeout()).isEqualTo(Duration.ofSeconds(7));
     assertThat(s.toString()).doesNotContain(TOKEN);
-    assertThatThrownBy(() -> RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of(
+    assertThatThrownBy(() -> RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of(
         "RAY_ADDRESS", "head:8265", "RAY_REQUEST_TIMEOUT_SECS", "7"))))
         .isInstanceOf(ai.bespokelabs.sandbox.core.config.ConfigException.class).hasMessageContaining("RAY_ADDRESS");
-    assertThatThrownBy(() -> RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.from(Map.of(
+    assertThatThrownBy(() -> RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of(
         "RAY_ADDRESS", "http://head:8265", "RAY_REQUEST_TIMEOUT_SECS", "0"))))
         .isInstanceOf(ai.bespokelabs.sandbox.core.config.ConfigException.class)
         .hasMessageContaining("RAY_REQUEST_TIMEOUT_SECS");

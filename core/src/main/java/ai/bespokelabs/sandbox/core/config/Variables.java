@@ -54,7 +54,12 @@ final class Variables {
       "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections",
       "RAY_ADDRESS", "providers.ray.address",
       "RAY_JOB_TOKEN", "providers.ray.jobToken",
-      "RAY_REQUEST_TIMEOUT_SECS", "providers.ray.requestTimeoutSecs");
+      "RAY_REQUEST_TIMEOUT_SECS", "providers.ray.requestTimeoutSecs",
+      "TENSORLAKE_API_KEY", "providers.tensorlake.apiKey",
+      "TENSORLAKE_API_URL", "providers.tensorlake.apiUrl",
+      "TENSORLAKE_SANDBOX_URL", "providers.tensorlake.sandboxUrl",
+      "TENSORLAKE_CREATE_TIMEOUT_SECS", "providers.tensorlake.createTimeoutSecs",
+      "TENSORLAKE_REQUEST_TIMEOUT_SECS", "providers.tensorlake.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

@@ -1,0 +1,68 @@
+package ai.bespokelabs.sandbox.adapters.tensorlake;
+
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
+import ai.bespokelabs.sandbox.adapters.spi.Capability;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * The {@code tensorlake} backend over Tensorlake's control plane and its in-sandbox daemon, without an SDK,
+ * non-blocking end to end (the Vert.x HTTP client, on the adapter's context).
+ *
+ * <ul>
+ *   <li>lifecycle: create (a 504 resolved by polling for the create's token), destroy, snapshots
+ *       ({@link TensorlakeLifecycle}).
+ *   <li>executions: daemon processes followed over SSE ({@link TensorlakeExecutions}, {@link TensorlakeExecution}).
+ *   <li>inventory: reconciliation by the marks in the sandbox name, and health ({@link TensorlakeInventory}).
+ *   <li>files: the daemon's files API, archives built on it ({@link TensorlakeFiles}).
+ * </ul>
+ */
+public final class TensorlakeProvider implements Backend {
+  public static final String BACKEND = "tensorlake";
+
+  private final TensorlakeClient client;
+  private final Parts parts;
+
+  public TensorlakeProvider(Vertx vertx, TensorlakeSettings settings) {
+    this.client = new TensorlakeClient(vertx, settings);
+    TensorlakeSandboxes sandboxes = new TensorlakeSandboxes(client);
+    TensorlakeEnv env = new TensorlakeEnv(client);
+    this.parts = new Parts(new TensorlakeLifecycle(client, sandboxes, env),
+        new TensorlakeExecutions(client, sandboxes, env), new TensorlakeInventory(client, sandboxes),
+        new TensorlakeFiles(vertx, client, sandboxes), null);
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
+  }
+
+  @Override
+  public String name() {
+    return BACKEND;
+  }
+
+  @Override
+  public boolean nodeBound() {
+    return false;
+  }
+
+  @Override
+  public Set<Capability> capabilities() {
+    return EnumSet.of(Capability.FILES, Capability.SNAPSHOT);
+  }
+
+  @Override
+  public Future<Void> start(Context context) {
+    client.useContext(context);
+    return Future.succeededFuture();
+  }
+
+  @Override
+  public Future<Void> close() {
+    return client.close();
+  }
+}

@@ -1,0 +1,195 @@
+package ai.bespokelabs.sandbox.adapters.tensorlake;
+
+import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
+import ai.bespokelabs.sandbox.adapters.sim.OnContext;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.buffer.Buffer;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * The Tensorlake backend driven from a test thread: every call is made on the backend's context, as the adapter
+ * makes it, and waited for; a failed call throws its cause.
+ */
+final class BlockingTensorlake implements AutoCloseable {
+  private final TensorlakeProvider backend;
+  private final Context context;
+
+  BlockingTensorlake(TensorlakeProvider backend, Context context) {
+    this.backend = backend;
+    this.context = context;
+    on(() -> backend.start(context));
+  }
+
+  /** Runs {@code call} on the backend's context and waits for its outcome. */
+  <T> T on(Supplier<Future<T>> call) {
+    return OnContext.await(context, call);
+  }
+
+  String create(CreateSandbox request) {
+    return on(() -> backend.lifecycle().create(request));
+  }
+
+  SandboxDestroyed destroy(DestroySandbox request) {
+    return on(() -> backend.lifecycle().destroy(request));
+  }
+
+  String snapshot(SnapshotSandbox request) {
+    return on(() -> backend.lifecycle().snapshot(request));
+  }
+
+  Handle start(ExecSandbox request, OutputSink sink) {
+    return new Handle(on(() -> backend.executions().start(request, sink)));
+  }
+
+  ExecResult exec(ExecSandbox request) {
+    Capture sink = new Capture(request.outputLimitBytes());
+    start(request, sink);
+    return sink.await();
+  }
+
+  void checkHealth() {
+    on(() -> backend.inventory().checkHealth());
+  }
+
+  List<Resource> list() {
+    return on(() -> backend.inventory().list());
+  }
+
+  List<FileEntry> listFiles(FileOp op) {
+    return on(() -> backend.files().list(op));
+  }
+
+  Download openRead(FileOp op) {
+    return new Download(on(() -> backend.files().openRead(op)));
+  }
+
+  Upload openWrite(FileOp op) {
+    return new Upload(on(() -> backend.files().openWrite(op)));
+  }
+
+  Download openArchiveRead(FileOp op) {
+    return new Download(on(() -> backend.files().openArchiveRead(op)));
+  }
+
+  Upload openArchiveWrite(FileOp op) {
+    return new Upload(on(() -> backend.files().openArchiveWrite(op)));
+  }
+
+  void deleteFile(FileOp op) {
+    on(() -> backend.files().delete(op));
+  }
+
+  @Override
+  public void close() {
+    on(backend::close);
+  }
+
+  /** A started program. */
+  final class Handle {
+    private final Execution execution;
+
+    Handle(Execution execution) {
+      this.execution = execution;
+    }
+
+    void writeStdin(byte[] data) {
+      on(() -> execution.write(Buffer.buffer(data)));
+    }
+
+    void closeStdin() {
+      on(execution::closeStdin);
+    }
+
+    void signal(String signal) {
+      on(() -> execution.signal(signal));
+    }
+  }
+
+  /** A download. */
+  final class Download implements AutoCloseable {
+    private final FileReader reader;
+
+    Download(FileReader reader) {
+      this.reader = reader;
+    }
+
+    long size() {
+      return reader.size();
+    }
+
+    /** Fills {@code buf} but at the end; -1 at the end. */
+    int read(byte[] buf) {
+      Buffer b = on(() -> reader.read(buf.length));
+      if (b == null) {
+        return -1;
+      }
+      b.getBytes(0, b.length(), buf, 0);
+      return b.length();
+    }
+
+    @Override
+    public void close() {
+      on(reader::close);
+    }
+  }
+
+  /** An upload. */
+  final class Upload {
+    private final FileWriter writer;
+
+    Upload(FileWriter writer) {
+      this.writer = writer;
+    }
+
+    void write(byte[] data) {
+      on(() -> writer.write(Buffer.buffer(data)));
+    }
+
+    FileEntry commit() {
+      return on(writer::commit);
+    }
+
+    void abort() {
+      on(writer::abort);
+    }
+  }
+
+  /** Collects an execution's capped output, taking every chunk at once. */
+  static class Capture implements OutputSink {
+    private final CapturingSink capture;
+
+    Capture(int limitBytes) {
+      capture = new CapturingSink(limitBytes);
+    }
+
+    @Override
+    public Future<Void> output(Stream stream, byte[] data) {
+      capture.output(stream, data);
+      return Future.succeededFuture();
+    }
+
+    @Override
+    public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      capture.exited(exitCode, timedOut, cancelled, durationMs);
+    }
+
+    ExecResult await() {
+      return capture.await();
+    }
+  }
+}
