@@ -93,6 +93,7 @@ final class CodeCapsulesDownload implements FileReader {
             resp.body().onComplete(b -> head.tryFail(new Refused(status, retryAfter, b.succeeded() ? b.result() : null)));
             return;
           }
+          d.sized(resp);
           if (!head.tryComplete(d)) {
             d.request.reset(); // given up on meanwhile
             return;
@@ -102,8 +103,8 @@ final class CodeCapsulesDownload implements FileReader {
     return head.future();
   }
 
-  private void answered(HttpClientResponse resp) {
-    response = resp;
+  /** The declared size, known before the download is handed out. */
+  private void sized(HttpClientResponse resp) {
     String length = resp.getHeader("Content-Length");
     String encoding = resp.getHeader("Content-Encoding");
     if (length != null && (encoding == null || encoding.equalsIgnoreCase("identity"))) {
@@ -113,6 +114,15 @@ final class CodeCapsulesDownload implements FileReader {
         // unknown: -1
       }
     }
+  }
+
+  /** The size found by a listing when the answer declared none. */
+  void sized(long size) {
+    this.size = size;
+  }
+
+  private void answered(HttpClientResponse resp) {
+    response = resp;
     resp.handler(chunk -> {
       if (!closed) {
         queue.add(chunk);

@@ -146,8 +146,18 @@ final class CodeCapsulesFiles implements FileSystem {
   @Override
   public Future<FileReader> openRead(FileOp op) {
     return checked(op).compose(path -> CodeCapsulesDownload.open(client, op.providerResourceId(), path))
-        .<FileReader>map(d -> d)
+        .compose(d -> d.size() >= 0 ? Future.<FileReader>succeededFuture(d) : sized(d, op))
         .recover(t -> Future.failedFuture(t instanceof CodeCapsulesDownload.Refused r ? refused(r, "download") : t));
+  }
+
+  /** An answer without a length (archives need it): the size from a listing of the file. */
+  private Future<FileReader> sized(CodeCapsulesDownload d, FileOp op) {
+    return list(op).transform(ar -> {
+      if (ar.succeeded() && ar.result().size() == 1 && !ar.result().get(0).isDir()) {
+        d.sized(ar.result().get(0).size());
+      }
+      return Future.succeededFuture(d);
+    });
   }
 
   private static RuntimeException refused(CodeCapsulesDownload.Refused r, String op) {

@@ -17,7 +17,8 @@ import java.util.Set;
  *   <li>Auth: {@code Authorization: Bearer <CODECAPSULES_API_KEY>} on every request.
  *   <li>{@code POST /sandboxes} {@code {flavor, memory, cpu, ttl, metadata}} → 201 sandbox
  *       {@code {id, flavor, status, cpu, memory, createdAt, expiresAt, metadata}}; it answers once running.
- *   <li>{@code GET /sandboxes/{id}} → 200 sandbox; {@code POST /sandboxes/{id}/stop} → 200 sandbox;
+ *   <li>{@code GET /sandboxes/{id}} → 200 sandbox; {@code POST /sandboxes/{id}/stop} → 200 sandbox (unused: the gateway has no
+ *       stop, and a stopped sandbox still counts against the quota);
  *       {@code DELETE /sandboxes/{id}} → 204.
  *   <li>{@code POST /sandboxes/{id}/exec} {@code {command, timeout, env?, stdin?}} → 200
  *       {@code {execId, command, stdout, stderr, exitCode, durationMs, startedAt, completedAt}}; a command
@@ -65,10 +66,6 @@ final class CodeCapsulesWire {
 
   static String metrics(String id) {
     return sandbox(id) + "/metrics";
-  }
-
-  static String stop(String id) {
-    return sandbox(id) + "/stop";
   }
 
   /** Health: a lookup of a sandbox id that cannot exist; 404 proves the key works. */
