@@ -14,6 +14,8 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesProvider;
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -101,6 +103,7 @@ public final class Gateway implements AutoCloseable {
     if (daytona != null) {
       out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
     }
+    CodeCapsulesSettings.from(settings).ifPresent(cc -> out.add(new CodeCapsulesProvider(vertx, cc)));
     return out;
   }
 

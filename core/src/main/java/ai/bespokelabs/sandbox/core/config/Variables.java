@@ -51,7 +51,12 @@ final class Variables {
       "DAYTONA_SNAPSHOT", "providers.daytona.snapshot",
       "DAYTONA_CREATE_TIMEOUT_SECS", "providers.daytona.createTimeoutSecs",
       "DAYTONA_REQUEST_TIMEOUT_SECS", "providers.daytona.requestTimeoutSecs",
-      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections");
+      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections",
+      "CODECAPSULES_API_KEY", "providers.codecapsules.apiKey",
+      "CODECAPSULES_API_URL", "providers.codecapsules.apiUrl",
+      "CODECAPSULES_FLAVOR", "providers.codecapsules.flavor",
+      "CODECAPSULES_TTL_MINUTES", "providers.codecapsules.ttlMinutes",
+      "CODECAPSULES_REQUEST_TIMEOUT_SECS", "providers.codecapsules.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
