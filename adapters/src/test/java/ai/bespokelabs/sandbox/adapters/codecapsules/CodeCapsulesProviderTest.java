@@ -426,4 +426,42 @@ class CodeCapsulesProviderTest {
       sim.clearViolations();
     }
   }
+
+  @Test
+  void the_simulator_refuses_requests_outside_the_assumed_layout() throws Exception {
+    java.net.http.HttpClient http = java.net.http.HttpClient.newBuilder()
+        .version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+    String create = new JsonObject().put("flavor", "python-3.12").encode();
+    record Case(String method, String path, String auth, String body, int status) {}
+    List<Case> cases = List.of(
+        new Case("POST", "/sandboxes", null, create, 401),
+        new Case("POST", "/sandboxes", "Bearer cc_wrong", create, 401),
+        new Case("POST", "/sandbox", "Bearer " + CodeCapsulesSimulator.API_KEY, create, 404),
+        new Case("POST", "/sandboxes", "Bearer " + CodeCapsulesSimulator.API_KEY,
+            new JsonObject().put("flavor", "python-3.12").put("image", "x").encode(), 400),
+        new Case("POST", "/sandboxes", "Bearer " + CodeCapsulesSimulator.API_KEY,
+            new JsonObject().put("cpu", "2").encode(), 400),
+        new Case("POST", "/sandboxes", "Bearer " + CodeCapsulesSimulator.API_KEY,
+            new JsonObject().put("ttl", 481).encode(), 400),
+        new Case("GET", "/sandboxes", "Bearer " + CodeCapsulesSimulator.API_KEY, null, 405));
+    for (Case c : cases) {
+      java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(java.net.URI.create(sim.apiUrl() + c.path()))
+          .header("Content-Type", "application/json").timeout(Duration.ofSeconds(5))
+          .method(c.method(), c.body() == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+              : java.net.http.HttpRequest.BodyPublishers.ofString(c.body()));
+      if (c.auth() != null) {
+        b.header("Authorization", c.auth());
+      }
+      int before = sim.violations().size();
+      java.net.http.HttpResponse<String> r;
+      try {
+        r = http.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+      } catch (java.io.IOException e) {
+        throw new AssertionError(c.toString(), e);
+      }
+      assertThat(r.statusCode()).as(c.toString()).isEqualTo(c.status());
+      assertThat(sim.violations()).as(c.toString()).hasSize(before + 1);
+    }
+    sim.clearViolations();
+  }
 }

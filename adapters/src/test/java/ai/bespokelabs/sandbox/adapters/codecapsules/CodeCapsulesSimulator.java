@@ -635,7 +635,12 @@ public final class CodeCapsulesSimulator implements AutoCloseable {
 
   private void refuse(HttpServerRequest req, int status, String why) {
     violations.add(why);
-    req.body().onComplete(b -> reply(req, status, error(status == 404 ? "not_found" : "invalid_request", why)));
+    JsonObject body = error(status == 404 ? "not_found" : "invalid_request", why);
+    if (req.isEnded()) {
+      reply(req, status, body);
+    } else {
+      req.body().onComplete(b -> reply(req, status, body));
+    }
   }
 
   private static void reply(HttpServerRequest req, int status, Object body) {
