@@ -41,11 +41,12 @@ final class CodeCapsulesFiles implements FileSystem {
   /** Exit codes of the helper scripts. */
   static final int MISSING = 3;
   static final int NOT_EMPTY = 4;
-  /** One entry a line of NUL-terminated records: type, size, mtime, mode, path. */
+  /** NUL-terminated records of type, size, mtime, mode and absolute path (a relative path is made absolute). */
   static final String LIST = "p=$1; [ -e \"$p\" ] || [ -L \"$p\" ] || exit 3; "
-      + "if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then d=1; else d=0; fi; "
-      + "if [ $d = 1 ]; then find \"$p\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%m\\t%p\\0'; "
-      + "else find \"$p\" -maxdepth 0 -printf '%y\\t%s\\t%T@\\t%m\\t%p\\0'; fi";
+      + "if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then a=$(cd -- \"$p\" && pwd) || exit 5; "
+      + "find \"$a\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%m\\t%p\\0'; "
+      + "else a=$(cd -- \"$(dirname -- \"$p\")\" && pwd) || exit 5; a=\"${a%/}/$(basename -- \"$p\")\"; "
+      + "find \"$a\" -maxdepth 0 -printf '%y\\t%s\\t%T@\\t%m\\t%p\\0'; fi";
   static final String DELETE = "p=$1; [ -e \"$p\" ] || [ -L \"$p\" ] || exit 3; "
       + "if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then "
       + "if [ \"$2\" = 1 ]; then rm -rf -- \"$p\"; else rmdir -- \"$p\" 2>/dev/null || exit 4; fi; "

@@ -206,7 +206,8 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   /** One authenticated lookup of a sandbox that cannot exist: 404 means the key and the API work. */
   @Override
   public Future<Void> checkHealth() {
-    return client.call(HttpMethod.GET, CodeCapsulesWire.sandbox(CodeCapsulesWire.HEALTH_PROBE_ID), null, "health", 404)
+    return client.call(HttpMethod.GET, CodeCapsulesWire.sandbox(CodeCapsulesWire.HEALTH_PROBE_ID), null, "health", 404,
+        200)
         .mapEmpty();
   }
 }

@@ -303,6 +303,7 @@ class CodeCapsulesProviderTest {
     assertThat(listed).extracting(FileEntry::name).containsExactly("run.sh");
     assertThat(listed.get(0).size()).isEqualTo(19);
     assertThat(listed.get(0).type()).isEqualTo(FileEntry.FILE);
+    assertThat(listed.get(0).path()).isEqualTo(sim.sandboxes().get(rid).workspace().resolve("dir/run.sh").toString());
     assertThat(await(() -> provider.files().list(op(rid, "."))).get(0).isDir()).isTrue();
 
     FileReader r = await(() -> provider.files().openRead(op(rid, "dir/run.sh")));
