@@ -228,4 +228,20 @@ class CodeCapsulesGatewayTest {
     assertThat(missing.json().getJsonObject("detail").getString("code")).isEqualTo("not_found");
     keep(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key));
   }
+
+  @Test
+  void a_sandbox_is_served_again_after_a_gateway_restart_without_its_env_values() {
+    JsonObject sbx = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "before")));
+    String id = sbx.getString("id");
+    assertThat(exec(id, new JsonObject().put("command", "echo \"$GREETING\"")).json().getString("stdout"))
+        .isEqualTo("before\n");
+    gw = gw.restarted();
+    JsonObject after = keep(gw.get("/v1/sandboxes/" + id, key)).json();
+    assertThat(after.getString("status")).isEqualTo("running");
+    Resp ran = exec(id, new JsonObject().put("command", "echo \"${GREETING:-unset}\""));
+    assertThat(ran.status()).as(ran.body()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).as("env values are never stored").isEqualTo("unset\n");
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+    assertThat(sim.sandboxes()).doesNotContainKey(sbx.getString("provider_resource_id"));
+  }
 }
