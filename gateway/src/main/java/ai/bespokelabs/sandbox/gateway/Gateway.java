@@ -19,6 +19,8 @@ import ai.bespokelabs.sandbox.adapters.ray.RayProvider;
 import ai.bespokelabs.sandbox.adapters.ray.RaySettings;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesProvider;
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -114,6 +116,7 @@ public final class Gateway implements AutoCloseable {
     if (tensorlake != null) {
       out.add(new TensorlakeProvider(vertx, tensorlake));
     }
+    CodeCapsulesSettings.from(settings).ifPresent(cc -> out.add(new CodeCapsulesProvider(vertx, cc)));
     return out;
   }
 

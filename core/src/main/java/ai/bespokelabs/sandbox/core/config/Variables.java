@@ -59,7 +59,12 @@ final class Variables {
       "TENSORLAKE_API_URL", "providers.tensorlake.apiUrl",
       "TENSORLAKE_SANDBOX_URL", "providers.tensorlake.sandboxUrl",
       "TENSORLAKE_CREATE_TIMEOUT_SECS", "providers.tensorlake.createTimeoutSecs",
-      "TENSORLAKE_REQUEST_TIMEOUT_SECS", "providers.tensorlake.requestTimeoutSecs");
+      "TENSORLAKE_REQUEST_TIMEOUT_SECS", "providers.tensorlake.requestTimeoutSecs",
+      "CODECAPSULES_API_KEY", "providers.codecapsules.apiKey",
+      "CODECAPSULES_API_URL", "providers.codecapsules.apiUrl",
+      "CODECAPSULES_FLAVOR", "providers.codecapsules.flavor",
+      "CODECAPSULES_TTL_MINUTES", "providers.codecapsules.ttlMinutes",
+      "CODECAPSULES_REQUEST_TIMEOUT_SECS", "providers.codecapsules.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

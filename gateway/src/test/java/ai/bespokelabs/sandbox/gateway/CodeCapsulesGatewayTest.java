@@ -1,0 +1,247 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSimulator;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.WsClient;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/** The codecapsules backend through the gateway's API, against the CodeCapsules simulator. */
+class CodeCapsulesGatewayTest {
+  static CodeCapsulesSimulator sim;
+  static TestGateway gw;
+  static String key;
+  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
+  static final List<String> BODIES = new ArrayList<>();
+  static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  @BeforeAll
+  static void start() {
+    LOGS.start();
+    ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(LOGS);
+    sim = CodeCapsulesSimulator.start();
+    Map<String, String> env = new HashMap<>(sim.env());
+    env.put("BESPOKE_SUPERVISION_INTERVAL_SECS", "1");
+    env.put("CODECAPSULES_REQUEST_TIMEOUT_SECS", "3");
+    gw = new TestGateway(env);
+    key = gw.bootstrap("CodeCapsules users");
+  }
+
+  @AfterEach
+  void conforming() {
+    sim.faults().clear();
+    assertThat(sim.violations()).as("requests the assumed layout refuses").isEmpty();
+  }
+
+  @AfterAll
+  static void stop() {
+    try {
+      String db = DatabaseDump.of(gw);
+      assertThat(db).doesNotContain(CodeCapsulesSimulator.API_KEY);
+      assertThat(BODIES).noneMatch(b -> b.contains(CodeCapsulesSimulator.API_KEY));
+      assertThat(LOGS.list).noneMatch(e -> e.getFormattedMessage().contains(CodeCapsulesSimulator.API_KEY));
+    } finally {
+      ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(LOGS);
+      gw.close();
+      sim.close();
+    }
+  }
+
+  static Resp keep(Resp r) {
+    BODIES.add(r.body());
+    return r;
+  }
+
+  static JsonObject create(JsonObject extra) {
+    Resp r = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "codecapsules").mergeIn(extra)));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    return r.json();
+  }
+
+  static Resp exec(String id, JsonObject body) {
+    return keep(gw.post("/v1/sandboxes/" + id + "/execute", key, body));
+  }
+
+  static String q(String s) {
+    return java.net.URLEncoder.encode(s, StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void full_lifecycle_over_rest_sse_and_websocket_with_stdin_and_files() throws Exception {
+    JsonObject sbx = create(new JsonObject().put("timeout_secs", 600).put("cpu", 2).put("memory_mb", 1024)
+        .put("env_vars", new JsonObject().put("GREETING", "hello from codecapsules")));
+    String id = sbx.getString("id");
+    String rid = sbx.getString("provider_resource_id");
+    assertThat(sbx.getString("status")).isEqualTo("running");
+    CodeCapsulesSimulator.Sandbox remote = sim.sandboxes().get(rid);
+    assertThat(remote.metadata).containsEntry("bespoke_sandbox_id", id).containsKey("bespoke_create_token");
+    assertThat(remote.cpu).isEqualTo(2);
+    assertThat(remote.memory).isEqualTo(1024);
+    assertThat(remote.ttlMinutes).isEqualTo(10);
+
+    Resp sh = exec(id, new JsonObject().put("command", "echo \"$GREETING\"; exit 4"));
+    assertThat(sh.json().getString("stdout")).isEqualTo("hello from codecapsules\n");
+    assertThat(sh.json().getInteger("exit_code")).isEqualTo(4);
+    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(slow.json().getInteger("exit_code")).isEqualTo(124);
+    assertThat(slow.json().getBoolean("timed_out")).isTrue();
+
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+        new JsonObject().put("command", "echo one; echo two >&2").encode())) {
+      assertThat(sse.status).isEqualTo(200);
+      List<String> seen = new ArrayList<>();
+      Event e;
+      while ((e = sse.next()) != null) {
+        seen.add(e.isOutput() ? e.name() + ":" + new String(e.bytes(), StandardCharsets.UTF_8)
+            : e.name() + ":" + e.data().getString("status"));
+      }
+      assertThat(seen).contains("stdout:one\n", "stderr:two\n").last().isEqualTo("exit:completed");
+    }
+
+    WsClient c = WsClient.connect(gw.base + "/v1/sandboxes/" + id + "/executions/ws", key);
+    c.send(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode());
+    assertThat(c.nextJson().getString("type")).isEqualTo("started");
+    c.send(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode());
+    c.send(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode());
+    c.send(new JsonObject().put("type", "stdin_eof").encode());
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonObject f;
+    while (!(f = c.nextJson()).getString("type").equals("exit")) {
+      if (f.getString("type").equals("stdout")) {
+        out.writeBytes(f.containsKey("data") ? f.getString("data").getBytes(StandardCharsets.UTF_8)
+            : java.util.Base64.getDecoder().decode(f.getString("data_b64")));
+      }
+    }
+    assertThat(out.toByteArray()).isEqualTo("héllo\n\0\1\2".getBytes(StandardCharsets.UTF_8));
+    assertThat(f.getString("status")).isEqualTo("completed");
+    assertThat(c.closeStatus(java.time.Duration.ofSeconds(10))).isEqualTo(1000);
+
+    String text = "#!/bin/sh\necho hello from codecapsules $1\n";
+    java.net.http.HttpResponse<String> script = HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base
+            + "/v1/sandboxes/" + id + "/files/content?path=" + q("bin/hello.sh") + "&executable=true"))
+        .header("Authorization", "Bearer " + key).PUT(java.net.http.HttpRequest.BodyPublishers.ofString(text)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+    BODIES.add(script.body());
+    assertThat(script.statusCode()).as(script.body()).isEqualTo(201);
+    assertThat(new JsonObject(script.body()).getString("mode")).isEqualTo("0755");
+    Resp ran = exec(id, new JsonObject().put("command", "bin/hello.sh").put("args", new JsonArray().add("ok")));
+    assertThat(ran.json().getString("stdout")).isEqualTo("hello from codecapsules ok\n");
+    JsonObject listed = keep(gw.get("/v1/sandboxes/" + id + "/files?path=bin", key)).json();
+    assertThat(listed.getJsonArray("entries")).hasSize(1);
+    assertThat(listed.getJsonArray("entries").getJsonObject(0).getLong("size")).isEqualTo((long) text.length());
+    java.net.http.HttpResponse<byte[]> down = HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base
+            + "/v1/sandboxes/" + id + "/files/content?path=" + q("bin/hello.sh"))).header("Authorization", "Bearer " + key)
+        .GET().build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(new String(down.body(), StandardCharsets.UTF_8)).isEqualTo(text);
+    byte[] tree = FilesTest.getArchive(gw, key, id, "bin");
+    assertThat(FilesTest.putArchive(gw, key, id, "copy/bin", tree).statusCode()).isEqualTo(201);
+    assertThat(exec(id, new JsonObject().put("command", "copy/bin/hello.sh")).json().getString("stdout"))
+        .isEqualTo("hello from codecapsules\n");
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id + "/files?path=copy&recursive=true", key)).status())
+        .isEqualTo(204);
+
+    Resp m = keep(gw.get("/v1/sandboxes/" + id + "/metrics", key));
+    assertThat(m.status()).as(m.body()).isEqualTo(200);
+    assertThat(m.json().getDouble("memory_limit_mb")).isEqualTo(1024.0);
+
+    assertThat(keep(gw.post("/v1/providers/codecapsules/health-check", key, null)).json().getString("status"))
+        .isEqualTo("healthy");
+    JsonObject provider = keep(gw.get("/v1/providers", key)).json().getJsonArray("items").stream()
+        .map(JsonObject.class::cast).filter(p -> p.getString("backend").equals("codecapsules")).findFirst()
+        .orElseThrow();
+    assertThat(provider.encode()).contains("files", "metrics");
+
+    Resp gone = keep(gw.delete("/v1/sandboxes/" + id, key));
+    assertThat(gone.status()).isEqualTo(200);
+    assertThat(gone.json().getString("status")).isEqualTo("destroyed");
+    assertThat(sim.sandboxes()).doesNotContainKey(rid);
+  }
+
+  @Test
+  void limits_are_refused_before_any_call_and_reconciliation_changes_nothing() {
+    int before = sim.requests().size();
+    for (JsonObject bad : List.of(new JsonObject().put("memory_mb", 9000), new JsonObject().put("cpu", 8),
+        new JsonObject().put("timeout_secs", 480 * 60 + 60), new JsonObject().put("template", "ubuntu"))) {
+      Resp r = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "codecapsules").mergeIn(bad)));
+      assertThat(r.status()).as(bad.encode() + " " + r.body()).isEqualTo(422);
+    }
+    assertThat(sim.requests()).hasSize(before);
+
+    String org = gw.bootstrap("CodeCapsules reconcile");
+    JsonObject kept = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "codecapsules"))).json();
+    Resp r = keep(gw.post("/v1/reconciliation/codecapsules", org, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getString("status")).isEqualTo("partial_outage");
+    assertThat(r.json().getInteger("missing")).isZero();
+    assertThat(keep(gw.get("/v1/sandboxes/" + kept.getString("id"), org)).json().getString("status"))
+        .isEqualTo("running");
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
+  }
+
+  @Test
+  void provider_failures_reach_the_client_in_the_error_contract() {
+    sim.faults().status(HttpMethod.POST, "/v1/sandboxes", 401, Map.of(), null, 1);
+    Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "codecapsules")));
+    assertThat(auth.status()).isEqualTo(502);
+    assertThat(auth.json().getJsonObject("detail")).isEqualTo(new JsonObject()
+        .put("message", "Provider authentication failed.").put("code", "authentication").put("backend", "codecapsules")
+        .put("op", "create").put("retryable", false).put("outcome", "failed")
+        .put("context", new JsonObject().put("provider_status", 401)));
+
+    sim.faults().status(HttpMethod.POST, "/v1/sandboxes", 429, Map.of("Retry-After", "12"), null, 1);
+    JsonObject limited = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "codecapsules")))
+        .json().getJsonObject("detail");
+    assertThat(limited.getBoolean("retryable")).isTrue();
+    assertThat(limited.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(12);
+
+    sim.faults().delay(HttpMethod.POST, "/v1/sandboxes", 5_000, 1);
+    Resp slow = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "codecapsules")));
+    assertThat(slow.status()).as(slow.body()).isEqualTo(504);
+
+    JsonObject sbx = create(new JsonObject());
+    sim.faults().status(HttpMethod.POST, "/v1/sandboxes/" + sbx.getString("provider_resource_id") + "/exec", 404,
+        Map.of(), null, 1);
+    Resp missing = exec(sbx.getString("id"), new JsonObject().put("command", "true"));
+    assertThat(missing.status()).as(missing.body()).isEqualTo(502);
+    assertThat(missing.json().getJsonObject("detail").getString("code")).isEqualTo("not_found");
+    keep(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key));
+  }
+
+  @Test
+  void a_sandbox_is_served_again_after_a_gateway_restart_without_its_env_values() {
+    JsonObject sbx = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "before")));
+    String id = sbx.getString("id");
+    assertThat(exec(id, new JsonObject().put("command", "echo \"$GREETING\"")).json().getString("stdout"))
+        .isEqualTo("before\n");
+    gw = gw.restarted();
+    JsonObject after = keep(gw.get("/v1/sandboxes/" + id, key)).json();
+    assertThat(after.getString("status")).isEqualTo("running");
+    Resp ran = exec(id, new JsonObject().put("command", "echo \"${GREETING:-unset}\""));
+    assertThat(ran.status()).as(ran.body()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).as("env values are never stored").isEqualTo("unset\n");
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+    assertThat(sim.sandboxes()).doesNotContainKey(sbx.getString("provider_resource_id"));
+  }
+}
