@@ -261,13 +261,20 @@ class StreamingTest {
     long consumed = 0;
     long peakHeap = 0;
     try (SseClient sse = executeSse(new JsonObject().put("code", script))) {
+      assertThat(sse.status).isEqualTo(200);
       long t0 = System.nanoTime();
+      List<Event> others = new ArrayList<>();
       while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(4)) {
         Event e = sse.next();
+        assertThat(e).as("the stream ended early after %s", others).isNotNull();
+        if (!e.isOutput()) {
+          others.add(e);
+        }
         if (e.isOutput()) {
           consumed += e.bytes().length;
         }
-        Thread.sleep(2);
+        // slow by the byte (about 16 MB/s at most), whatever size the chunks have
+        Thread.sleep(Math.max(2, e.isOutput() ? e.bytes().length / 16384 : 0));
       }
       long produced = Long.parseLong(Files.readString(dir.resolve("progress")).trim());
       peakHeap = usedHeapAfterGc();
