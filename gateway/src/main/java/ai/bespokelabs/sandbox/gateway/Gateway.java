@@ -14,6 +14,8 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
+import ai.bespokelabs.sandbox.adapters.modal.ModalProvider;
+import ai.bespokelabs.sandbox.adapters.modal.ModalSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -101,6 +103,7 @@ public final class Gateway implements AutoCloseable {
     if (daytona != null) {
       out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
     }
+    ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal)));
     return out;
   }
 

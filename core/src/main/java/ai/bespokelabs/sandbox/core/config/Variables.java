@@ -51,7 +51,15 @@ final class Variables {
       "DAYTONA_SNAPSHOT", "providers.daytona.snapshot",
       "DAYTONA_CREATE_TIMEOUT_SECS", "providers.daytona.createTimeoutSecs",
       "DAYTONA_REQUEST_TIMEOUT_SECS", "providers.daytona.requestTimeoutSecs",
-      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections");
+      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections",
+      "MODAL_TOKEN_ID", "providers.modal.tokenId",
+      "MODAL_TOKEN_SECRET", "providers.modal.tokenSecret",
+      "MODAL_SERVER_URL", "providers.modal.serverUrl",
+      "MODAL_ENVIRONMENT", "providers.modal.environment",
+      "MODAL_APP_NAME", "providers.modal.appName",
+      "MODAL_IMAGE", "providers.modal.image",
+      "MODAL_SANDBOX_TIMEOUT_SECS", "providers.modal.sandboxTimeoutSecs",
+      "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
