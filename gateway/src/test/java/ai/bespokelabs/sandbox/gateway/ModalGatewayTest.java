@@ -159,6 +159,31 @@ class ModalGatewayTest {
   }
 
   @Test
+  void reconciliation_sees_a_vanished_sandbox_and_the_supervisor_removes_an_orphan() throws Exception {
+    String org = gw.bootstrap("Modal reconcile");
+    JsonObject kept = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    JsonObject lost = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    sim.terminateBehindTheBack(lost.getString("provider_resource_id"));
+
+    Resp r = keep(gw.post("/v1/reconciliation/modal", org, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("missing")).isEqualTo(1);
+    JsonObject g = keep(gw.get("/v1/sandboxes/" + lost.getString("id"), org)).json();
+    assertThat(g.getString("status")).isEqualTo("failed");
+    assertThat(g.getBoolean("provider_missing")).isTrue();
+
+    String orphan = sim.createBehindTheBack("bespoke-sandbox-gateway",
+        Map.of("bespoke_sandbox_id", "sbx_" + "ef".repeat(16)));
+    String foreign = sim.createBehindTheBack("someone-elses-app", Map.of("bespoke_sandbox_id", "sbx_" + "ef".repeat(16)));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(15).untilAsserted(
+        () -> assertThat(sim.liveSandboxes()).as("the supervisor removed the orphan").doesNotContain(orphan));
+    assertThat(sim.liveSandboxes()).as("another app's sandbox is left alone").contains(foreign);
+    assertThat(sim.liveSandboxes()).as("a live sandbox stays").contains(kept.getString("provider_resource_id"));
+    assertThat(gw.awaitOrphanStatus(orphan, "deleted")).isEqualTo("deleted");
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
+  }
+
+  @Test
   void provider_failures_reach_the_client_in_the_error_contract() {
     sim.fail("SandboxCreate", GrpcStatus.UNAUTHENTICATED);
     Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));

@@ -203,6 +203,26 @@ public final class ModalSimulator implements AutoCloseable {
     return out;
   }
 
+  /** A sandbox created behind the gateway's back in app {@code appName} (default environment) with {@code tags}. */
+  public String createBehindTheBack(String appName, Map<String, String> tags) {
+    String appId = apps.computeIfAbsent("/" + appName, k -> id("ap"));
+    String id = id("sb");
+    Path dir = root.resolve(id);
+    copy(root.resolve("empty"), dir);
+    List<Api.SandboxTag> t = new ArrayList<>();
+    tags.forEach((k, v) -> t.add(Api.SandboxTag.newBuilder().setTagName(k).setTagValue(v).build()));
+    Sbx s = new Sbx(id, appId, id("ta"), dir, Map.of(), t, System.currentTimeMillis() / 1000.0,
+        Api.Sandbox.getDefaultInstance());
+    sandboxes.put(id, s);
+    tasks.put(s.taskId, s);
+    return id;
+  }
+
+  /** Terminates a sandbox behind the gateway's back. */
+  public void terminateBehindTheBack(String sandboxId) {
+    sandboxes.get(sandboxId).terminated = true;
+  }
+
   public Api.Sandbox definition(String sandboxId) {
     return sandboxes.get(sandboxId).definition;
   }
