@@ -133,6 +133,17 @@ class ModalGatewayTest {
     assertThat(exec(restored.getString("id"), new JsonObject().put("command", "cat state.txt")).json()
         .getString("stdout")).isEqualTo("kept\n");
 
+    // adopted from its session state (Modal confirms it runs and carries this sandbox's tags)
+    JsonObject state = keep(gw.get("/v1/sandboxes/" + id + "/session-state", key)).json();
+    Resp adopted = keep(gw.post("/v1/sandboxes/adopt", key, state));
+    assertThat(adopted.status()).as(adopted.body()).isEqualTo(200);
+    assertThat(adopted.json().getString("status")).isEqualTo("running");
+
+    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(slow.json().getString("stdout")).isEqualTo("started\n");
+    assertThat(slow.json().getInteger("exit_code")).as(slow.body()).isEqualTo(124);
+    assertThat(slow.json().getBoolean("timed_out")).isTrue();
+
     assertThat(keep(gw.post("/v1/providers/modal/health-check", key, null)).json().getString("status"))
         .isEqualTo("healthy");
 

@@ -45,6 +45,8 @@ final class ModalExecution implements Execution {
   /** How long after its timeout the router may take to report the end before the run is cut. */
   static final long WAIT_GRACE_MS = 10_000;
   static final int TIMED_OUT = 124;
+  /** A kill this close to the timeout is the router's timeout. */
+  static final long TIMEOUT_SLACK_MS = 250;
   static final int LOST = -1;
   private static final Logger LOG = LoggerFactory.getLogger(ModalExecution.class);
 
@@ -105,6 +107,9 @@ final class ModalExecution implements Execution {
           if (ar.succeeded()) {
             TaskExecWaitResponse r = ar.result();
             exitCode = r.hasSignal() ? 128 + r.getSignal() : r.getCode();
+            // the router kills a command at its timeout (counted from its start there, a little before ours)
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            timedOut |= r.hasSignal() && ms >= request.timeoutSecs() * 1000L - TIMEOUT_SLACK_MS;
           } else {
             LOG.warn("modal exec {} ended without an exit status ({})", execId, ar.cause().getClass().getSimpleName());
             exitCode = LOST;

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Modal's sandboxes: create (app, image, ephemeral secret, then {@code SandboxCreate} with our tags), terminate,
- * file-system snapshot, listing ours for reconciliation and the health check.
+ * file-system snapshot, adoption, listing ours for reconciliation and the health check.
  */
 final class ModalLifecycle implements Lifecycle, Inventory {
   private static final Logger LOG = LoggerFactory.getLogger(ModalLifecycle.class);
@@ -186,6 +186,26 @@ final class ModalLifecycle implements Lifecycle, Inventory {
           }
           return Future.failedFuture(ar.cause());
         });
+  }
+
+  /**
+   * Checks that the sandbox still runs in its app and carries this sandbox's and organization's tags
+   * ({@code SandboxList} filtered by them); else {@code not_found}.
+   */
+  @Override
+  public Future<String> adopt(CreateSandbox request, String resourceId) {
+    if (resourceId == null || resourceId.isBlank()) {
+      return Future.failedFuture(ModalErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED));
+    }
+    SandboxConfig c = request.config();
+    String appName = c != null && c.appName() != null && !c.appName().isBlank() ? c.appName() : settings.appName();
+    List<Api.SandboxTag> ours = List.of(tag(TAG_SANDBOX, request.sandboxId()), tag(TAG_ORG, request.organizationId()));
+    return client.app(appName, "adopt").compose(appId -> listing(appId, ours, MAX_LIST_PAGES)).compose(found -> {
+      if (found.stream().noneMatch(s -> s.getId().equals(resourceId))) {
+        return Future.failedFuture(ModalErrors.of(ErrorCode.NOT_FOUND, "adopt", false, Outcome.FAILED));
+      }
+      return Future.succeededFuture(resourceId);
+    });
   }
 
   /** {@code SandboxSnapshotFs}: the image id, which {@code snapshot_id} accepts at create. */

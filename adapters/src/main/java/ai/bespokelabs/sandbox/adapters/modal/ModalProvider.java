@@ -46,10 +46,10 @@ public final class ModalProvider implements Backend {
     return false;
   }
 
-  /** Snapshots; files, metrics, adoption and the provider's own timeout are not offered (yet). */
+  /** Snapshots and adoption; files, metrics and the provider's own timeout are not offered (yet). */
   @Override
   public Set<Capability> capabilities() {
-    return EnumSet.of(Capability.SNAPSHOT);
+    return EnumSet.of(Capability.SNAPSHOT, Capability.ADOPT);
   }
 
   @Override

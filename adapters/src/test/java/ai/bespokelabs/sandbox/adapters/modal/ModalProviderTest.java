@@ -154,10 +154,10 @@ class ModalProviderTest {
   }
 
   @Test
-  void declares_snapshots_only() {
+  void declares_snapshots_and_adoption() {
     assertThat(provider.name()).isEqualTo("modal");
     assertThat(provider.nodeBound()).isFalse();
-    assertThat(provider.capabilities()).containsExactly(Capability.SNAPSHOT);
+    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.SNAPSHOT, Capability.ADOPT);
   }
 
   @Test
@@ -250,6 +250,17 @@ class ModalProviderTest {
     String snapshot = await(() -> provider.lifecycle().snapshot(new SnapshotSandbox(req.sandboxId(), "org_1", id)));
     String restored = create(config(null, null, null, null, null, null, snapshot));
     assertThat(run(exec(restored, "cat state.txt", false, 30)).out()).isEqualTo("kept\n");
+  }
+
+  @Test
+  void adopt_confirms_a_running_sandbox_is_this_sandboxs_and_this_organizations() {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    assertThat(await(() -> provider.lifecycle().adopt(req, id))).isEqualTo(id);
+    CreateSandbox foreign = new CreateSandbox(req.sandboxId(), "org_other", "modal", req.createToken(), req.config());
+    assertThat(error(() -> await(() -> provider.lifecycle().adopt(foreign, id))).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), id)));
+    assertThat(error(() -> await(() -> provider.lifecycle().adopt(req, id))).code()).isEqualTo(ErrorCode.NOT_FOUND);
   }
 
   @Test
