@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.modal;
 
+import ai.bespokelabs.sandbox.adapters.exec.Utf8;
 import ai.bespokelabs.sandbox.adapters.modal.ModalClient.Router;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
@@ -15,6 +16,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.grpc.client.GrpcClientResponse;
 import io.vertx.grpc.common.GrpcStatus;
+import java.util.Arrays;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStartRequest;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStartResponse;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdinWriteRequest;
@@ -34,6 +36,7 @@ import org.slf4j.LoggerFactory;
  * asked for only once the sink took the last ({@link OutputSink#output}), so a slow client leaves the router
  * unread. Each stream counts the bytes it delivered; when one breaks before its end it is opened again at that
  * offset, so output is neither lost nor repeated ({@link #MAX_RESUMES} times in a row at most, with a pause).
+ * Chunks end on UTF-8 character boundaries: an unfinished character waits for the rest.
  *
  * <p>Stdin: {@code TaskExecStdinWrite} at the running offset, one write at a time; {@code eof} closes it.
  * The end: {@code TaskExecWait} answers the exit code or the signal (reported as {@code 128 + signal}); the
@@ -191,10 +194,21 @@ final class ModalExecution implements Execution {
     onDone.run();
   }
 
+  private static byte[] concat(byte[] a, byte[] b) {
+    if (a.length == 0) {
+      return b;
+    }
+    byte[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
   /** One output stream, read by demand and resumed at its offset when it breaks. */
   private final class Reader {
     final Stream stream;
     long offset;
+    /** The unfinished UTF-8 sequence at the end of the output delivered so far. */
+    byte[] carry = new byte[0];
     int resumes;
     boolean ended;
     GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse> response;
@@ -222,11 +236,14 @@ final class ModalExecution implements Execution {
           byte[] data = msg.getData().toByteArray();
           offset += data.length;
           resumes = 0;
-          if (data.length == 0 || abandoned) {
+          byte[] all = concat(carry, data);
+          int cut = Utf8.completePrefix(all, all.length);
+          carry = Arrays.copyOfRange(all, cut, all.length);
+          if (cut == 0 || abandoned) {
             response.fetch(1);
             return;
           }
-          sink.output(stream, data).onComplete(v -> {
+          sink.output(stream, cut == all.length ? all : Arrays.copyOf(all, cut)).onComplete(v -> {
             if (!done) {
               response.fetch(1);
             }
@@ -241,8 +258,7 @@ final class ModalExecution implements Execution {
         });
         over.future().onComplete(end -> {
           if (end.succeeded() && response.status() == GrpcStatus.OK) {
-            ended = true;
-            finishIfEnded();
+            finish();
           } else {
             broke(end.failed() ? end.cause() : new IllegalStateException(String.valueOf(response.status())));
           }
@@ -259,14 +275,23 @@ final class ModalExecution implements Execution {
       if (++resumes > MAX_RESUMES) {
         LOG.warn("modal exec {} {} stream lost after {} resumes ({})", execId, stream.wire(), MAX_RESUMES,
             cause.getClass().getSimpleName());
-        ended = true;
         if (exitCode == null) {
           exitCode = LOST;
         }
-        finishIfEnded();
+        finish();
         return;
       }
       vertx.setTimer(RESUME_PAUSE_MS * resumes, id -> open());
+    }
+
+    /** Hands on what is left of an unfinished character, then this stream has ended. */
+    void finish() {
+      Future<Void> flushed = carry.length == 0 || abandoned ? Future.succeededFuture() : sink.output(stream, carry);
+      carry = new byte[0];
+      flushed.onComplete(v -> {
+        ended = true;
+        finishIfEnded();
+      });
     }
 
     void close() {

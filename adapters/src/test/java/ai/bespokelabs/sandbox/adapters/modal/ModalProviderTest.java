@@ -109,9 +109,14 @@ class ModalProviderTest {
     volatile boolean timedOut;
     volatile int exits;
 
+    volatile boolean splitCharacter;
+
     @Override
     public synchronized Future<Void> output(Stream stream, byte[] data) {
       (stream == Stream.STDOUT ? stdout : stderr).writeBytes(data);
+      if (!java.util.Arrays.equals(new String(data, StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8), data)) {
+        splitCharacter = true;
+      }
       return Future.succeededFuture();
     }
 
@@ -231,6 +236,15 @@ class ModalProviderTest {
     }
     assertThat(r.out()).isEqualTo(expected.toString());
     assertThat(r.exitCode).isZero();
+  }
+
+  @Test
+  void a_stream_dropped_inside_a_character_resumes_and_every_chunk_is_whole_utf8() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    sim.dropStdoutAfter(1001);
+    Recording r = run(exec(id, "python3 -c \"print('\u00e9' * 1500)\"", false, 30));
+    assertThat(r.out()).isEqualTo("\u00e9".repeat(1500) + "\n");
+    assertThat(r.splitCharacter).as("a chunk cut a character").isFalse();
   }
 
   @Test
