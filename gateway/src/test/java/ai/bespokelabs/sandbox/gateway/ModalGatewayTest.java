@@ -195,6 +195,30 @@ class ModalGatewayTest {
   }
 
   @Test
+  void providers_list_modal_and_a_restarted_gateway_serves_its_sandboxes_and_ends_an_expired_one() throws Exception {
+    JsonObject modal = null;
+    for (Object o : keep(gw.get("/v1/providers", key)).json().getJsonArray("items")) {
+      if ("modal".equals(((JsonObject) o).getString("backend"))) {
+        modal = (JsonObject) o;
+      }
+    }
+    assertThat(modal).as("GET /v1/providers lists modal").isNotNull();
+    assertThat(modal.getBoolean("configured")).isTrue();
+
+    JsonObject kept = createModal(new JsonObject().put("timeout_secs", 300));
+    JsonObject expiring = createModal(new JsonObject().put("timeout_secs", 3));
+    gw = gw.restarted();
+    Resp r = exec(kept.getString("id"), new JsonObject().put("command", "echo after restart"));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getString("stdout")).isEqualTo("after restart\n");
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(20).untilAsserted(() -> assertThat(sim.liveSandboxes())
+        .as("the supervisor ended the expired sandbox").doesNotContain(expiring.getString("provider_resource_id")));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(20).untilAsserted(() -> assertThat(keep(gw.get("/v1/sandboxes/"
+        + expiring.getString("id"), key)).json().getString("termination_reason")).isEqualTo("ttl_expired"));
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), key));
+  }
+
+  @Test
   void provider_failures_reach_the_client_in_the_error_contract() {
     sim.fail("SandboxCreate", GrpcStatus.UNAUTHENTICATED);
     Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));
