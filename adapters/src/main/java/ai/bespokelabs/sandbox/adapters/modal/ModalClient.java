@@ -104,18 +104,21 @@ final class ModalClient {
     }).recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
   }
 
+  /** An open {@code TaskExecStdioRead}: the call (to cancel it) and its paused response. */
+  record Stdio(GrpcClientRequest<TaskExecStdioReadRequest, TaskExecStdioReadResponse> request,
+      GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse> response) {}
+
   /** Opens {@code TaskExecStdioRead} (server streaming); the response is handed over paused. */
-  Future<GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse>> read(Router router,
-      TaskExecStdioReadRequest request) {
+  Future<Stdio> read(Router router, TaskExecStdioReadRequest request) {
     ServiceMethod<TaskExecStdioReadResponse, TaskExecStdioReadRequest> m =
         method(ROUTER, "TaskExecStdioRead", TaskExecStdioReadResponse.getDefaultInstance());
     Endpoint to = router.endpoint();
     return grpc(to).request(to.address(), m).compose(req -> {
       authorize(req, router.jwt());
-      return req.send(request);
-    }).map(resp -> {
-      resp.pause();
-      return resp;
+      return req.send(request).map(resp -> {
+        resp.pause();
+        return new Stdio(req, resp);
+      });
     });
   }
 

@@ -14,6 +14,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.grpc.client.GrpcClientRequest;
 import io.vertx.grpc.client.GrpcClientResponse;
 import io.vertx.grpc.common.GrpcStatus;
 import java.util.Arrays;
@@ -211,6 +212,7 @@ final class ModalExecution implements Execution {
     byte[] carry = new byte[0];
     int resumes;
     boolean ended;
+    GrpcClientRequest<TaskExecStdioReadRequest, TaskExecStdioReadResponse> call;
     GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse> response;
 
     Reader(Stream stream) {
@@ -230,7 +232,8 @@ final class ModalExecution implements Execution {
           broke(ar.cause());
           return;
         }
-        response = ar.result();
+        call = ar.result().request();
+        response = ar.result().response();
         Promise<Void> over = Promise.promise();
         response.handler(msg -> {
           byte[] data = msg.getData().toByteArray();
@@ -294,10 +297,14 @@ final class ModalExecution implements Execution {
       });
     }
 
+    /** Stops reading and cancels the stream (an HTTP/2 reset) when it is still open. */
     void close() {
       ended = true;
       if (response != null) {
         response.handler(null);
+      }
+      if (call != null) {
+        call.cancel();
       }
     }
   }

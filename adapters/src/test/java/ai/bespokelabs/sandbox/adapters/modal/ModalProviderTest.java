@@ -248,6 +248,17 @@ class ModalProviderTest {
   }
 
   @Test
+  void closing_the_backend_abandons_running_executions_without_a_result() throws Exception {
+    ModalProvider other = provider(ModalSimulator.TOKEN_SECRET);
+    String id = await(() -> other.lifecycle().create(createRequest(config(null, null, null, null, null, null, null))));
+    Recording sink = new Recording();
+    await(() -> other.executions().start(exec(id, "echo hi; sleep 30", false, 60), sink));
+    await(other::close);
+    assertThat(sink.ended.await(1, TimeUnit.SECONDS)).as("an abandoned execution reports no end").isFalse();
+    assertThat(sink.exits).isZero();
+  }
+
+  @Test
   void a_command_past_its_timeout_is_killed_and_reported_timed_out() throws Exception {
     String id = create(config(null, null, null, null, null, null, null));
     Recording r = run(exec(id, "echo start; sleep 30", false, 1));
