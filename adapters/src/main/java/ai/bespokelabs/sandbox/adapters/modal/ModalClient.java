@@ -60,6 +60,8 @@ final class ModalClient {
   private final GrpcClient plain;
   private final GrpcClient tls;
   private final Map<String, String> apps = new HashMap<>();
+  /** Routers by sandbox id; touched only on the adapter's context. */
+  private final Map<String, Router> routers = new HashMap<>();
 
   ModalClient(Vertx vertx, ModalSettings settings) {
     this.vertx = vertx;
@@ -154,8 +156,22 @@ final class ModalClient {
     });
   }
 
-  /** The sandbox's task and the command router serving it ({@code SandboxGetTaskId}, then router access). */
+  /** The sandbox's task and the command router serving it, remembered per sandbox. */
   Future<Router> router(String sandboxId, String op) {
+    Router known = routers.get(sandboxId);
+    if (known != null) {
+      return Future.succeededFuture(known);
+    }
+    return lookUpRouter(sandboxId, op).onSuccess(r -> routers.put(sandboxId, r));
+  }
+
+  /** Forgets the sandbox's router; true when one was remembered. */
+  boolean forgetRouter(String sandboxId) {
+    return routers.remove(sandboxId) != null;
+  }
+
+  /** {@code SandboxGetTaskId}, then {@code TaskGetCommandRouterAccess}. */
+  private Future<Router> lookUpRouter(String sandboxId, String op) {
     Api.SandboxGetTaskIdRequest req = Api.SandboxGetTaskIdRequest.newBuilder().setSandboxId(sandboxId)
         .setTimeout(Math.max(1, settings.requestTimeout().toSeconds() - 1)).setWaitUntilReady(true).build();
     return call("SandboxGetTaskId", req, Api.SandboxGetTaskIdResponse.getDefaultInstance(), op).compose(r -> {

@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.spi.Executions;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -24,7 +25,11 @@ final class ModalExecutions implements Executions {
     this.client = client;
   }
 
-  /** Looks up the sandbox's task and router, then {@code TaskExecStart}; completes once the router accepted it. */
+  /**
+   * {@code TaskExecStart} on the sandbox's router; completes once the router accepted it. The router's address
+   * and token are remembered per sandbox; when a remembered one fails, it is looked up again and the start is
+   * sent once more with the same exec id (Modal makes a start idempotent by its exec id).
+   */
   @Override
   public Future<Execution> start(ExecSandbox request, OutputSink sink) {
     List<String> argv;
@@ -33,9 +38,24 @@ final class ModalExecutions implements Executions {
     } catch (RuntimeException e) {
       return Future.failedFuture(e);
     }
+    String execId = UUID.randomUUID().toString();
+    String sandbox = request.providerResourceId();
+    return startOn(request, sink, argv, execId).recover(t -> client.forgetRouter(sandbox) && stale(t)
+        ? startOn(request, sink, argv, execId) : Future.failedFuture(t));
+  }
+
+  /** A failure a stale router address or token explains. */
+  private static boolean stale(Throwable t) {
+    return t instanceof ProviderException p && switch (p.error().code()) {
+      case CONFIGURATION, CONNECTION, NOT_FOUND -> true;
+      default -> false;
+    };
+  }
+
+  private Future<Execution> startOn(ExecSandbox request, OutputSink sink, List<String> argv, String execId) {
     return client.router(request.providerResourceId(), "execute").compose(router -> {
       TaskExecStartRequest.Builder start = TaskExecStartRequest.newBuilder().setTaskId(router.taskId())
-          .setExecId(UUID.randomUUID().toString()).addAllCommandArgs(argv)
+          .setExecId(execId).addAllCommandArgs(argv)
           .setStdoutConfig(TaskExecStdoutConfig.TASK_EXEC_STDOUT_CONFIG_PIPE)
           .setStderrConfig(TaskExecStderrConfig.TASK_EXEC_STDERR_CONFIG_PIPE)
           .setTimeoutSecs(request.timeoutSecs()).putAllEnv(request.env());
@@ -45,7 +65,7 @@ final class ModalExecutions implements Executions {
       ModalExecution execution = new ModalExecution(client, router, request, sink);
       running.add(execution);
       execution.onDone(() -> running.remove(execution));
-      return execution.start(start.build());
+      return execution.start(start.build()).onFailure(t -> running.remove(execution));
     });
   }
 

@@ -176,6 +176,7 @@ final class ModalLifecycle implements Lifecycle, Inventory {
 
   /** True when Modal terminated it now; false when it was gone or had already ended. */
   private Future<Boolean> terminate(String id, String op) {
+    client.forgetRouter(id);
     return client.call("SandboxTerminate", Api.SandboxTerminateRequest.newBuilder().setSandboxId(id).build(),
         Api.SandboxTerminateResponse.getDefaultInstance(), op).transform(ar -> {
           if (ar.succeeded()) {

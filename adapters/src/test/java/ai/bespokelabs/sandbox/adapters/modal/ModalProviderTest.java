@@ -259,6 +259,18 @@ class ModalProviderTest {
   }
 
   @Test
+  void the_router_is_remembered_per_sandbox_and_looked_up_again_when_its_token_expired() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    assertThat(run(exec(id, "echo one", false, 30)).out()).isEqualTo("one\n");
+    int lookups = sim.calls("TaskGetCommandRouterAccess");
+    assertThat(run(exec(id, "echo two", false, 30)).out()).isEqualTo("two\n");
+    assertThat(sim.calls("TaskGetCommandRouterAccess")).as("remembered").isEqualTo(lookups);
+    sim.expireRouterTokens();
+    assertThat(run(exec(id, "echo three", false, 30)).out()).isEqualTo("three\n");
+    assertThat(sim.calls("TaskGetCommandRouterAccess")).as("looked up again").isEqualTo(lookups + 1);
+  }
+
+  @Test
   void a_command_past_its_timeout_is_killed_and_reported_timed_out() throws Exception {
     String id = create(config(null, null, null, null, null, null, null));
     Recording r = run(exec(id, "echo start; sleep 30", false, 1));

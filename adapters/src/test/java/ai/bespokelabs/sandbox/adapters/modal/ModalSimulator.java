@@ -193,6 +193,11 @@ public final class ModalSimulator implements AutoCloseable {
     drops.put("stdout", bytes);
   }
 
+  /** Every router token handed out so far stops working (as an expired JWT). */
+  public void expireRouterTokens() {
+    jwts.replaceAll((task, jwt) -> "expired." + UUID.randomUUID());
+  }
+
   public int calls(String method) {
     return calls.getOrDefault(method, 0);
   }
@@ -544,7 +549,8 @@ public final class ModalSimulator implements AutoCloseable {
     if (s == null) {
       throw new Status(GrpcStatus.NOT_FOUND, "no such task");
     }
-    String jwt = jwts.computeIfAbsent(r.getTaskId(), k -> "jwt." + UUID.randomUUID());
+    String jwt = jwts.compute(r.getTaskId(), (k, old) -> old == null || old.startsWith("expired.")
+        ? "jwt." + UUID.randomUUID() : old);
     return Future.succeededFuture(Api.TaskGetCommandRouterAccessResponse.newBuilder().setJwt(jwt).setUrl(serverUrl())
         .build());
   }
