@@ -9,6 +9,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
 import com.google.protobuf.ByteString;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -95,7 +96,7 @@ final class ModalExecution implements Execution {
           readers[0].open();
           readers[1].open();
           timer = vertx.setTimer(request.timeoutSecs() * 1000L, id -> timedOut = true);
-          waitForEnd();
+          waitForEnd(0);
           if (!request.keepStdin()) {
             closeStdin();
           }
@@ -103,7 +104,8 @@ final class ModalExecution implements Execution {
         });
   }
 
-  private void waitForEnd() {
+  /** {@code TaskExecWait} (a long poll); asked again when the router was briefly unavailable. */
+  private void waitForEnd(int attempt) {
     TaskExecWaitRequest wait = TaskExecWaitRequest.newBuilder().setTaskId(router.taskId()).setExecId(execId).build();
     long bound = request.timeoutSecs() * 1000L + WAIT_GRACE_MS;
     client.route(router, "TaskExecWait", wait, TaskExecWaitResponse.getDefaultInstance(), bound, "execute")
@@ -114,6 +116,10 @@ final class ModalExecution implements Execution {
             // the router kills a command at its timeout (counted from its start there, a little before ours)
             long ms = (System.nanoTime() - t0) / 1_000_000;
             timedOut |= r.hasSignal() && ms >= request.timeoutSecs() * 1000L - TIMEOUT_SLACK_MS;
+          } else if (!done && attempt < MAX_RESUMES && ar.cause() instanceof ProviderException p
+              && p.error().retryable() && p.error().code() != ErrorCode.TIMEOUT) {
+            vertx.setTimer(RESUME_PAUSE_MS * (attempt + 1), id -> waitForEnd(attempt + 1));
+            return;
           } else {
             LOG.warn("modal exec {} ended without an exit status ({})", execId, ar.cause().getClass().getSimpleName());
             exitCode = LOST;

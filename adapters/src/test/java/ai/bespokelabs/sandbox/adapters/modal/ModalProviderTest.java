@@ -271,6 +271,15 @@ class ModalProviderTest {
   }
 
   @Test
+  void an_unavailable_router_is_asked_again_for_the_exit_status() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    sim.fail("TaskExecWait", GrpcStatus.UNAVAILABLE);
+    Recording r = run(exec(id, "echo fine; exit 7", false, 30));
+    assertThat(r.out()).isEqualTo("fine\n");
+    assertThat(r.exitCode).isEqualTo(7);
+  }
+
+  @Test
   void a_command_past_its_timeout_is_killed_and_reported_timed_out() throws Exception {
     String id = create(config(null, null, null, null, null, null, null));
     Recording r = run(exec(id, "echo start; sleep 30", false, 1));
