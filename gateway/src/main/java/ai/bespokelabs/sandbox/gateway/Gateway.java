@@ -103,7 +103,8 @@ public final class Gateway implements AutoCloseable {
     if (daytona != null) {
       out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
     }
-    ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal)));
+    ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal,
+        PricingCatalog.load(config.ledger().pricingFile()))));
     return out;
   }
 

@@ -17,7 +17,11 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Future;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -42,12 +46,17 @@ final class ModalLifecycle implements Lifecycle, Inventory {
   static final int MAX_LIST_PAGES = 100;
   static final int SNAPSHOT_TIMEOUT_SECS = 55;
 
+  static final BigDecimal NANOS_PER_HOUR = BigDecimal.valueOf(3_600_000_000_000L);
+
   private final ModalClient client;
   private final ModalSettings settings;
+  private final PricingCatalog pricing;
 
-  ModalLifecycle(ModalClient client) {
+  /** @param pricing the catalog pricing the usage {@link #list()} reports; null for no cost */
+  ModalLifecycle(ModalClient client, PricingCatalog pricing) {
     this.client = client;
     this.settings = client.settings();
+    this.pricing = pricing;
   }
 
   /**
@@ -238,18 +247,42 @@ final class ModalLifecycle implements Lifecycle, Inventory {
         .mapEmpty();
   }
 
-  /** The default app's running sandboxes that carry our sandbox-id tag. Modal reports no cost here. */
+  /**
+   * The default app's running sandboxes that carry our sandbox-id tag, each with its cost so far when a pricing
+   * catalog is given: the CPU and memory Modal reports it used ({@code SandboxGetResourceUsage}) at the
+   * catalog's rates (GPU time is not priced); no cost when that call fails.
+   */
   @Override
   public Future<List<Resource>> list() {
     return client.app(settings.appName(), "list").compose(appId -> listing(appId, List.of(), MAX_LIST_PAGES))
-        .map(found -> {
-          List<Resource> out = new ArrayList<>();
+        .compose(found -> {
+          List<Future<Resource>> out = new ArrayList<>();
           for (Api.SandboxInfo s : found) {
             s.getTagsList().stream().filter(t -> TAG_SANDBOX.equals(t.getTagName())).findFirst()
-                .ifPresent(t -> out.add(new Resource(s.getId(), t.getTagValue(), "running", null)));
+                .ifPresent(t -> out.add(cost(s.getId()).map(usd -> new Resource(s.getId(), t.getTagValue(),
+                    "running", usd))));
           }
-          return out;
+          return Future.all(out).map(all -> out.stream().map(Future::result).toList());
         });
+  }
+
+  /** The sandbox's cost so far from its reported usage, or null without a catalog or an answer. */
+  private Future<BigDecimal> cost(String sandboxId) {
+    if (pricing == null) {
+      return Future.succeededFuture(null);
+    }
+    return client.call("SandboxGetResourceUsage", Api.SandboxGetResourceUsageRequest.newBuilder()
+        .setSandboxId(sandboxId).build(), Api.SandboxGetResourceUsageResponse.getDefaultInstance(), "list")
+        .map(u -> {
+          BigDecimal cpuHours = new BigDecimal(Long.toUnsignedString(u.getCpuCoreNanosecs())).divide(NANOS_PER_HOUR,
+              MathContext.DECIMAL64);
+          BigDecimal gibHours = new BigDecimal(Long.toUnsignedString(u.getMemGibNanosecs())).divide(NANOS_PER_HOUR,
+              MathContext.DECIMAL64);
+          return pricing.hourlyRate(ModalProvider.BACKEND, 1.0, 0).multiply(cpuHours)
+              .add(pricing.hourlyRate(ModalProvider.BACKEND, 0.0, 1024).multiply(gibHours))
+              .setScale(9, RoundingMode.HALF_UP).stripTrailingZeros();
+        })
+        .otherwiseEmpty();
   }
 
   /** {@code SandboxList} of running sandboxes with all of {@code tags}, paged by creation time. */

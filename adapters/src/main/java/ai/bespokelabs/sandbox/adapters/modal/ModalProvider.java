@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters.modal;
 
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.util.EnumSet;
@@ -24,9 +25,10 @@ public final class ModalProvider implements Backend {
   private final ModalExecutions executions;
   private final Parts parts;
 
-  public ModalProvider(Vertx vertx, ModalSettings settings) {
+  /** @param pricing prices the usage Modal reports for reconciliation; null for no provider cost */
+  public ModalProvider(Vertx vertx, ModalSettings settings, PricingCatalog pricing) {
     this.client = new ModalClient(vertx, settings);
-    ModalLifecycle lifecycle = new ModalLifecycle(client);
+    ModalLifecycle lifecycle = new ModalLifecycle(client, pricing);
     this.executions = new ModalExecutions(client);
     this.parts = new Parts(lifecycle, executions, lifecycle, null, null);
   }

@@ -20,6 +20,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -59,7 +60,9 @@ class ModalProviderTest {
 
   static ModalProvider provider(String secret) {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
-        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)));
+        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)),
+        new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
+            new java.math.BigDecimal("0.0098")))));
   }
 
   @AfterEach
@@ -332,6 +335,8 @@ class ModalProviderTest {
     assertThat(listed).extracting(Resource::resourceId).containsAll(ids);
     assertThat(listed).filteredOn(r -> r.resourceId().equals(ida)).extracting(Resource::sandboxId)
         .containsExactly(a.sandboxId());
+    assertThat(listed).filteredOn(r -> ids.contains(r.resourceId()))
+        .allSatisfy(r -> assertThat(r.providerCostUsd()).as("cost from the usage Modal reports").isPositive());
     await(() -> provider.inventory().checkHealth());
   }
 

@@ -264,6 +264,8 @@ public final class ModalSimulator implements AutoCloseable {
     unary(grpc, API, "ImageGetOrCreate", Api.ImageGetOrCreateRequest.getDefaultInstance(), this::imageGetOrCreate);
     unary(grpc, API, "SecretGetOrCreate", Api.SecretGetOrCreateRequest.getDefaultInstance(), this::secretGetOrCreate);
     unary(grpc, API, "SandboxCreate", Api.SandboxCreateRequest.getDefaultInstance(), this::sandboxCreate);
+    unary(grpc, API, "SandboxGetResourceUsage", Api.SandboxGetResourceUsageRequest.getDefaultInstance(),
+        this::resourceUsage);
     unary(grpc, API, "SandboxGetTaskId", Api.SandboxGetTaskIdRequest.getDefaultInstance(), this::getTaskId);
     unary(grpc, API, "SandboxList", Api.SandboxListRequest.getDefaultInstance(), this::sandboxList);
     unary(grpc, API, "SandboxTerminate", Api.SandboxTerminateRequest.getDefaultInstance(), this::terminate);
@@ -495,6 +497,16 @@ public final class ModalSimulator implements AutoCloseable {
       b.setTaskId(s.taskId);
     }
     return Future.succeededFuture(b.build());
+  }
+
+  /** Usage as Modal bills it: the reserved CPU (at least 1/8 core) and memory (at least 128 MiB) since creation. */
+  private Future<Api.SandboxGetResourceUsageResponse> resourceUsage(Api.SandboxGetResourceUsageRequest r) {
+    Sbx s = sandbox(r.getSandboxId());
+    double secs = Math.max(0, System.currentTimeMillis() / 1000.0 - s.createdAt);
+    double cores = Math.max(0.125, s.definition.getResources().getMilliCpu() / 1000.0);
+    double gib = Math.max(0.125, s.definition.getResources().getMemoryMb() / 1024.0);
+    return Future.succeededFuture(Api.SandboxGetResourceUsageResponse.newBuilder()
+        .setCpuCoreNanosecs((long) (secs * cores * 1e9)).setMemGibNanosecs((long) (secs * gib * 1e9)).build());
   }
 
   private Future<Api.SandboxListResponse> sandboxList(Api.SandboxListRequest r) {
