@@ -1,5 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.modal;
 
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import com.google.protobuf.Message;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -33,6 +35,7 @@ final class ModalClient {
   static final ServiceName ROUTER = ServiceName.create("modal.task_command_router", "TaskCommandRouter");
   /** The client type sent as {@code x-modal-client-type}: the ClientType number of Modal's JS library. */
   static final String CLIENT_TYPE = "8";
+  /** The client version sent as {@code x-modal-client-version} (a version of that library). */
   static final String CLIENT_VERSION = "0.5.0";
 
   /** A server: where, and whether over TLS. */
@@ -176,8 +179,7 @@ final class ModalClient {
         .setTimeout(Math.max(1, settings.requestTimeout().toSeconds() - 1)).setWaitUntilReady(true).build();
     return call("SandboxGetTaskId", req, Api.SandboxGetTaskIdResponse.getDefaultInstance(), op).compose(r -> {
       if (!r.hasTaskId() || r.hasTaskResult()) {
-        return Future.failedFuture(ModalErrors.of(ai.bespokelabs.sandbox.core.error.ErrorCode.NOT_FOUND, op, false,
-            ai.bespokelabs.sandbox.core.error.ProviderError.Outcome.FAILED));
+        return Future.failedFuture(ModalErrors.of(ErrorCode.NOT_FOUND, op, false, Outcome.FAILED));
       }
       String taskId = r.getTaskId();
       return call("TaskGetCommandRouterAccess", Api.TaskGetCommandRouterAccessRequest.newBuilder().setTaskId(taskId)

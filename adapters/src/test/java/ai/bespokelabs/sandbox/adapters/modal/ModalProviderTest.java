@@ -69,6 +69,9 @@ class ModalProviderTest {
   void conforming() {
     sim.clearFaults();
     assertThat(sim.violations()).as("requests Modal would refuse").isEmpty();
+    assertThat(sim.headerValues()).as("the token secret travels only in its own header")
+        .filteredOn(h -> h.contains(ModalSimulator.TOKEN_SECRET))
+        .allMatch(h -> h.equals("x-modal-token-secret: " + ModalSimulator.TOKEN_SECRET));
   }
 
   @AfterAll
