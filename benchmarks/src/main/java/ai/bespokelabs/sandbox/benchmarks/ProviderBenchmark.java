@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.benchmarks;
 
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
+import ai.bespokelabs.sandbox.adapters.modal.ModalSimulator;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -38,6 +39,9 @@ import java.util.stream.Collectors;
  *   starts sandboxes at once here); exec: {@code GET /sandbox/{id}} for the toolbox, create a session, run the
  *   command in it asynchronously, follow its log over a WebSocket to the end, read its exit code (the
  *   session's deletion is off the clock, as it is in the adapter).
+ *   <li>modal (gRPC, {@link ModalDirect}) create: {@code AppGetOrCreate}, {@code ImageGetOrCreate},
+ *   {@code SandboxCreate}; exec: the task and its router's token, {@code TaskExecStart}, both output streams to
+ *   their end and {@code TaskExecWait}.
  * </ul>
  *
  * <p>Each round also times one {@code GET /healthz} and one committed insert on the gateway's database, so the
@@ -62,7 +66,7 @@ public final class ProviderBenchmark {
   private ProviderBenchmark() {}
 
   /** One provider reached directly: the adapter's calls for each operation. */
-  private interface Direct {
+  interface Direct {
     String create();
 
     void exec(String id);
@@ -72,7 +76,7 @@ public final class ProviderBenchmark {
 
   public static void main(String[] args) throws Exception {
     int n = 200;
-    List<String> only = List.of("e2b", "daytona");
+    List<String> only = List.of("e2b", "daytona", "modal");
     for (int i = 0; i < args.length; i += 2) {
       if (args[i].equals("--iterations") && i + 1 < args.length) {
         n = Integer.parseInt(args[i + 1]);
@@ -84,8 +88,11 @@ public final class ProviderBenchmark {
     }
     int code = 0;
     try (E2bSimulator e2b = E2bSimulator.start();
-        DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0)) {
+        DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0);
+        ModalSimulator modal = ModalSimulator.start();
+        ModalDirect modalDirect = new ModalDirect(modal)) {
       Map<String, String> providers = new HashMap<>(e2b.env());
+      providers.putAll(modal.env());
       providers.put("DAYTONA_API_KEY", DAYTONA_KEY);
       providers.put("DAYTONA_API_URL", daytona.url());
       try (BenchGateway gw = BenchGateway.start(providers)) {
@@ -98,9 +105,13 @@ public final class ProviderBenchmark {
         if (only.contains("daytona")) {
           run(gw, "daytona", new DaytonaDirect(daytona), daytona::answeringNanos, n);
         }
+        if (only.contains("modal")) {
+          run(gw, "modal", modalDirect, modal::answeringNanos, n);
+        }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
       violations.addAll(daytona.violations());
+      violations.addAll(modal.violations());
       if (!violations.isEmpty()) {
         System.err.println("requests the providers' specs do not allow:");
         violations.forEach(v -> System.err.println("  " + v));

@@ -86,6 +86,7 @@ public final class ModalSimulator implements AutoCloseable {
   private final Map<String, String> jwts = new ConcurrentHashMap<>();
   private final Map<String, Exec> execs = new ConcurrentHashMap<>();
   private final List<String> headerValues = new CopyOnWriteArrayList<>();
+  private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
   private int seq;
 
   /** A sandbox. */
@@ -198,6 +199,14 @@ public final class ModalSimulator implements AutoCloseable {
     jwts.replaceAll((task, jwt) -> "expired." + UUID.randomUUID());
   }
 
+  /**
+   * Nanoseconds spent answering calls so far, each from its request message to the end of its response (a
+   * benchmark reads it around a call to see how long the simulator itself took).
+   */
+  public long answeringNanos() {
+    return answering.get();
+  }
+
   public int calls(String method) {
     return calls.getOrDefault(method, 0);
   }
@@ -279,9 +288,10 @@ public final class ModalSimulator implements AutoCloseable {
         "TaskExecStdioRead", GrpcMessageEncoder.encoder(),
         GrpcMessageDecoder.decoder(TaskExecStdioReadRequest.getDefaultInstance()));
     grpc.callHandler(read, req -> req.handler(msg -> {
+      long t0 = System.nanoTime();
       try {
         check(req, msg, ROUTER, "TaskExecStdioRead");
-        stdioRead(msg, req.response());
+        stdioRead(msg, req.response(), t0);
       } catch (Status s) {
         req.response().status(s.status).end();
       }
@@ -293,6 +303,7 @@ public final class ModalSimulator implements AutoCloseable {
     ServiceMethod<Req, Resp> m = ServiceMethod.server(service, name, GrpcMessageEncoder.encoder(),
         GrpcMessageDecoder.decoder(prototype));
     grpc.callHandler(m, req -> req.handler(msg -> {
+      long t0 = System.nanoTime();
       GrpcServerResponse<Req, Resp> resp = req.response();
       Future<Resp> answer;
       try {
@@ -312,6 +323,7 @@ public final class ModalSimulator implements AutoCloseable {
         } else {
           resp.status(GrpcStatus.INTERNAL).end();
         }
+        answering.addAndGet(System.nanoTime() - t0);
       });
     }));
   }
@@ -700,7 +712,7 @@ public final class ModalSimulator implements AutoCloseable {
 
   /** Sends the output from the offset asked for as it comes, by the client's demand, until the program's end. */
   private void stdioRead(TaskExecStdioReadRequest r, GrpcServerResponse<TaskExecStdioReadRequest,
-      TaskExecStdioReadResponse> resp) {
+      TaskExecStdioReadResponse> resp, long t0) {
     Exec e = exec(r.getTaskId(), r.getExecId());
     int fd = r.getFileDescriptor() == TaskExecStdioFileDescriptor.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT ? 0 : 1;
     Integer dropAfter = fd == 0 ? drops.remove("stdout") : null;
@@ -727,6 +739,7 @@ public final class ModalSimulator implements AutoCloseable {
       } else if (e.drained(fd, offset[0]) && e.end.future().isComplete()) {
         vertx.cancelTimer(id);
         resp.end();
+        answering.addAndGet(System.nanoTime() - t0);
       }
     });
     resp.exceptionHandler(t -> vertx.cancelTimer(timer)); // the client went away
