@@ -93,11 +93,15 @@ final class ModalLifecycle implements Lifecycle, Inventory {
                 if (ar.succeeded() && !ar.result().getSandboxId().isBlank()) {
                   return Future.succeededFuture(ar.result().getSandboxId());
                 }
-                ProviderError failure = ar.succeeded()
+                Throwable mapped = ar.succeeded() ? null : ModalErrors.map(ar.cause(), "create");
+                if (mapped != null && !(mapped instanceof ProviderException)) {
+                  return Future.failedFuture(mapped);
+                }
+                ProviderError failure = mapped == null
                     ? ProviderError.of(ErrorCode.CREATION_FAILED, ModalProvider.BACKEND, "create", false, Outcome.UNKNOWN)
-                    : ((ProviderException) ModalErrors.map(ar.cause(), "create")).error();
+                    : ((ProviderException) mapped).error();
                 return failure.outcome() == Outcome.UNKNOWN ? cleanUp(request, appId, failure)
-                    : Future.failedFuture(new ProviderException(failure));
+                    : Future.failedFuture(mapped != null ? mapped : new ProviderException(failure));
               });
         })));
   }
