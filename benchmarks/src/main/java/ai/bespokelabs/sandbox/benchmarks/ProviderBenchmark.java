@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.benchmarks;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSimulator;
+import ai.bespokelabs.sandbox.adapters.modal.ModalSimulator;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -40,6 +41,9 @@ import java.util.stream.Collectors;
  *   command in it asynchronously, follow its log over a WebSocket to the end, read its exit code (the
  *   session's deletion is off the clock, as it is in the adapter).
  *   <li>tensorlake: see {@link TensorlakeDirect}.
+ *   <li>modal (gRPC, {@link ModalDirect}) create: {@code AppGetOrCreate}, {@code ImageGetOrCreate},
+ *   {@code SandboxCreate}; exec: the task and its router's token, {@code TaskExecStart}, both output streams to
+ *   their end and {@code TaskExecWait}.
  * </ul>
  *
  * <p>Each round also times one {@code GET /healthz} and one committed insert on the gateway's database, so the
@@ -74,7 +78,7 @@ public final class ProviderBenchmark {
 
   public static void main(String[] args) throws Exception {
     int n = 200;
-    List<String> only = List.of("e2b", "daytona", "tensorlake");
+    List<String> only = List.of("e2b", "daytona", "tensorlake", "modal");
     for (int i = 0; i < args.length; i += 2) {
       if (args[i].equals("--iterations") && i + 1 < args.length) {
         n = Integer.parseInt(args[i + 1]);
@@ -87,9 +91,12 @@ public final class ProviderBenchmark {
     int code = 0;
     try (E2bSimulator e2b = E2bSimulator.start();
         DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0);
-        TensorlakeSimulator tensorlake = TensorlakeSimulator.start(TensorlakeDirect.KEY).startDelayMs(1)) {
+        TensorlakeSimulator tensorlake = TensorlakeSimulator.start(TensorlakeDirect.KEY).startDelayMs(1);
+        ModalSimulator modal = ModalSimulator.start();
+        ModalDirect modalDirect = new ModalDirect(modal)) {
       Map<String, String> providers = new HashMap<>(e2b.env());
       providers.putAll(TensorlakeDirect.env(tensorlake));
+      providers.putAll(modal.env());
       providers.put("DAYTONA_API_KEY", DAYTONA_KEY);
       providers.put("DAYTONA_API_URL", daytona.url());
       try (BenchGateway gw = BenchGateway.start(providers)) {
@@ -105,10 +112,14 @@ public final class ProviderBenchmark {
         if (only.contains("tensorlake")) {
           run(gw, "tensorlake", new TensorlakeDirect(tensorlake), tensorlake::answeringNanos, n);
         }
+        if (only.contains("modal")) {
+          run(gw, "modal", modalDirect, modal::answeringNanos, n);
+        }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
       violations.addAll(daytona.violations());
       violations.addAll(tensorlake.violations());
+      violations.addAll(modal.violations());
       if (!violations.isEmpty()) {
         System.err.println("requests the providers' specs do not allow:");
         violations.forEach(v -> System.err.println("  " + v));

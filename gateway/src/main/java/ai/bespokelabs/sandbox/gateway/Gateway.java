@@ -21,6 +21,8 @@ import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
 import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesProvider;
 import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSettings;
+import ai.bespokelabs.sandbox.adapters.modal.ModalProvider;
+import ai.bespokelabs.sandbox.adapters.modal.ModalSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -117,6 +119,8 @@ public final class Gateway implements AutoCloseable {
       out.add(new TensorlakeProvider(vertx, tensorlake));
     }
     CodeCapsulesSettings.from(settings).ifPresent(cc -> out.add(new CodeCapsulesProvider(vertx, cc)));
+    ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal,
+        PricingCatalog.load(config.ledger().pricingFile()))));
     return out;
   }
 

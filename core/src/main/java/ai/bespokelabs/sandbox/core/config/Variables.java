@@ -64,7 +64,15 @@ final class Variables {
       "CODECAPSULES_API_URL", "providers.codecapsules.apiUrl",
       "CODECAPSULES_FLAVOR", "providers.codecapsules.flavor",
       "CODECAPSULES_TTL_MINUTES", "providers.codecapsules.ttlMinutes",
-      "CODECAPSULES_REQUEST_TIMEOUT_SECS", "providers.codecapsules.requestTimeoutSecs");
+      "CODECAPSULES_REQUEST_TIMEOUT_SECS", "providers.codecapsules.requestTimeoutSecs",
+      "MODAL_TOKEN_ID", "providers.modal.tokenId",
+      "MODAL_TOKEN_SECRET", "providers.modal.tokenSecret",
+      "MODAL_SERVER_URL", "providers.modal.serverUrl",
+      "MODAL_ENVIRONMENT", "providers.modal.environment",
+      "MODAL_APP_NAME", "providers.modal.appName",
+      "MODAL_IMAGE", "providers.modal.image",
+      "MODAL_SANDBOX_TIMEOUT_SECS", "providers.modal.sandboxTimeoutSecs",
+      "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

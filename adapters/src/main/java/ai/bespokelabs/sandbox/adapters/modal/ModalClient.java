@@ -1,0 +1,194 @@
+package ai.bespokelabs.sandbox.adapters.modal;
+
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import com.google.protobuf.Message;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import io.vertx.grpc.client.GrpcClientOptions;
+import io.vertx.grpc.client.GrpcClientRequest;
+import io.vertx.grpc.client.GrpcClientResponse;
+import io.vertx.grpc.common.GrpcMessageDecoder;
+import io.vertx.grpc.common.GrpcMessageEncoder;
+import io.vertx.grpc.common.ServiceMethod;
+import io.vertx.grpc.common.ServiceName;
+import java.net.URI;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import modal.client.Api;
+import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadRequest;
+import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadResponse;
+
+/**
+ * gRPC to Modal with the Vert.x gRPC client: the API server ({@code modal.client.ModalClient}, authenticated by
+ * the token headers) and each task's command router ({@code modal.task_command_router.TaskCommandRouter},
+ * authenticated by the JWT {@code TaskGetCommandRouterAccess} hands out). Messages are the classes generated at
+ * build time from Modal's protos. {@code https://} addresses use TLS (ALPN h2), {@code http://} plaintext HTTP/2.
+ */
+final class ModalClient {
+  static final ServiceName API = ServiceName.create("modal.client", "ModalClient");
+  static final ServiceName ROUTER = ServiceName.create("modal.task_command_router", "TaskCommandRouter");
+  /** The client type sent as {@code x-modal-client-type}: the ClientType number of Modal's JS library. */
+  static final String CLIENT_TYPE = "8";
+  /** The client version sent as {@code x-modal-client-version} (a version of that library). */
+  static final String CLIENT_VERSION = "0.5.0";
+
+  /** A server: where, and whether over TLS. */
+  record Endpoint(SocketAddress address, boolean tls) {
+    static Endpoint of(String url) {
+      URI uri = URI.create(url);
+      boolean tls = "https".equals(uri.getScheme());
+      int port = uri.getPort() > 0 ? uri.getPort() : tls ? 443 : 80;
+      return new Endpoint(SocketAddress.inetSocketAddress(port, uri.getHost()), tls);
+    }
+  }
+
+  /** A task's command router: its address and the bearer token for it. */
+  record Router(String taskId, Endpoint endpoint, String jwt) {
+    /** Never prints the token. */
+    @Override
+    public String toString() {
+      return "Router[taskId=" + taskId + ", endpoint=" + endpoint + "]";
+    }
+  }
+
+  private final Vertx vertx;
+  private final ModalSettings settings;
+  private final Endpoint api;
+  private final GrpcClient plain;
+  private final GrpcClient tls;
+  private final Map<String, String> apps = new HashMap<>();
+  /** Routers by sandbox id; touched only on the adapter's context. */
+  private final Map<String, Router> routers = new HashMap<>();
+
+  ModalClient(Vertx vertx, ModalSettings settings) {
+    this.vertx = vertx;
+    this.settings = settings;
+    this.api = Endpoint.of(settings.serverUrl());
+    this.plain = GrpcClient.client(vertx, new GrpcClientOptions(),
+        new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setHttp2ClearTextUpgrade(false));
+    this.tls = GrpcClient.client(vertx, new GrpcClientOptions(),
+        new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setSsl(true).setUseAlpn(true));
+  }
+
+  Vertx vertx() {
+    return vertx;
+  }
+
+  ModalSettings settings() {
+    return settings;
+  }
+
+  static <Req extends Message, Resp extends Message> ServiceMethod<Resp, Req> method(ServiceName service,
+      String name, Resp prototype) {
+    return ServiceMethod.client(service, name, GrpcMessageEncoder.encoder(), GrpcMessageDecoder.decoder(prototype));
+  }
+
+  /** A unary call to the API server with the token headers; failures are mapped onto the contract. */
+  <Req extends Message, Resp extends Message> Future<Resp> call(String name, Req request, Resp prototype, String op) {
+    return unary(api, method(API, name, prototype), request, null, settings.requestTimeout().toMillis(), op);
+  }
+
+  /** A unary call to a command router with its bearer token. */
+  <Req extends Message, Resp extends Message> Future<Resp> route(Router router, String name, Req request,
+      Resp prototype, long timeoutMs, String op) {
+    return unary(router.endpoint(), method(ROUTER, name, prototype), request, router.jwt(), timeoutMs, op);
+  }
+
+  private <Req extends Message, Resp extends Message> Future<Resp> unary(Endpoint to, ServiceMethod<Resp, Req> m,
+      Req request, String jwt, long timeoutMs, String op) {
+    return grpc(to).request(to.address(), m).compose(req -> {
+      authorize(req, jwt);
+      req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
+      return req.send(request).compose(GrpcClientResponse::last);
+    }).recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
+  }
+
+  /** An open {@code TaskExecStdioRead}: the call (to cancel it) and its paused response. */
+  record Stdio(GrpcClientRequest<TaskExecStdioReadRequest, TaskExecStdioReadResponse> request,
+      GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse> response) {}
+
+  /** Opens {@code TaskExecStdioRead} (server streaming); the response is handed over paused. */
+  Future<Stdio> read(Router router, TaskExecStdioReadRequest request) {
+    ServiceMethod<TaskExecStdioReadResponse, TaskExecStdioReadRequest> m =
+        method(ROUTER, "TaskExecStdioRead", TaskExecStdioReadResponse.getDefaultInstance());
+    Endpoint to = router.endpoint();
+    return grpc(to).request(to.address(), m).compose(req -> {
+      authorize(req, router.jwt());
+      return req.send(request).map(resp -> {
+        resp.pause();
+        return new Stdio(req, resp);
+      });
+    });
+  }
+
+  private GrpcClient grpc(Endpoint to) {
+    return to.tls() ? tls : plain;
+  }
+
+  private void authorize(GrpcClientRequest<?, ?> req, String jwt) {
+    if (jwt != null) {
+      req.headers().set("authorization", "Bearer " + jwt);
+      return;
+    }
+    req.headers().set("x-modal-token-id", settings.tokenId().reveal())
+        .set("x-modal-token-secret", settings.tokenSecret().reveal())
+        .set("x-modal-client-type", CLIENT_TYPE)
+        .set("x-modal-client-version", CLIENT_VERSION);
+  }
+
+  /** The app's id ({@code AppGetOrCreate}, create if missing), remembered per name. */
+  Future<String> app(String name, String op) {
+    String known = apps.get(name);
+    if (known != null) {
+      return Future.succeededFuture(known);
+    }
+    Api.AppGetOrCreateRequest.Builder b = Api.AppGetOrCreateRequest.newBuilder().setAppName(name)
+        .setObjectCreationType(Api.ObjectCreationType.OBJECT_CREATION_TYPE_CREATE_IF_MISSING);
+    if (settings.environment() != null) {
+      b.setEnvironmentName(settings.environment());
+    }
+    return call("AppGetOrCreate", b.build(), Api.AppGetOrCreateResponse.getDefaultInstance(), op).map(r -> {
+      apps.put(name, r.getAppId());
+      return r.getAppId();
+    });
+  }
+
+  /** The sandbox's task and the command router serving it, remembered per sandbox. */
+  Future<Router> router(String sandboxId, String op) {
+    Router known = routers.get(sandboxId);
+    if (known != null) {
+      return Future.succeededFuture(known);
+    }
+    return lookUpRouter(sandboxId, op).onSuccess(r -> routers.put(sandboxId, r));
+  }
+
+  /** Forgets the sandbox's router; true when one was remembered. */
+  boolean forgetRouter(String sandboxId) {
+    return routers.remove(sandboxId) != null;
+  }
+
+  /** {@code SandboxGetTaskId}, then {@code TaskGetCommandRouterAccess}. */
+  private Future<Router> lookUpRouter(String sandboxId, String op) {
+    Api.SandboxGetTaskIdRequest req = Api.SandboxGetTaskIdRequest.newBuilder().setSandboxId(sandboxId)
+        .setTimeout(Math.max(1, settings.requestTimeout().toSeconds() - 1)).setWaitUntilReady(true).build();
+    return call("SandboxGetTaskId", req, Api.SandboxGetTaskIdResponse.getDefaultInstance(), op).compose(r -> {
+      if (!r.hasTaskId() || r.hasTaskResult()) {
+        return Future.failedFuture(ModalErrors.of(ErrorCode.NOT_FOUND, op, false, Outcome.FAILED));
+      }
+      String taskId = r.getTaskId();
+      return call("TaskGetCommandRouterAccess", Api.TaskGetCommandRouterAccessRequest.newBuilder().setTaskId(taskId)
+          .build(), Api.TaskGetCommandRouterAccessResponse.getDefaultInstance(), op)
+          .map(a -> new Router(taskId, Endpoint.of(a.getUrl()), a.getJwt()));
+    });
+  }
+
+  Future<Void> close() {
+    return Future.all(plain.close(), tls.close()).mapEmpty();
+  }
+}

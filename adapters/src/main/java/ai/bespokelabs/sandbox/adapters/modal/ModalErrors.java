@@ -1,0 +1,126 @@
+package ai.bespokelabs.sandbox.adapters.modal;
+
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.grpc.client.InvalidStatusException;
+import io.vertx.grpc.common.GrpcStatus;
+import java.net.ConnectException;
+import java.net.UnknownHostException;
+import java.nio.channels.UnresolvedAddressException;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Maps what Modal answered (a gRPC status, a transport failure) onto the error contract. Only the status name is
+ * kept: Modal's status messages never leave the adapter.
+ */
+final class ModalErrors {
+  static final String BACKEND = ModalProvider.BACKEND;
+
+  private ModalErrors() {}
+
+  /** Operations whose failure after sending may have changed something at Modal. */
+  static boolean mutating(String op) {
+    return switch (op) {
+      case "list", "health", "get", "adopt" -> false;
+      default -> true;
+    };
+  }
+
+  static ErrorCode generic(String op) {
+    return switch (op) {
+      case "create" -> ErrorCode.CREATION_FAILED;
+      case "execute", "stdin" -> ErrorCode.EXECUTION_FAILED;
+      default -> ErrorCode.COMMAND_FAILED;
+    };
+  }
+
+  static ProviderException of(ErrorCode code, String op, boolean retryable, Outcome outcome) {
+    return new ProviderException(ProviderError.of(code, BACKEND, op, retryable, outcome));
+  }
+
+  /** The gRPC status of a failed call, or null when it failed below gRPC. */
+  static GrpcStatus status(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof InvalidStatusException s) {
+        return s.actualStatus();
+      }
+    }
+    return null;
+  }
+
+  /** Any failure of a call: already mapped, a gRPC status, or a transport failure. */
+  static Throwable map(Throwable t, String op) {
+    if (t instanceof ProviderException || t instanceof ApiException) {
+      return t;
+    }
+    GrpcStatus status = status(t);
+    return status != null ? status(status, op) : transport(t, op);
+  }
+
+  /** A call that ended with a status other than OK. */
+  static ProviderException status(GrpcStatus status, String op) {
+    ErrorCode code;
+    boolean retryable = false;
+    Outcome outcome = Outcome.FAILED;
+    switch (status) {
+      case UNAUTHENTICATED, PERMISSION_DENIED -> code = ErrorCode.CONFIGURATION;
+      case NOT_FOUND -> code = ErrorCode.NOT_FOUND;
+      case INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, ALREADY_EXISTS -> code = ErrorCode.CONFIGURATION;
+      case UNIMPLEMENTED -> code = ErrorCode.FEATURE_NOT_SUPPORTED;
+      case RESOURCE_EXHAUSTED -> {
+        code = generic(op);
+        retryable = true;
+      }
+      case UNAVAILABLE -> {
+        code = ErrorCode.CONNECTION;
+        retryable = true;
+        outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
+      }
+      case DEADLINE_EXCEEDED -> {
+        code = ErrorCode.TIMEOUT;
+        retryable = true;
+        outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
+      }
+      default -> {
+        code = generic(op);
+        retryable = status == GrpcStatus.ABORTED || status == GrpcStatus.INTERNAL || status == GrpcStatus.UNKNOWN;
+        outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
+      }
+    }
+    return new ProviderException(ProviderError.of(code, BACKEND, op, retryable, outcome)
+        .withContext("provider_code", status.name().toLowerCase(java.util.Locale.ROOT)));
+  }
+
+  /** A failure below gRPC: no connection (nothing was sent), a timeout, or a connection that broke. */
+  static ProviderException transport(Throwable t, String op) {
+    if (notConnected(t)) {
+      return new ProviderException(ProviderError.of(ErrorCode.CONNECTION, BACKEND, op, true, Outcome.FAILED), t);
+    }
+    Outcome outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
+    ErrorCode code = timedOut(t) ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
+    return new ProviderException(ProviderError.of(code, BACKEND, op, true, outcome), t);
+  }
+
+  static boolean notConnected(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof ConnectException || c instanceof UnknownHostException
+          || c instanceof UnresolvedAddressException
+          || c.getClass().getName().equals("io.netty.channel.ConnectTimeoutException")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  static boolean timedOut(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof TimeoutException || c.getClass().getSimpleName().contains("Timeout")) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

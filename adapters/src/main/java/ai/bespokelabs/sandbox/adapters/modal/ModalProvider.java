@@ -1,0 +1,62 @@
+package ai.bespokelabs.sandbox.adapters.modal;
+
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
+import ai.bespokelabs.sandbox.adapters.spi.Capability;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * The {@code modal} backend: Modal's gRPC API ({@code modal.client.ModalClient}) for sandboxes and each task's
+ * command router for programs, with the Vert.x gRPC client and the messages generated from Modal's protos at
+ * build time. No SDK, and no thread ever waits. Node independent: every operation works from the Modal sandbox
+ * id alone.
+ */
+public final class ModalProvider implements Backend {
+  public static final String BACKEND = "modal";
+  /** Tags stamped on every sandbox. */
+  static final String TAG_SANDBOX = "bespoke_sandbox_id";
+  static final String TAG_ORG = "bespoke_organization_id";
+  static final String TAG_TOKEN = "bespoke_create_token";
+
+  private final ModalClient client;
+  private final ModalExecutions executions;
+  private final Parts parts;
+
+  /** @param pricing prices the usage Modal reports for reconciliation; null for no provider cost */
+  public ModalProvider(Vertx vertx, ModalSettings settings, PricingCatalog pricing) {
+    this.client = new ModalClient(vertx, settings);
+    ModalLifecycle lifecycle = new ModalLifecycle(client, pricing);
+    this.executions = new ModalExecutions(client);
+    this.parts = new Parts(lifecycle, executions, lifecycle, null, null);
+  }
+
+  @Override
+  public Parts parts() {
+    return parts;
+  }
+
+  @Override
+  public String name() {
+    return BACKEND;
+  }
+
+  @Override
+  public boolean nodeBound() {
+    return false;
+  }
+
+  /** Snapshots and adoption; files, metrics and the provider's own timeout are not offered (yet). */
+  @Override
+  public Set<Capability> capabilities() {
+    return EnumSet.of(Capability.SNAPSHOT, Capability.ADOPT);
+  }
+
+  @Override
+  public Future<Void> close() {
+    executions.abandonAll();
+    return client.close();
+  }
+}

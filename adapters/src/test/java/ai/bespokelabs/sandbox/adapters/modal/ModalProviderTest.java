@@ -1,0 +1,380 @@
+package ai.bespokelabs.sandbox.adapters.modal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.sim.OnContext;
+import ai.bespokelabs.sandbox.adapters.spi.Capability;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
+import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
+import ai.bespokelabs.sandbox.core.config.ProviderSettings;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.grpc.common.GrpcStatus;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import modal.client.Api;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The Modal adapter against the gRPC simulator, which refuses what Modal's protos and API do not allow. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ModalProviderTest {
+  static ModalSimulator sim;
+  static Vertx vertx;
+  static ModalProvider provider;
+  static Context context;
+  static int seq;
+
+  @BeforeAll
+  static void start() {
+    sim = ModalSimulator.start();
+    vertx = Vertx.vertx();
+    provider = provider(ModalSimulator.TOKEN_SECRET);
+    context = vertx.getOrCreateContext();
+  }
+
+  static ModalProvider provider(String secret) {
+    return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
+        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)),
+        new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
+            new java.math.BigDecimal("0.0098")))));
+  }
+
+  @AfterEach
+  void conforming() {
+    sim.clearFaults();
+    assertThat(sim.violations()).as("requests Modal would refuse").isEmpty();
+    assertThat(sim.headerValues()).as("the token secret travels only in its own header")
+        .filteredOn(h -> h.contains(ModalSimulator.TOKEN_SECRET))
+        .allMatch(h -> h.equals("x-modal-token-secret: " + ModalSimulator.TOKEN_SECRET));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    await(provider::close);
+    sim.close();
+    vertx.close().await(10, TimeUnit.SECONDS);
+  }
+
+  static <T> T await(Supplier<Future<T>> work) {
+    return OnContext.await(context, work);
+  }
+
+  static CreateSandbox createRequest(SandboxConfig config) {
+    seq++;
+    return new CreateSandbox("sbx_" + seq + "_" + System.nanoTime(), "org_1", "modal", "ctk_" + seq + "_"
+        + System.nanoTime(), config);
+  }
+
+  static SandboxConfig config(Double cpu, Integer memoryMb, String gpu, String image, Map<String, String> env,
+      Boolean internet, String snapshotId) {
+    return new SandboxConfig(null, cpu, memoryMb, null, gpu, 120, image, env, internet, null, null, snapshotId, null,
+        null, null);
+  }
+
+  static String create(SandboxConfig config) {
+    return await(() -> provider.lifecycle().create(createRequest(config)));
+  }
+
+  static ExecSandbox exec(String rid, String command, boolean keepStdin, int timeoutSecs) {
+    return new ExecSandbox("sbx", "exe_" + System.nanoTime(), rid, null, null, command, null, Map.of("EXTRA", "x"),
+        null, timeoutSecs, 1 << 20, keepStdin, null, null);
+  }
+
+  /** Records the output and the end. */
+  static final class Recording implements OutputSink {
+    final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+    final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+    final CountDownLatch ended = new CountDownLatch(1);
+    volatile int exitCode;
+    volatile boolean timedOut;
+    volatile int exits;
+
+    volatile boolean splitCharacter;
+
+    @Override
+    public synchronized Future<Void> output(Stream stream, byte[] data) {
+      (stream == Stream.STDOUT ? stdout : stderr).writeBytes(data);
+      if (!java.util.Arrays.equals(new String(data, StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8), data)) {
+        splitCharacter = true;
+      }
+      return Future.succeededFuture();
+    }
+
+    @Override
+    public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      this.exitCode = exitCode;
+      this.timedOut = timedOut;
+      exits++;
+      ended.countDown();
+    }
+
+    void await() throws InterruptedException {
+      assertThat(ended.await(30, TimeUnit.SECONDS)).as("execution ended").isTrue();
+    }
+
+    synchronized String out() {
+      return stdout.toString(StandardCharsets.UTF_8);
+    }
+
+    synchronized String err() {
+      return stderr.toString(StandardCharsets.UTF_8);
+    }
+  }
+
+  static Recording run(ExecSandbox request) throws InterruptedException {
+    Recording sink = new Recording();
+    await(() -> provider.executions().start(request, sink));
+    sink.await();
+    return sink;
+  }
+
+  static ProviderError error(Runnable r) {
+    try {
+      r.run();
+    } catch (ProviderException e) {
+      assertThat(String.valueOf(e.getMessage()) + e.error().context()).doesNotContain(ModalSimulator.TOKEN_SECRET);
+      return e.error();
+    }
+    throw new AssertionError("expected a provider error");
+  }
+
+  @Test
+  void declares_snapshots_and_adoption() {
+    assertThat(provider.name()).isEqualTo("modal");
+    assertThat(provider.nodeBound()).isFalse();
+    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.SNAPSHOT, Capability.ADOPT);
+  }
+
+  @Test
+  void settings_need_both_tokens_and_never_print_the_secret() {
+    assertThat(ModalSettings.from(ProviderSettings.withDefaults(Map.of("MODAL_TOKEN_ID", "x")))).isEmpty();
+    ModalSettings s = ModalSettings.from(ProviderSettings.withDefaults(Map.of("MODAL_TOKEN_ID", "id", "MODAL_TOKEN_SECRET",
+        "very-secret", "MODAL_SERVER_URL", "http://127.0.0.1:1", "MODAL_APP_NAME", "a", "MODAL_IMAGE", "img",
+        "MODAL_SANDBOX_TIMEOUT_SECS", "60", "MODAL_REQUEST_TIMEOUT_SECS", "5"))).orElseThrow();
+    assertThat(s.toString()).doesNotContain("very-secret");
+    assertThat(s.environment()).isNull();
+  }
+
+  @Test
+  void create_maps_resources_gpu_env_network_and_tags() throws Exception {
+    CreateSandbox req = createRequest(config(1.5, 2048, "a100:2", "ubuntu:24.04", Map.of("GREETING", "hi there"),
+        false, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    Api.Sandbox d = sim.definition(id);
+    assertThat(d.getResources().getMilliCpu()).isEqualTo(1500);
+    assertThat(d.getResources().getMemoryMb()).isEqualTo(2048);
+    assertThat(d.getResources().getGpuConfig().getGpuType()).isEqualTo("A100");
+    assertThat(d.getResources().getGpuConfig().getCount()).isEqualTo(2);
+    assertThat(d.getNetworkAccess().getNetworkAccessType()).isEqualTo(Api.NetworkAccess.NetworkAccessType.BLOCKED);
+    assertThat(d.getTimeoutSecs()).isEqualTo(120 + ModalLifecycle.DEADLINE_GRACE_SECS);
+    assertThat(d.getSecretIdsCount()).isEqualTo(1);
+    assertThat(sim.tags(id)).extracting(Api.SandboxTag::getTagName)
+        .containsExactlyInAnyOrder(ModalProvider.TAG_SANDBOX, ModalProvider.TAG_ORG, ModalProvider.TAG_TOKEN);
+
+    Recording r = run(exec(id, "echo \"$GREETING/$EXTRA\"; echo oops >&2; exit 3", false, 30));
+    assertThat(r.out()).isEqualTo("hi there/x\n");
+    assertThat(r.err()).isEqualTo("oops\n");
+    assertThat(r.exitCode).isEqualTo(3);
+    assertThat(r.exits).isEqualTo(1);
+    await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), id)));
+  }
+
+  @Test
+  void invalid_gpu_and_unsupported_settings_are_422_before_any_call() {
+    int before = sim.calls("AppGetOrCreate");
+    for (String gpu : List.of("A100:0", "H100:99", "A100:x", "", "gpu please")) {
+      assertThatThrownBy(() -> create(config(null, null, gpu, null, null, null, null)))
+          .isInstanceOf(ApiException.class).extracting(e -> ((ApiException) e).status()).isEqualTo(422);
+    }
+    assertThatThrownBy(() -> create(new SandboxConfig(null, null, null, null, null, 60, null, null, null, null, null,
+        null, "/w", null, null))).isInstanceOf(ApiException.class);
+    assertThat(sim.calls("AppGetOrCreate")).isEqualTo(before);
+  }
+
+  @Test
+  void exec_with_stdin_then_eof() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    Recording sink = new Recording();
+    Execution e = await(() -> provider.executions().start(exec(id, "cat; echo done", true, 30), sink));
+    await(() -> e.write(Buffer.buffer("line one\n")));
+    await(() -> e.write(Buffer.buffer("line two\n")));
+    await(e::closeStdin);
+    sink.await();
+    assertThat(sink.out()).isEqualTo("line one\nline two\ndone\n");
+    assertThat(sink.exitCode).isZero();
+    assertThatThrownBy(() -> await(() -> e.write(Buffer.buffer("late")))).isInstanceOf(ApiException.class);
+  }
+
+  @Test
+  void a_dropped_output_stream_resumes_at_its_offset_without_loss_or_duplication() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    sim.dropStdoutAfter(1500);
+    Recording r = run(exec(id, "seq 1 3000", false, 30));
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 3000; i++) {
+      expected.append(i).append('\n');
+    }
+    assertThat(r.out()).isEqualTo(expected.toString());
+    assertThat(r.exitCode).isZero();
+  }
+
+  @Test
+  void a_stream_dropped_inside_a_character_resumes_and_every_chunk_is_whole_utf8() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    sim.dropStdoutAfter(1001);
+    Recording r = run(exec(id, "python3 -c \"print('\u00e9' * 1500)\"", false, 30));
+    assertThat(r.out()).isEqualTo("\u00e9".repeat(1500) + "\n");
+    assertThat(r.splitCharacter).as("a chunk cut a character").isFalse();
+  }
+
+  @Test
+  void closing_the_backend_abandons_running_executions_without_a_result() throws Exception {
+    ModalProvider other = provider(ModalSimulator.TOKEN_SECRET);
+    String id = await(() -> other.lifecycle().create(createRequest(config(null, null, null, null, null, null, null))));
+    Recording sink = new Recording();
+    await(() -> other.executions().start(exec(id, "echo hi; sleep 30", false, 60), sink));
+    await(other::close);
+    assertThat(sink.ended.await(1, TimeUnit.SECONDS)).as("an abandoned execution reports no end").isFalse();
+    assertThat(sink.exits).isZero();
+  }
+
+  @Test
+  void the_router_is_remembered_per_sandbox_and_looked_up_again_when_its_token_expired() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    assertThat(run(exec(id, "echo one", false, 30)).out()).isEqualTo("one\n");
+    int lookups = sim.calls("TaskGetCommandRouterAccess");
+    assertThat(run(exec(id, "echo two", false, 30)).out()).isEqualTo("two\n");
+    assertThat(sim.calls("TaskGetCommandRouterAccess")).as("remembered").isEqualTo(lookups);
+    sim.expireRouterTokens();
+    assertThat(run(exec(id, "echo three", false, 30)).out()).isEqualTo("three\n");
+    assertThat(sim.calls("TaskGetCommandRouterAccess")).as("looked up again").isEqualTo(lookups + 1);
+  }
+
+  @Test
+  void an_unavailable_router_is_asked_again_for_the_exit_status() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    sim.fail("TaskExecWait", GrpcStatus.UNAVAILABLE);
+    Recording r = run(exec(id, "echo fine; exit 7", false, 30));
+    assertThat(r.out()).isEqualTo("fine\n");
+    assertThat(r.exitCode).isEqualTo(7);
+  }
+
+  @Test
+  void a_command_past_its_timeout_is_killed_and_reported_timed_out() throws Exception {
+    String id = create(config(null, null, null, null, null, null, null));
+    Recording r = run(exec(id, "echo start; sleep 30", false, 1));
+    assertThat(r.out()).isEqualTo("start\n");
+    assertThat(r.timedOut).isTrue();
+    assertThat(r.exitCode).isEqualTo(ModalExecution.TIMED_OUT);
+  }
+
+  @Test
+  void snapshot_then_create_from_it_keeps_the_files() throws Exception {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    assertThat(run(exec(id, "echo kept > state.txt", false, 30)).exitCode).isZero();
+    String snapshot = await(() -> provider.lifecycle().snapshot(new SnapshotSandbox(req.sandboxId(), "org_1", id)));
+    String restored = create(config(null, null, null, null, null, null, snapshot));
+    assertThat(run(exec(restored, "cat state.txt", false, 30)).out()).isEqualTo("kept\n");
+  }
+
+  @Test
+  void adopt_confirms_a_running_sandbox_is_this_sandboxs_and_this_organizations() {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    assertThat(await(() -> provider.lifecycle().adopt(req, id))).isEqualTo(id);
+    CreateSandbox foreign = new CreateSandbox(req.sandboxId(), "org_other", "modal", req.createToken(), req.config());
+    assertThat(error(() -> await(() -> provider.lifecycle().adopt(foreign, id))).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), id)));
+    assertThat(error(() -> await(() -> provider.lifecycle().adopt(req, id))).code()).isEqualTo(ErrorCode.NOT_FOUND);
+  }
+
+  @Test
+  void destroy_terminates_and_a_second_destroy_reports_already_gone() {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    assertThat(await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), id))).alreadyGone())
+        .isFalse();
+    assertThat(sim.liveSandboxes()).doesNotContain(id);
+    assertThat(await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), id))).alreadyGone())
+        .isTrue();
+    assertThat(await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), "sb-unknown")))
+        .alreadyGone()).isTrue();
+  }
+
+  @Test
+  void list_pages_through_our_tagged_sandboxes_and_health_is_one_authenticated_call() {
+    CreateSandbox a = createRequest(config(null, null, null, null, null, null, null));
+    String ida = await(() -> provider.lifecycle().create(a));
+    List<String> ids = List.of(ida, create(config(null, null, null, null, null, null, null)),
+        create(config(null, null, null, null, null, null, null)));
+    List<Resource> listed = await(() -> provider.inventory().list());
+    assertThat(listed).extracting(Resource::resourceId).containsAll(ids);
+    assertThat(listed).filteredOn(r -> r.resourceId().equals(ida)).extracting(Resource::sandboxId)
+        .containsExactly(a.sandboxId());
+    assertThat(listed).filteredOn(r -> ids.contains(r.resourceId()))
+        .allSatisfy(r -> assertThat(r.providerCostUsd()).as("cost from the usage Modal reports").isPositive());
+    await(() -> provider.inventory().checkHealth());
+  }
+
+  @Test
+  void statuses_map_onto_the_contract_without_echoing_the_token() {
+    ModalProvider bad = provider("wrong-secret");
+    try {
+      ProviderError auth = error(() -> await(() -> bad.inventory().checkHealth()));
+      assertThat(auth.code()).isEqualTo(ErrorCode.CONFIGURATION);
+      assertThat(auth.retryable()).isFalse();
+    } finally {
+      await(bad::close);
+    }
+    sim.fail("SandboxList", GrpcStatus.RESOURCE_EXHAUSTED);
+    ProviderError busy = error(() -> await(() -> provider.inventory().list()));
+    assertThat(busy.retryable()).isTrue();
+    sim.fail("SandboxList", GrpcStatus.UNAVAILABLE);
+    assertThat(error(() -> await(() -> provider.inventory().list())).retryable()).isTrue();
+    sim.fail("SandboxSnapshotFs", GrpcStatus.DEADLINE_EXCEEDED);
+    ProviderError slow = error(() -> await(() -> provider.lifecycle().snapshot(new SnapshotSandbox("s", "o", "x"))));
+    assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
+    assertThat(slow.httpStatus()).isEqualTo(504);
+    ProviderError gone = error(() -> await(() -> provider.executions().start(exec("sb-nope", "true", false, 5),
+        new Recording())));
+    assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+  }
+
+  @Test
+  void a_create_whose_answer_is_lost_is_cleaned_up_by_its_create_token() {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    java.util.Set<String> before = sim.liveSandboxes();
+    sim.failAfter("SandboxCreate", GrpcStatus.UNAVAILABLE);
+    ProviderError e = error(() -> await(() -> provider.lifecycle().create(req)));
+    assertThat(e.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(e.outcome()).isEqualTo(Outcome.FAILED);
+    assertThat(sim.liveSandboxes()).isEqualTo(before);
+  }
+}

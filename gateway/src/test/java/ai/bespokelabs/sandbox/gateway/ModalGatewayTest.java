@@ -1,0 +1,237 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.adapters.modal.ModalSimulator;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.SseClient.Event;
+import ai.bespokelabs.sandbox.testkit.WsClient;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.vertx.core.json.JsonObject;
+import io.vertx.grpc.common.GrpcStatus;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/** The modal backend through the gateway's API, against the Modal gRPC simulator. */
+class ModalGatewayTest {
+  static ModalSimulator sim;
+  static TestGateway gw;
+  static String key;
+  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
+  static final List<String> BODIES = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    LOGS.start();
+    ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(LOGS);
+    sim = ModalSimulator.start();
+    Map<String, String> env = new HashMap<>(sim.env());
+    env.put("BESPOKE_SUPERVISION_INTERVAL_SECS", "1");
+    gw = new TestGateway(env);
+    key = gw.bootstrap("Modal users");
+  }
+
+  @AfterEach
+  void conforming() {
+    sim.clearFaults();
+    assertThat(sim.violations()).as("requests Modal would refuse").isEmpty();
+  }
+
+  @AfterAll
+  static void stop() {
+    try {
+      String db = DatabaseDump.of(gw);
+      for (String secret : List.of(ModalSimulator.TOKEN_SECRET, ModalSimulator.TOKEN_ID)) {
+        assertThat(db).doesNotContain(secret);
+        assertThat(BODIES).noneMatch(b -> b.contains(secret));
+        assertThat(LOGS.list).noneMatch(e -> e.getFormattedMessage().contains(secret));
+      }
+    } finally {
+      ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(LOGS);
+      gw.close();
+      sim.close();
+    }
+  }
+
+  static Resp keep(Resp r) {
+    BODIES.add(r.body());
+    return r;
+  }
+
+  static JsonObject createModal(JsonObject extra) {
+    Resp r = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal").mergeIn(extra)));
+    assertThat(r.status()).as(r.body()).isEqualTo(201);
+    return r.json();
+  }
+
+  static Resp exec(String id, JsonObject body) {
+    return keep(gw.post("/v1/sandboxes/" + id + "/execute", key, body));
+  }
+
+  @Test
+  void full_lifecycle_create_execute_stream_with_stdin_snapshot_and_destroy() throws Exception {
+    JsonObject sbx = createModal(new JsonObject().put("timeout_secs", 300).put("gpu", "H100:2")
+        .put("env_vars", new JsonObject().put("GREETING", "hello from modal")));
+    String id = sbx.getString("id");
+    String rid = sbx.getString("provider_resource_id");
+    assertThat(sbx.getString("status")).isEqualTo("running");
+    assertThat(sim.liveSandboxes()).contains(rid);
+    assertThat(sim.tags(rid)).anyMatch(t -> t.getTagName().equals("bespoke_sandbox_id") && t.getTagValue().equals(id));
+    assertThat(sim.definition(rid).getResources().getGpuConfig().getCount()).isEqualTo(2);
+
+    Resp sh = exec(id, new JsonObject().put("command", "echo \"$GREETING\"; echo kept > state.txt; exit 4"));
+    assertThat(sh.status()).as(sh.body()).isEqualTo(200);
+    assertThat(sh.json().getString("stdout")).isEqualTo("hello from modal\n");
+    assertThat(sh.json().getInteger("exit_code")).isEqualTo(4);
+
+    try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+        new JsonObject().put("command", "echo one; echo two >&2").encode())) {
+      assertThat(sse.status).isEqualTo(200);
+      List<String> seen = new ArrayList<>();
+      Event e;
+      while ((e = sse.next()) != null) {
+        seen.add(e.isOutput() ? e.name() + ":" + new String(e.bytes(), StandardCharsets.UTF_8)
+            : e.name() + ":" + e.data().getString("status"));
+      }
+      assertThat(seen).contains("stdout:one\n", "stderr:two\n").last().isEqualTo("exit:completed");
+    }
+
+    WsClient c = WsClient.connect(gw.base + "/v1/sandboxes/" + id + "/executions/ws", key);
+    c.send(new JsonObject().put("type", "start").put("command", "cat").put("stdin", true).encode());
+    assertThat(c.nextJson().getString("type")).isEqualTo("started");
+    c.send(new JsonObject().put("type", "stdin").put("data", "héllo\n").encode());
+    c.send(new JsonObject().put("type", "stdin").put("data_b64", "AAEC").encode());
+    c.send(new JsonObject().put("type", "stdin_eof").encode());
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonObject f;
+    while (!(f = c.nextJson()).getString("type").equals("exit")) {
+      if (f.getString("type").equals("stdout")) {
+        out.writeBytes(f.containsKey("data") ? f.getString("data").getBytes(StandardCharsets.UTF_8)
+            : java.util.Base64.getDecoder().decode(f.getString("data_b64")));
+      }
+    }
+    assertThat(out.toByteArray()).isEqualTo("héllo\n\0\1\2".getBytes(StandardCharsets.UTF_8));
+    assertThat(f.getString("status")).isEqualTo("completed");
+    assertThat(c.closeStatus(java.time.Duration.ofSeconds(10))).isEqualTo(1000);
+
+    Resp snap = keep(gw.post("/v1/sandboxes/" + id + "/snapshot", key, null));
+    assertThat(snap.status()).as(snap.body()).isEqualTo(201);
+    String snapshotId = snap.json().getString("snapshot_id");
+    JsonObject restored = createModal(new JsonObject().put("snapshot_id", snapshotId));
+    assertThat(exec(restored.getString("id"), new JsonObject().put("command", "cat state.txt")).json()
+        .getString("stdout")).isEqualTo("kept\n");
+
+    // adopted from its session state (Modal confirms it runs and carries this sandbox's tags)
+    JsonObject state = keep(gw.get("/v1/sandboxes/" + id + "/session-state", key)).json();
+    Resp adopted = keep(gw.post("/v1/sandboxes/adopt", key, state));
+    assertThat(adopted.status()).as(adopted.body()).isEqualTo(200);
+    assertThat(adopted.json().getString("status")).isEqualTo("running");
+
+    Resp slow = exec(id, new JsonObject().put("command", "echo started; sleep 30").put("timeout_secs", 1));
+    assertThat(slow.json().getString("stdout")).isEqualTo("started\n");
+    assertThat(slow.json().getInteger("exit_code")).as(slow.body()).isEqualTo(124);
+    assertThat(slow.json().getBoolean("timed_out")).isTrue();
+
+    assertThat(keep(gw.post("/v1/providers/modal/health-check", key, null)).json().getString("status"))
+        .isEqualTo("healthy");
+
+    for (String s : List.of(id, restored.getString("id"))) {
+      Resp gone = keep(gw.delete("/v1/sandboxes/" + s, key));
+      assertThat(gone.status()).isEqualTo(200);
+      assertThat(gone.json().getString("status")).isEqualTo("destroyed");
+    }
+    assertThat(sim.liveSandboxes()).doesNotContain(rid, restored.getString("provider_resource_id"));
+  }
+
+  @Test
+  void a_dropped_output_stream_resumes_without_loss_or_duplication() {
+    String id = createModal(new JsonObject()).getString("id");
+    sim.dropStdoutAfter(2000);
+    Resp r = exec(id, new JsonObject().put("command", "seq 1 2000"));
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 2000; i++) {
+      expected.append(i).append('\n');
+    }
+    assertThat(r.json().getString("stdout")).isEqualTo(expected.toString());
+    assertThat(r.json().getInteger("exit_code")).isZero();
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  @Test
+  void reconciliation_sees_a_vanished_sandbox_and_the_supervisor_removes_an_orphan() throws Exception {
+    String org = gw.bootstrap("Modal reconcile");
+    JsonObject kept = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    JsonObject lost = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    sim.terminateBehindTheBack(lost.getString("provider_resource_id"));
+
+    Resp r = keep(gw.post("/v1/reconciliation/modal", org, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getInteger("missing")).isEqualTo(1);
+    JsonObject g = keep(gw.get("/v1/sandboxes/" + lost.getString("id"), org)).json();
+    assertThat(g.getString("status")).isEqualTo("failed");
+    assertThat(g.getBoolean("provider_missing")).isTrue();
+
+    String orphan = sim.createBehindTheBack("bespoke-sandbox-gateway",
+        Map.of("bespoke_sandbox_id", "sbx_" + "ef".repeat(16)));
+    String foreign = sim.createBehindTheBack("someone-elses-app", Map.of("bespoke_sandbox_id", "sbx_" + "ef".repeat(16)));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(15).untilAsserted(
+        () -> assertThat(sim.liveSandboxes()).as("the supervisor removed the orphan").doesNotContain(orphan));
+    assertThat(sim.liveSandboxes()).as("another app's sandbox is left alone").contains(foreign);
+    assertThat(sim.liveSandboxes()).as("a live sandbox stays").contains(kept.getString("provider_resource_id"));
+    assertThat(gw.awaitOrphanStatus(orphan, "deleted")).isEqualTo("deleted");
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
+  }
+
+  @Test
+  void providers_list_modal_and_a_restarted_gateway_serves_its_sandboxes_and_ends_an_expired_one() throws Exception {
+    JsonObject modal = null;
+    for (Object o : keep(gw.get("/v1/providers", key)).json().getJsonArray("items")) {
+      if ("modal".equals(((JsonObject) o).getString("backend"))) {
+        modal = (JsonObject) o;
+      }
+    }
+    assertThat(modal).as("GET /v1/providers lists modal").isNotNull();
+    assertThat(modal.getBoolean("configured")).isTrue();
+
+    JsonObject kept = createModal(new JsonObject().put("timeout_secs", 300));
+    JsonObject expiring = createModal(new JsonObject().put("timeout_secs", 3));
+    gw = gw.restarted();
+    Resp r = exec(kept.getString("id"), new JsonObject().put("command", "echo after restart"));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.json().getString("stdout")).isEqualTo("after restart\n");
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(20).untilAsserted(() -> assertThat(sim.liveSandboxes())
+        .as("the supervisor ended the expired sandbox").doesNotContain(expiring.getString("provider_resource_id")));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(20).untilAsserted(() -> assertThat(keep(gw.get("/v1/sandboxes/"
+        + expiring.getString("id"), key)).json().getString("termination_reason")).isEqualTo("ttl_expired"));
+    keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), key));
+  }
+
+  @Test
+  void provider_failures_reach_the_client_in_the_error_contract() {
+    sim.fail("SandboxCreate", GrpcStatus.UNAUTHENTICATED);
+    Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));
+    JsonObject detail = auth.json().getJsonObject("detail");
+    assertThat(detail.getString("code")).as(auth.body()).isEqualTo("configuration");
+    assertThat(detail.getString("backend")).isEqualTo("modal");
+    assertThat(detail.getBoolean("retryable")).isFalse();
+
+    sim.fail("SandboxCreate", GrpcStatus.RESOURCE_EXHAUSTED);
+    Resp busy = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));
+    assertThat(busy.json().getJsonObject("detail").getBoolean("retryable")).as(busy.body()).isTrue();
+
+    Resp gpu = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal").put("gpu", "H100:0")));
+    assertThat(gpu.status()).as(gpu.body()).isEqualTo(422);
+  }
+}
