@@ -164,8 +164,9 @@ final class RunPodSsh {
           p.tryFail(e);
         }
       });
-      return connected.timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
-          .recover(t -> Future.failedFuture(sshError(podId, op, t)));
+      Future<ClientSession> bounded = connected.timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+      bounded.onFailure(t -> connected.onSuccess(late -> late.close(true))); // one connected after giving up
+      return bounded.recover(t -> Future.failedFuture(sshError(podId, op, t)));
     });
   }
 
