@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters.runpod;
 
 import static ai.bespokelabs.sandbox.adapters.runpod.RunPodProvider.BACKEND;
 
+import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
@@ -31,7 +32,7 @@ import java.util.regex.Pattern;
  * request was sent is resolved by the list (the pod named with this create's token), never by a second create;
  * a 5xx answer terminates whatever carries the token.
  */
-final class RunPodLifecycle implements ai.bespokelabs.sandbox.adapters.spi.Lifecycle {
+final class RunPodLifecycle implements Lifecycle {
   private static final Pattern IMAGE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}");
   private static final Pattern GPU = Pattern.compile("([A-Za-z0-9][A-Za-z0-9 ._-]{0,99}?)(?::([1-8]))?");
 

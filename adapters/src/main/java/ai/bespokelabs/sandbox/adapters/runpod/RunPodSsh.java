@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -16,7 +17,9 @@ import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.sshd.client.SshClient;
 import org.apache.sshd.client.future.ConnectFuture;
@@ -164,7 +167,7 @@ final class RunPodSsh {
           p.tryFail(e);
         }
       });
-      Future<ClientSession> bounded = connected.timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+      Future<ClientSession> bounded = connected.timeout(timeoutMs, TimeUnit.MILLISECONDS);
       bounded.onFailure(t -> connected.onSuccess(late -> late.close(true))); // one connected after giving up
       return bounded.recover(t -> Future.failedFuture(sshError(podId, op, t)));
     });
@@ -176,8 +179,8 @@ final class RunPodSsh {
   }
 
   private static Map<String, String> env(Object value) {
-    Map<String, String> out = new java.util.TreeMap<>();
-    if (value instanceof io.vertx.core.json.JsonObject o) {
+    Map<String, String> out = new TreeMap<>();
+    if (value instanceof JsonObject o) {
       o.forEach(e -> {
         if (e.getValue() instanceof String v && !"PUBLIC_KEY".equals(e.getKey())) {
           out.put(e.getKey(), v);
