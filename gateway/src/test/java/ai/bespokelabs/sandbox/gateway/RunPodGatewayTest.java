@@ -13,9 +13,17 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,6 +41,7 @@ import org.slf4j.LoggerFactory;
  */
 class RunPodGatewayTest {
   static final String RP_KEY = "rp_gateway_test_key_secret_91";
+  static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   static RunPodSimulator sim;
   static TestGateway gw;
   static String key;
@@ -84,8 +93,18 @@ class RunPodGatewayTest {
     return r;
   }
 
+  static HttpResponse<String> files(String method, String sbx, String endpoint, String path, String extra,
+      HttpRequest.BodyPublisher body) throws Exception {
+    HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + sbx + endpoint
+            + "?path=" + URLEncoder.encode(path, StandardCharsets.UTF_8) + extra))
+        .header("Authorization", "Bearer " + key).timeout(Duration.ofSeconds(60)).method(method, body).build(),
+        HttpResponse.BodyHandlers.ofString());
+    bodies.add(r.body());
+    return r;
+  }
+
   @Test
-  void create_exec_with_stdin_over_rest_sse_and_websocket_then_destroy() throws Exception {
+  void create_exec_with_stdin_over_rest_sse_and_websocket_files_then_destroy() throws Exception {
     Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "runpod")
         .put("gpu", "NVIDIA A40").put("env_vars", new JsonObject().put("WHO", "runpod"))));
     assertThat(created.status()).as(created.body()).isEqualTo(201);
@@ -143,9 +162,31 @@ class RunPodGatewayTest {
     assertThat(f.getString("status")).isEqualTo("completed");
     assertThat(c.closeStatus(Duration.ofSeconds(10))).isEqualTo(1000);
 
-    Resp files = seen(gw.get("/v1/sandboxes/" + sbx + "/files?path=.", key));
-    assertThat(files.status()).as("files are not offered yet: " + files.body()).isEqualTo(502);
-    assertThat(files.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+    // files over SFTP (absolute paths: the simulated pod's sshd runs on this machine)
+    String root = Files.createTempDirectory("runpod-gw-files-").toString();
+    HttpResponse<String> up = files("PUT", sbx, "/files/content", root + "/tools/hello.sh", "&executable=true",
+        HttpRequest.BodyPublishers.ofString("#!/bin/sh\necho hello from $1\n"));
+    assertThat(up.statusCode()).as(up.body()).isEqualTo(201);
+    Resp ran = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command",
+        root + "/tools/hello.sh").put("args", new JsonArray().add("runpod"))));
+    assertThat(ran.json().getString("stdout")).isEqualTo("hello from runpod\n");
+    HttpResponse<String> listed = files("GET", sbx, "/files", root + "/tools", "", HttpRequest.BodyPublishers.noBody());
+    assertThat(listed.statusCode()).as(listed.body()).isEqualTo(200);
+    assertThat(new JsonObject(listed.body()).getJsonArray("entries").getJsonObject(0).getString("name"))
+        .isEqualTo("hello.sh");
+    HttpResponse<String> down = files("GET", sbx, "/files/content", root + "/tools/hello.sh", "",
+        HttpRequest.BodyPublishers.noBody());
+    assertThat(down.body()).isEqualTo("#!/bin/sh\necho hello from $1\n");
+    HttpResponse<byte[]> tree = HTTP.send(HttpRequest.newBuilder(URI.create(gw.base + "/v1/sandboxes/" + sbx
+            + "/files/archive?path=" + URLEncoder.encode(root + "/tools", StandardCharsets.UTF_8)))
+        .header("Authorization", "Bearer " + key).GET().build(), HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(tree.statusCode()).isEqualTo(200);
+    HttpResponse<String> copied = files("PUT", sbx, "/files/archive", root + "/copy", "",
+        HttpRequest.BodyPublishers.ofByteArray(tree.body()));
+    assertThat(copied.statusCode()).as(copied.body()).isEqualTo(201);
+    assertThat(Files.readString(Path.of(root, "copy/hello.sh"))).startsWith("#!/bin/sh");
+    assertThat(files("DELETE", sbx, "/files", root, "&recursive=true", HttpRequest.BodyPublishers.noBody())
+        .statusCode()).isEqualTo(204);
 
     Resp destroyed = seen(gw.delete("/v1/sandboxes/" + sbx, key));
     assertThat(destroyed.status()).as(destroyed.body()).isBetween(200, 204);

@@ -19,22 +19,24 @@ import java.util.Set;
  *   <li>executions: SSH exec channels with streamed output, stdin and signals ({@link RunPodExecutions}).
  *   <li>inventory: reconciliation by the marks in the pod name with RunPod's cost, and health
  *       ({@link RunPodInventory}).
+ *   <li>files: SFTP on the pod's SSH session, archives built on it ({@link RunPodFiles}).
  * </ul>
- * Files (SFTP) are not offered yet.
  */
 public final class RunPodProvider implements Backend {
   public static final String BACKEND = "runpod";
 
   private final RunPodClient client;
   private final RunPodSsh ssh;
+  private final RunPodFiles files;
   private final Parts parts;
 
   public RunPodProvider(Vertx vertx, RunPodSettings settings, Clock clock) {
     this.client = new RunPodClient(vertx, settings);
     RunPodPods pods = new RunPodPods(client);
     this.ssh = new RunPodSsh(client, pods);
+    this.files = new RunPodFiles(client, ssh);
     this.parts = new Parts(new RunPodLifecycle(client, pods, ssh), new RunPodExecutions(client, ssh),
-        new RunPodInventory(client, pods, clock), null, null);
+        new RunPodInventory(client, pods, clock), files, null);
   }
 
   @Override
@@ -54,7 +56,7 @@ public final class RunPodProvider implements Backend {
 
   @Override
   public Set<Capability> capabilities() {
-    return EnumSet.noneOf(Capability.class);
+    return EnumSet.of(Capability.FILES);
   }
 
   @Override
@@ -65,6 +67,6 @@ public final class RunPodProvider implements Backend {
 
   @Override
   public Future<Void> close() {
-    return ssh.close().eventually(client::close);
+    return files.close().eventually(ssh::close).eventually(client::close);
   }
 }

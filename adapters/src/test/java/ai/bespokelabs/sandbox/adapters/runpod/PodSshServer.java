@@ -14,11 +14,13 @@ import org.apache.sshd.common.keyprovider.KeyPairProvider;
 import org.apache.sshd.common.session.SessionContext;
 import org.apache.sshd.server.SshServer;
 import org.apache.sshd.server.shell.ProcessShellFactory;
+import org.apache.sshd.sftp.server.SftpSubsystemFactory;
 
 /**
  * A real SSH server on a loopback port standing in for a pod's sshd (Apache MINA SSHD): public-key login only,
  * for keys registered as a pod's {@code PUBLIC_KEY}; each exec runs {@code sh -c <command>} as a real local
- * process in a session of its own ({@code setsid -w}), as OpenSSH's sshd does. The host key can be replaced
+ * process in a session of its own ({@code setsid -w}), as OpenSSH's sshd does; SFTP is served on the real
+ * file system. The host key can be replaced
  * ({@link #changeHostKey}) to play a pod whose host key changed.
  */
 public final class PodSshServer implements AutoCloseable {
@@ -48,6 +50,7 @@ public final class PodSshServer implements AutoCloseable {
       server.setKeyboardInteractiveAuthenticator(null);
       server.setCommandFactory((channel, command) -> new ProcessShellFactory(command, List.of("setsid", "-w", "sh",
           "-c", command)).createShell(channel));
+      server.setSubsystemFactories(List.of(new SftpSubsystemFactory()));
       server.start();
       return self;
     } catch (IOException | GeneralSecurityException e) {

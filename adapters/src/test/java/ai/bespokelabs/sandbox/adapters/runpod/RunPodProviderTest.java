@@ -5,16 +5,20 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.bespokelabs.sandbox.adapters.sim.OnContext;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
@@ -153,6 +157,50 @@ class RunPodProviderTest {
     on(() -> provider.executions().start(request, sink));
     sink.await();
     return sink;
+  }
+
+  static FileOp op(String kind, String path, boolean executable, boolean recursive) {
+    return new FileOp(kind, "sbx_main", pod, path, null, null, executable, recursive);
+  }
+
+  static byte[] readAll(FileReader r) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    Buffer b;
+    while ((b = on(() -> r.read(8192))) != null) {
+      out.writeBytes(b.getBytes());
+    }
+    on(r::close);
+    return out.toByteArray();
+  }
+
+  @Test
+  void files_over_sftp_upload_list_download_archive_and_delete() throws Exception {
+    Path root = Files.createTempDirectory(data, "files-");
+    String dir = root + "/tools";
+    FileWriter w = on(() -> provider.files().openWrite(op("write", dir + "/hello.sh", true, false)));
+    on(() -> w.write(Buffer.buffer("#!/bin/sh\n")));
+    on(() -> w.write(Buffer.buffer("echo hello from $1\n")));
+    FileEntry written = on(w::commit);
+    assertThat(written.size()).isEqualTo(29);
+    assertThat(written.mode() & 0111).isNotZero();
+    Sink ran = run(new ExecSandbox("sbx_main", "exe_files", pod, null, null, dir + "/hello.sh", List.of("sftp"),
+        Map.of(), null, 10, 1 << 20, false, null, null));
+    assertThat(ran.stdout()).isEqualTo("hello from sftp\n");
+    assertThat(on(() -> provider.files().list(op("list", dir, false, false)))).extracting(FileEntry::name)
+        .containsExactly("hello.sh");
+    assertThat(new String(readAll(on(() -> provider.files().openRead(op("read", dir + "/hello.sh", false, false)))),
+        StandardCharsets.UTF_8)).isEqualTo("#!/bin/sh\necho hello from $1\n");
+    byte[] tree = readAll(on(() -> provider.files().openArchiveRead(op("read", dir, false, false))));
+    FileWriter unpack = on(() -> provider.files().openArchiveWrite(op("write", root + "/copy", false, false)));
+    on(() -> unpack.write(Buffer.buffer(tree)));
+    on(unpack::commit);
+    assertThat(Files.readString(root.resolve("copy/hello.sh"))).startsWith("#!/bin/sh");
+    assertThatThrownBy(() -> on(() -> provider.files().delete(op("delete", root + "/copy", false, false))))
+        .isInstanceOf(ApiException.class).hasMessageContaining("not empty");
+    on(() -> provider.files().delete(op("delete", root + "/copy", false, true)));
+    assertThat(Files.exists(root.resolve("copy"))).isFalse();
+    assertThatThrownBy(() -> on(() -> provider.files().list(op("list", root + "/nothing", false, false))))
+        .isInstanceOf(ApiException.class).hasMessageContaining("not found");
   }
 
   @Test
