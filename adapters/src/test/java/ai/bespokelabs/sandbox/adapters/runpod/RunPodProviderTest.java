@@ -315,6 +315,20 @@ class RunPodProviderTest {
   }
 
   @Test
+  void a_failed_create_that_allocated_a_pod_terminates_it_and_a_dropped_connection_is_retryable() {
+    sim.failNextCreateAfterAllocating();
+    ProviderError e = error(() -> on(() -> provider.lifecycle().create(create("sbx_half", config(null)))));
+    assertThat(e.code()).isEqualTo(ErrorCode.CREATION_FAILED);
+    assertThat(e.retryable()).isTrue();
+    assertThat(e.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(on(() -> provider.inventory().list())).extracting(Resource::sandboxId).doesNotContain("sbx_half");
+    sim.faults().drop(HttpMethod.GET, "/v1/pods", 1);
+    ProviderError dropped = error(() -> on(() -> provider.inventory().checkHealth()));
+    assertThat(dropped.code()).isEqualTo(ErrorCode.CONNECTION);
+    assertThat(dropped.retryable()).isTrue();
+  }
+
+  @Test
   void a_changed_host_key_is_refused() throws Exception {
     String id = on(() -> provider.lifecycle().create(create("sbx_keys", config(null))));
     assertThat(run(command(id, "true", 5, false)).exit.future().result()).isZero();

@@ -35,7 +35,7 @@ import java.util.regex.Pattern;
  * {@code PUBLIC_KEY} may log in.
  *
  * <p>Faults ({@link #faults()}): any status with headers (429 with {@code Retry-After}), dropped connections,
- * lost answers (the create happens, its answer is lost).
+ * lost answers (the create happens, its answer is lost), and {@link #failNextCreateAfterAllocating}.
  */
 public final class RunPodSimulator implements AutoCloseable {
   private static final Pattern POD = Pattern.compile("^/pods/([^/]+)$");
@@ -54,6 +54,7 @@ public final class RunPodSimulator implements AutoCloseable {
   private final List<String> requests = new CopyOnWriteArrayList<>();
   private final Faults faults = new Faults();
   private volatile long startDelayMs = 200;
+  private volatile boolean failNextCreate;
 
   private RunPodSimulator(Vertx vertx, String apiKey, HttpServer server, PodSshServer ssh, JsonObject spec) {
     this.vertx = vertx;
@@ -110,6 +111,12 @@ public final class RunPodSimulator implements AutoCloseable {
 
   public RunPodSimulator startDelayMs(long ms) {
     startDelayMs = ms;
+    return this;
+  }
+
+  /** The next create allocates its pod but answers 500. */
+  public RunPodSimulator failNextCreateAfterAllocating() {
+    failNextCreate = true;
     return this;
   }
 
@@ -267,6 +274,11 @@ public final class RunPodSimulator implements AutoCloseable {
     }
     pods.put(id, pod);
     readyAt.put(id, System.currentTimeMillis() + startDelayMs);
+    if (failNextCreate) {
+      failNextCreate = false;
+      json(req.response(), 500, new JsonObject().put("error", "internal error"));
+      return;
+    }
     json(req.response(), 201, view(pod));
   }
 
