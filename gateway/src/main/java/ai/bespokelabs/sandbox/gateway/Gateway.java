@@ -17,6 +17,8 @@ import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
 import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
 import ai.bespokelabs.sandbox.adapters.ray.RayProvider;
 import ai.bespokelabs.sandbox.adapters.ray.RaySettings;
+import ai.bespokelabs.sandbox.adapters.runpod.RunPodProvider;
+import ai.bespokelabs.sandbox.adapters.runpod.RunPodSettings;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
 import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesProvider;
@@ -121,6 +123,10 @@ public final class Gateway implements AutoCloseable {
     CodeCapsulesSettings.from(settings).ifPresent(cc -> out.add(new CodeCapsulesProvider(vertx, cc)));
     ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal,
         PricingCatalog.load(config.ledger().pricingFile()))));
+    RunPodSettings runpod = RunPodSettings.from(settings, data);
+    if (runpod != null) {
+      out.add(new RunPodProvider(vertx, runpod, clock));
+    }
     return out;
   }
 

@@ -72,7 +72,14 @@ final class Variables {
       "MODAL_APP_NAME", "providers.modal.appName",
       "MODAL_IMAGE", "providers.modal.image",
       "MODAL_SANDBOX_TIMEOUT_SECS", "providers.modal.sandboxTimeoutSecs",
-      "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs");
+      "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs",
+      "RUNPOD_API_KEY", "providers.runpod.apiKey",
+      "RUNPOD_API_URL", "providers.runpod.apiUrl",
+      "RUNPOD_IMAGE", "providers.runpod.image",
+      "RUNPOD_GPU_TYPE", "providers.runpod.gpuType",
+      "BESPOKE_RUNPOD_SSH_KEY", "providers.runpod.sshKey",
+      "RUNPOD_CREATE_TIMEOUT_SECS", "providers.runpod.createTimeoutSecs",
+      "RUNPOD_REQUEST_TIMEOUT_SECS", "providers.runpod.requestTimeoutSecs");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

@@ -1,0 +1,77 @@
+package ai.bespokelabs.sandbox.adapters.runpod;
+
+import ai.bespokelabs.sandbox.adapters.spi.Inventory;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Reconciliation and health: the pods whose name carries our marks ({@link RunPodMarks}; RunPod's list filters by
+ * no label), with their provider cost so far ({@code costPerHr} times the time since {@code lastStartedAt}); one
+ * authenticated {@code GET /pods?desiredStatus=RUNNING&computeType=GPU} as the health check.
+ */
+final class RunPodInventory implements Inventory {
+  private final RunPodClient client;
+  private final RunPodPods pods;
+  private final Clock clock;
+
+  RunPodInventory(RunPodClient client, RunPodPods pods, Clock clock) {
+    this.client = client;
+    this.pods = pods;
+    this.clock = clock;
+  }
+
+  @Override
+  public Future<Void> checkHealth() {
+    return client.expect("health", false, HttpMethod.GET, client.api("/pods?desiredStatus=RUNNING&computeType=GPU"),
+        null).mapEmpty();
+  }
+
+  @Override
+  public Future<List<Resource>> list() {
+    return pods.list("list", m -> true).map(found -> {
+      List<Resource> out = new ArrayList<>();
+      for (JsonObject p : found) {
+        RunPodMarks marks = RunPodMarks.parse(p.getString("name"));
+        out.add(new Resource(p.getString("id"), marks.sandboxId(), status(p), cost(p)));
+      }
+      return out;
+    });
+  }
+
+  static String status(JsonObject pod) {
+    String desired = pod.getString("desiredStatus");
+    if ("RUNNING".equals(desired)) {
+      return RunPodPods.sshEndpoint(pod) == null ? "provisioning" : "running";
+    }
+    if ("EXITED".equals(desired)) {
+      return "stopping";
+    }
+    return "TERMINATED".equals(desired) ? "terminated" : "provisioning";
+  }
+
+  /** What RunPod charged so far for the running pod, from its own hourly cost; null when it does not say. */
+  BigDecimal cost(JsonObject pod) {
+    Object perHour = pod.getValue("adjustedCostPerHr") instanceof Number n ? n : pod.getValue("costPerHr");
+    String started = pod.getString("lastStartedAt");
+    if (!(perHour instanceof Number rate) || started == null) {
+      return null;
+    }
+    try {
+      long secs = Math.max(0, Duration.between(Instant.parse(started), clock.instant()).toSeconds());
+      return BigDecimal.valueOf(rate.doubleValue()).multiply(BigDecimal.valueOf(secs))
+          .divide(BigDecimal.valueOf(3600), 6, RoundingMode.HALF_UP);
+    } catch (DateTimeParseException e) {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,347 @@
+package ai.bespokelabs.sandbox.adapters.runpod;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.bespokelabs.sandbox.adapters.sim.OnContext;
+import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
+import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
+import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
+import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The RunPod adapter against the REST simulator and a real SSH server standing in for the pods' sshd. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class RunPodProviderTest {
+  static final String KEY = "rp_test_key_0123456789";
+  static RunPodSimulator sim;
+  static Vertx vertx;
+  static Path data;
+  static RunPodProvider provider;
+  static Context context;
+  static String pod;
+
+  @BeforeAll
+  static void start() throws Exception {
+    sim = RunPodSimulator.start(KEY).startDelayMs(300);
+    vertx = Vertx.vertx();
+    data = Files.createTempDirectory("runpod-test-");
+    context = vertx.getOrCreateContext();
+    provider = provider(KEY);
+    pod = on(() -> provider.lifecycle().create(create("sbx_main", config(null))));
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    on(provider::close);
+    vertx.close().await(10, TimeUnit.SECONDS);
+    sim.close();
+  }
+
+  @AfterEach
+  void everyRequestConformed() {
+    sim.faults().clear();
+    assertThat(sim.violations()).isEmpty();
+  }
+
+  static RunPodProvider provider(String key) {
+    RunPodProvider p = new RunPodProvider(vertx, settings(key), Clock.systemUTC());
+    on(() -> p.start(context));
+    return p;
+  }
+
+  static RunPodSettings settings(String key) {
+    return new RunPodSettings(sim.url(), new Secret(key), "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04",
+        "NVIDIA GeForce RTX 4090", data.resolve("runpod/id_ecdsa"), data.resolve("runpod/host-keys.properties"),
+        Duration.ofSeconds(10), Duration.ofSeconds(5));
+  }
+
+  static <T> T on(Supplier<Future<T>> call) {
+    return OnContext.await(context, call);
+  }
+
+  static SandboxConfig config(Boolean allowInternet) {
+    return new SandboxConfig(null, null, null, 20_480, null, 600, null, Map.of("GREETING", "hi there"),
+        allowInternet, null, null, null, null, null, null);
+  }
+
+  static CreateSandbox create(String sandboxId, SandboxConfig config) {
+    return new CreateSandbox(sandboxId, "org_test", "runpod", "ctk_" + UUID.randomUUID().toString()
+        .replace("-", ""), config);
+  }
+
+  static ExecSandbox command(String podId, String command, int timeoutSecs, boolean keepStdin) {
+    return new ExecSandbox("sbx_main", "exe_" + UUID.randomUUID().toString().replace("-", ""), podId, null, null,
+        command, null, Map.of("EXTRA", "x y"), null, timeoutSecs, 1 << 20, keepStdin, null, null);
+  }
+
+  static ProviderError error(Runnable r) {
+    try {
+      r.run();
+    } catch (ProviderException e) {
+      return e.error();
+    }
+    throw new AssertionError("no provider error");
+  }
+
+  /** Collects output, taking each chunk only after a pause: the reading of output waits for it. */
+  static final class Sink implements OutputSink {
+    final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    final Promise<Integer> exit = Promise.promise();
+    volatile boolean timedOut;
+    volatile boolean cancelled;
+
+    @Override
+    public synchronized Future<Void> output(Stream stream, byte[] data) {
+      (stream == Stream.STDOUT ? out : err).writeBytes(data);
+      return vertx.timer(1, TimeUnit.MILLISECONDS).mapEmpty();
+    }
+
+    @Override
+    public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      this.timedOut = timedOut;
+      this.cancelled = cancelled;
+      exit.tryComplete(exitCode);
+    }
+
+    int await() throws Exception {
+      return exit.future().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    synchronized String stdout() {
+      return out.toString(StandardCharsets.UTF_8);
+    }
+
+    synchronized String stderr() {
+      return err.toString(StandardCharsets.UTF_8);
+    }
+  }
+
+  static Sink run(ExecSandbox request) throws Exception {
+    Sink sink = new Sink();
+    on(() -> provider.executions().start(request, sink));
+    sink.await();
+    return sink;
+  }
+
+  static FileOp op(String kind, String path, boolean executable, boolean recursive) {
+    return new FileOp(kind, "sbx_main", pod, path, null, null, executable, recursive);
+  }
+
+  static byte[] readAll(FileReader r) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    Buffer b;
+    while ((b = on(() -> r.read(8192))) != null) {
+      out.writeBytes(b.getBytes());
+    }
+    on(r::close);
+    return out.toByteArray();
+  }
+
+  @Test
+  void files_over_sftp_upload_list_download_archive_and_delete() throws Exception {
+    Path root = Files.createTempDirectory(data, "files-");
+    String dir = root + "/tools";
+    FileWriter w = on(() -> provider.files().openWrite(op("write", dir + "/hello.sh", true, false)));
+    on(() -> w.write(Buffer.buffer("#!/bin/sh\n")));
+    on(() -> w.write(Buffer.buffer("echo hello from $1\n")));
+    FileEntry written = on(w::commit);
+    assertThat(written.size()).isEqualTo(29);
+    assertThat(written.mode() & 0111).isNotZero();
+    Sink ran = run(new ExecSandbox("sbx_main", "exe_files", pod, null, null, dir + "/hello.sh", List.of("sftp"),
+        Map.of(), null, 10, 1 << 20, false, null, null));
+    assertThat(ran.stdout()).isEqualTo("hello from sftp\n");
+    assertThat(on(() -> provider.files().list(op("list", dir, false, false)))).extracting(FileEntry::name)
+        .containsExactly("hello.sh");
+    assertThat(new String(readAll(on(() -> provider.files().openRead(op("read", dir + "/hello.sh", false, false)))),
+        StandardCharsets.UTF_8)).isEqualTo("#!/bin/sh\necho hello from $1\n");
+    byte[] tree = readAll(on(() -> provider.files().openArchiveRead(op("read", dir, false, false))));
+    FileWriter unpack = on(() -> provider.files().openArchiveWrite(op("write", root + "/copy", false, false)));
+    on(() -> unpack.write(Buffer.buffer(tree)));
+    on(unpack::commit);
+    assertThat(Files.readString(root.resolve("copy/hello.sh"))).startsWith("#!/bin/sh");
+    assertThatThrownBy(() -> on(() -> provider.files().delete(op("delete", root + "/copy", false, false))))
+        .isInstanceOf(ApiException.class).hasMessageContaining("not empty");
+    on(() -> provider.files().delete(op("delete", root + "/copy", false, true)));
+    assertThat(Files.exists(root.resolve("copy"))).isFalse();
+    assertThatThrownBy(() -> on(() -> provider.files().list(op("list", root + "/nothing", false, false))))
+        .isInstanceOf(ApiException.class).hasMessageContaining("not found");
+  }
+
+  @Test
+  void create_sends_the_gpu_image_key_and_marks_and_waits_for_the_ssh_port() {
+    JsonObject p = sim.pod(pod);
+    RunPodMarks marks = RunPodMarks.parse(p.getString("name"));
+    assertThat(marks.sandboxId()).isEqualTo("sbx_main");
+    assertThat(marks.organizationId()).isEqualTo("org_test");
+    assertThat(p.getJsonObject("portMappings").getInteger("22")).isEqualTo(sim.ssh().port());
+    assertThat(p.getJsonObject("env").getString("PUBLIC_KEY")).startsWith("ecdsa-sha2-nistp256 ");
+    assertThat(p.getJsonObject("gpu").getString("id")).isEqualTo("NVIDIA GeForce RTX 4090");
+    assertThat(Files.isRegularFile(data.resolve("runpod/id_ecdsa"))).isTrue();
+  }
+
+  @Test
+  void exec_streams_output_with_env_and_exit_code() throws Exception {
+    Sink s = run(command(pod, "echo \"$GREETING|$EXTRA\"; echo oops >&2; exit 7", 30, false));
+    assertThat(s.exit.future().result()).as(s.stderr() + "|" + s.stdout()).isEqualTo(7);
+    assertThat(s.stdout()).isEqualTo("hi there|x y\n");
+    assertThat(s.stderr()).isEqualTo("oops\n");
+    Sink big = run(command(pod, "head -c 300000 /dev/zero | tr '\\0' a", 30, false));
+    assertThat(big.stdout()).hasSize(300_000);
+  }
+
+  @Test
+  void stdin_reaches_the_program_and_eof_ends_it() throws Exception {
+    Sink sink = new Sink();
+    Execution e = on(() -> provider.executions().start(command(pod, "tr a-z A-Z", 30, true), sink));
+    on(() -> e.write(Buffer.buffer("hello ")));
+    on(() -> e.write(Buffer.buffer("world\n")));
+    on(e::closeStdin);
+    assertThat(sink.await()).isZero();
+    assertThat(sink.stdout()).isEqualTo("HELLO WORLD\n");
+    assertThatThrownBy(() -> on(() -> e.write(Buffer.buffer("late")))).isInstanceOf(ApiException.class);
+  }
+
+  @Test
+  void a_signal_ends_the_whole_process_group_and_a_timeout_kills() throws Exception {
+    Sink sink = new Sink();
+    Execution e = on(() -> provider.executions().start(command(pod, "sleep 30 & sleep 30; echo never", 60, false),
+        sink));
+    Thread.sleep(300);
+    on(() -> e.signal("TERM"));
+    assertThat(sink.await()).isEqualTo(143);
+    assertThat(sink.cancelled).isTrue();
+    assertThat(sink.stdout()).doesNotContain("never");
+    Sink slow = run(command(pod, "sleep 30", 1, false));
+    assertThat(slow.timedOut).isTrue();
+    assertThat(slow.exit.future().result()).isEqualTo(124);
+    assertThat(slow.stderr()).contains("timed out after 1s");
+  }
+
+  @Test
+  void allow_internet_false_and_unknown_gpus_are_refused_before_any_call() {
+    long creates = sim.count(HttpMethod.POST, "/pods");
+    assertThatThrownBy(() -> on(() -> provider.lifecycle().create(create("sbx_x", config(false)))))
+        .isInstanceOf(ApiException.class).hasMessageContaining("cannot isolate");
+    SandboxConfig badGpu = new SandboxConfig(null, null, null, null, "H100!!", null, null, Map.of(), null, null,
+        null, null, null, null, null);
+    assertThatThrownBy(() -> on(() -> provider.lifecycle().create(create("sbx_x", badGpu))))
+        .isInstanceOf(ApiException.class);
+    assertThat(sim.count(HttpMethod.POST, "/pods")).isEqualTo(creates);
+  }
+
+  @Test
+  void list_finds_our_pods_with_cost_and_destroy_terminates() {
+    String id = on(() -> provider.lifecycle().create(create("sbx_other", config(null))));
+    List<Resource> found = on(() -> provider.inventory().list());
+    Resource r = found.stream().filter(x -> x.resourceId().equals(id)).findFirst().orElseThrow();
+    assertThat(r.sandboxId()).isEqualTo("sbx_other");
+    assertThat(r.status()).isEqualTo("running");
+    assertThat(r.providerCostUsd()).isNotNull();
+    String orphan = sim.plant(new RunPodMarks("sbx_orphan", "org_test", "ctk_x").name());
+    sim.plant("someone-elses-pod");
+    assertThat(on(() -> provider.inventory().list())).extracting(Resource::resourceId).contains(orphan)
+        .hasSize(found.size() + 1);
+    assertThat(on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_other", id))).alreadyGone()).isFalse();
+    assertThat(sim.pod(id)).isNull();
+    assertThat(on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_other", id))).alreadyGone()).isTrue();
+    on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_orphan", orphan)));
+    on(() -> provider.inventory().checkHealth());
+  }
+
+  @Test
+  void provider_failures_map_onto_the_contract() {
+    sim.faults().status(HttpMethod.POST, "/v1/pods", 429, Map.of("Retry-After", "7"), null, 1);
+    ProviderError limited = error(() -> on(() -> provider.lifecycle().create(create("sbx_f", config(null)))));
+    assertThat(limited.retryable()).isTrue();
+    assertThat(limited.context()).containsEntry("retry_after_secs", 7L);
+    sim.faults().status(HttpMethod.GET, "/v1/pods", 503, Map.of(), null, 1);
+    assertThat(error(() -> on(() -> provider.inventory().checkHealth())).retryable()).isTrue();
+    RunPodProvider wrong = provider("wrong_key");
+    try {
+      ProviderError auth = error(() -> on(() -> wrong.inventory().checkHealth()));
+      assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
+      assertThat(auth.toString()).doesNotContain("wrong_key");
+    } finally {
+      on(wrong::close);
+    }
+    assertThat(error(() -> on(() -> provider.executions().start(command("nopod", "true", 5, false), new Sink())))
+        .code()).isEqualTo(ErrorCode.NOT_FOUND);
+  }
+
+  @Test
+  void a_lost_create_answer_is_resolved_by_the_token_never_by_a_second_create() {
+    long creates = sim.count(HttpMethod.POST, "/pods");
+    sim.faults().loseResponse(HttpMethod.POST, "/v1/pods", 1);
+    String id = on(() -> provider.lifecycle().create(create("sbx_lost", config(null))));
+    assertThat(sim.pod(id)).isNotNull();
+    assertThat(sim.count(HttpMethod.POST, "/pods")).isEqualTo(creates + 1);
+    on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_lost", id)));
+  }
+
+  @Test
+  void a_failed_create_that_allocated_a_pod_terminates_it_and_a_dropped_connection_is_retryable() {
+    sim.failNextCreateAfterAllocating();
+    ProviderError e = error(() -> on(() -> provider.lifecycle().create(create("sbx_half", config(null)))));
+    assertThat(e.code()).isEqualTo(ErrorCode.CREATION_FAILED);
+    assertThat(e.retryable()).isTrue();
+    assertThat(e.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(on(() -> provider.inventory().list())).extracting(Resource::sandboxId).doesNotContain("sbx_half");
+    sim.faults().drop(HttpMethod.GET, "/v1/pods", 1);
+    ProviderError dropped = error(() -> on(() -> provider.inventory().checkHealth()));
+    assertThat(dropped.code()).isEqualTo(ErrorCode.CONNECTION);
+    assertThat(dropped.retryable()).isTrue();
+  }
+
+  @Test
+  void a_changed_host_key_is_refused() throws Exception {
+    String id = on(() -> provider.lifecycle().create(create("sbx_keys", config(null))));
+    assertThat(run(command(id, "true", 5, false)).exit.future().result()).isZero();
+    sim.ssh().changeHostKey();
+    RunPodProvider restarted = provider(KEY); // a fresh session: the pin kept in the data directory is checked
+    try {
+      ProviderError e = error(() -> on(() -> restarted.executions().start(command(id, "true", 5, false), new Sink())));
+      assertThat(e.code()).isEqualTo(ErrorCode.CONNECTION);
+      assertThat(e.retryable()).isFalse();
+      assertThat(e.context()).containsEntry("provider_code", "host_key_changed");
+    } finally {
+      on(restarted::close);
+      on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_keys", id)));
+    }
+  }
+}
