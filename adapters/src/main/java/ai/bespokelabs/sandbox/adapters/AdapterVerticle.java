@@ -60,11 +60,6 @@ public final class AdapterVerticle extends VerticleBase {
    * attaching later gets the stored result instead of the live journal).
    */
   static final long RETAINED_BUDGET_BYTES = 64L << 20;
-  /**
-   * File operations one organization may have running at a time: a quarter of a host backend's file pool
-   * ({@code max(16, 4 x cores)} threads), so one tenant's stuck transfers leave the rest to everyone else.
-   */
-  static final int FILES_PER_ORGANIZATION = Math.max(4, Runtime.getRuntime().availableProcessors());
 
   private final Backend provider;
   private final String nodeId;
@@ -92,7 +87,7 @@ public final class AdapterVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     return provider.start(context).compose(v -> {
-      fileShare = new FairShare(FILES_PER_ORGANIZATION);
+      fileShare = new FairShare(ai.bespokelabs.sandbox.adapters.spi.FileSystem.PER_ORGANIZATION);
       if (provider.capabilities().contains(Capability.FILES)) {
         files = new FileSessions(provider.files());
         vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> files.expire());

@@ -50,7 +50,7 @@ import java.util.concurrent.TimeUnit;
 public final class BlockingBackend implements Backend, Lifecycle, Executions, Inventory, FileSystem, Metrics {
   private final Parts parts = new Parts(this, this, this, this, this);
   /** Threads for file work; the adapter admits a quarter of them per organization. */
-  public static final int FILE_THREADS = Math.max(16, 4 * Runtime.getRuntime().availableProcessors());
+  public static final int FILE_THREADS = 4 * FileSystem.PER_ORGANIZATION;
 
   private final BlockingProvider provider;
   private ExecutorService threads;

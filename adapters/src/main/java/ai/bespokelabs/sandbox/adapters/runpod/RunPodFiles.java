@@ -33,14 +33,15 @@ import org.apache.sshd.sftp.common.SftpException;
 
 /**
  * A pod's files over SFTP on the pod's SSH session. MINA's SFTP client is blocking, so every SFTP call runs on a
- * small dedicated worker pool ({@code runpod-sftp}, {@link #POOL} threads), never on the event loop. Paths are
+ * dedicated worker pool ({@code runpod-sftp}, {@link #POOL} threads: four times what the adapter admits of one
+ * organization, see {@link FileSystem#PER_ORGANIZATION}), never on the event loop. Paths are
  * passed as given (relative ones resolve against the login's home, as commands' do): the whole pod is the
  * sandbox. An upload is spooled on this node and sent at commit to a temporary name beside its target, then
  * renamed into place with its mode. Directory archives are built on these single-file operations
  * ({@link TreeArchives}).
  */
 final class RunPodFiles implements FileSystem {
-  static final int POOL = 4;
+  static final int POOL = 4 * FileSystem.PER_ORGANIZATION;
 
   private final RunPodClient client;
   private final RunPodSsh ssh;

@@ -10,6 +10,12 @@ import java.util.List;
  * working directory or absolute inside the sandbox; one that escapes is 422, a missing one 404.
  */
 public interface FileSystem {
+  /**
+   * File operations the adapter lets one organization have running at a time; the rest of its operations wait
+   * in its own queue. A backend running file work on a bounded pool gives it at least four times as many
+   * threads, so one tenant's stuck transfers leave three quarters of it to everyone else.
+   */
+  int PER_ORGANIZATION = Math.max(4, Runtime.getRuntime().availableProcessors());
 
   /** The entries of a directory. */
   Future<List<FileEntry>> list(FileOp op);

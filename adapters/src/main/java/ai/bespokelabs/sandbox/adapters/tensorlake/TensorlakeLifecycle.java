@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
+import ai.bespokelabs.sandbox.core.Hmac;
 import static ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider.BACKEND;
 
 import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
@@ -32,6 +33,8 @@ import java.util.regex.Pattern;
 final class TensorlakeLifecycle implements Lifecycle {
   private static final Pattern IMAGE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}");
   private static final Pattern SNAPSHOT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  private static final int MAC_CHARS = 32;
+  private final Hmac snapshotMac;
   private static final Set<String> SNAPSHOT_READY = Set.of("completed", "ready", "succeeded");
   private static final Set<String> SNAPSHOT_FAILED = Set.of("failed", "error", "deleted");
   /** Resources when the request names none (the SDK's defaults). */
@@ -43,6 +46,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   private final TensorlakeEnv env;
 
   TensorlakeLifecycle(TensorlakeClient client, TensorlakeSandboxes sandboxes, TensorlakeEnv env) {
+    this.snapshotMac = new Hmac(client.settings().apiKey());
     this.client = client;
     this.sandboxes = sandboxes;
     this.env = env;
@@ -138,16 +142,31 @@ final class TensorlakeLifecycle implements Lifecycle {
   }
 
   /**
-   * Tensorlake snapshots carry no labels, so the id we hand out names the organization that took it:
-   * {@code <organization id>.<Tensorlake snapshot id>}. Another organization's, or a malformed one, is 404.
+   * Tensorlake snapshots carry no labels, so the id we hand out binds the snapshot to the organization that
+   * took it with a MAC under the provider key: {@code <organization id>.<mac>.<Tensorlake snapshot id>}. An id
+   * of another organization, a Tensorlake id a tenant learned some other way, or a malformed one is 404.
    */
-  static String providerSnapshotId(String snapshotId, String organizationId) {
-    int dot = snapshotId.indexOf('.');
-    if (dot <= 0 || !snapshotId.substring(0, dot).equals(organizationId)
-        || !SNAPSHOT.matcher(snapshotId.substring(dot + 1)).matches()) {
+  String snapshotIdFor(String organizationId, String providerSnapshotId) {
+    return organizationId + "." + mac(organizationId, providerSnapshotId) + "." + providerSnapshotId;
+  }
+
+  String providerSnapshotId(String snapshotId, String organizationId) {
+    String prefix = organizationId + ".";
+    int macEnd = prefix.length() + MAC_CHARS;
+    if (!snapshotId.startsWith(prefix) || snapshotId.length() <= macEnd + 1 || snapshotId.charAt(macEnd) != '.') {
       throw new ApiException(404, "snapshot not found");
     }
-    return snapshotId.substring(dot + 1);
+    String raw = snapshotId.substring(macEnd + 1);
+    if (!SNAPSHOT.matcher(raw).matches()
+        || !Hmac.constantTimeEquals(snapshotId.substring(prefix.length(), macEnd), mac(organizationId, raw))) {
+      throw new ApiException(404, "snapshot not found");
+    }
+    return raw;
+  }
+
+  private String mac(String organizationId, String providerSnapshotId) {
+    return snapshotMac.hex("tensorlake-snapshot\n" + organizationId + "\n" + providerSnapshotId)
+        .substring(0, MAC_CHARS);
   }
 
   /**
@@ -274,7 +293,7 @@ final class TensorlakeLifecycle implements Lifecycle {
           if (snapshotId == null || snapshotId.isBlank()) {
             throw client.badResponse("snapshot", true);
           }
-          return awaitSnapshot(snapshotId, createDeadline(), 100).map(request.organizationId() + "." + snapshotId);
+          return awaitSnapshot(snapshotId, createDeadline(), 100).map(snapshotIdFor(request.organizationId(), snapshotId));
         });
   }
 

@@ -233,10 +233,18 @@ class TensorlakeProviderTest {
   void a_snapshot_is_awaited_and_creates_a_sandbox_holding_its_files() throws Exception {
     assertThat(provider.exec(command("echo kept > kept.txt", 10, false)).exitCode()).isZero();
     String snapshot = provider.snapshot(new SnapshotSandbox("sbx_main", "org_test", sandbox));
-    assertThat(snapshot).startsWith("org_test.");
-    assertThat(sim.snapshot(snapshot.substring("org_test.".length())).getString("status")).isEqualTo("completed");
+    assertThat(snapshot).matches("org_test\\.[0-9a-f]{32}\\..+");
+    String raw = snapshot.substring("org_test.".length() + 33);
+    assertThat(sim.snapshot(raw).getString("status")).isEqualTo("completed");
     CreateSandbox foreign = new CreateSandbox("sbx_foreign", "org_other", "tensorlake", "ctk_foreign", config(snapshot));
     assertThatThrownBy(() -> provider.create(foreign)).hasMessageContaining("snapshot not found");
+    // another organization that learned the Tensorlake id cannot name it as its own, with or without a MAC
+    String mac = snapshot.substring("org_test.".length(), "org_test.".length() + 32);
+    for (String forged : List.of("org_other." + raw, "org_other." + mac + "." + raw,
+        "org_other." + "0".repeat(32) + "." + raw)) {
+      CreateSandbox attempt = new CreateSandbox("sbx_forged", "org_other", "tensorlake", "ctk_forged", config(forged));
+      assertThatThrownBy(() -> provider.create(attempt)).as(forged).hasMessageContaining("snapshot not found");
+    }
     assertThatThrownBy(() -> provider.create(create("sbx_unknown", config("org_test.snap-unknown"))))
         .hasMessageContaining("snapshot not found");
     String restored = provider.create(create("sbx_restored", config(snapshot)));
