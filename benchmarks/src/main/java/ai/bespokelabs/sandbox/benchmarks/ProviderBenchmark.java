@@ -4,6 +4,9 @@ import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSimulator;
 import ai.bespokelabs.sandbox.adapters.modal.ModalSimulator;
+import ai.bespokelabs.sandbox.adapters.ray.RaySimulator;
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSimulator;
+import ai.bespokelabs.sandbox.adapters.runpod.RunPodSimulator;
 import ai.bespokelabs.sandbox.adapters.exec.CommandLine;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -44,19 +47,22 @@ import java.util.stream.Collectors;
  *   <li>modal (gRPC, {@link ModalDirect}) create: {@code AppGetOrCreate}, {@code ImageGetOrCreate},
  *   {@code SandboxCreate}; exec: the task and its router's token, {@code TaskExecStart}, both output streams to
  *   their end and {@code TaskExecWait}.
+ *   <li>ray, codecapsules, runpod (REST, and SSH for runpod's exec): see {@link RayDirect},
+ *   {@link CodeCapsulesDirect}, {@link RunPodDirect}.
  * </ul>
  *
  * <p>Each round also times one {@code GET /healthz} and one committed insert on the gateway's database, so the
  * floor (what any call through a gateway that makes its state durable before answering must add) is seen under
  * the same load. Both paths are warmed up first ({@value #WARMUP_ROUNDS} rounds at least), as a serving
  * gateway is. The simulators share the machine's cores with the gateway and its database, so the time each
- * took to answer the requests of an operation (arrival to end of response) is printed for both paths too.
- * Destroys are done for both paths but not reported. Both simulators validate every request against the
+ * took to answer the requests of an operation (arrival to end of response) is printed for both paths too
+ * (for the simulators that count it: not ray, codecapsules and runpod).
+ * Destroys are done for both paths but not reported. The simulators validate every request against the
  * provider's spec; the run fails if any request, direct or the gateway's, did not conform. The simulators are
  * test code, so this lives in the test sources; {@code bin/benchmark providers} runs it on the gateway
  * module's test classpath.
  *
- * <p>Usage: {@code bin/benchmark providers [--iterations N]}
+ * <p>Usage: {@code bin/benchmark providers [--iterations N] [--providers e2b,daytona,...]}
  */
 public final class ProviderBenchmark {
   private static final String DAYTONA_KEY = "dtn_benchmark_key";
@@ -78,7 +84,7 @@ public final class ProviderBenchmark {
 
   public static void main(String[] args) throws Exception {
     int n = 200;
-    List<String> only = List.of("e2b", "daytona", "tensorlake", "modal");
+    List<String> only = List.of("e2b", "daytona", "tensorlake", "modal", "ray", "codecapsules", "runpod");
     for (int i = 0; i < args.length; i += 2) {
       if (args[i].equals("--iterations") && i + 1 < args.length) {
         n = Integer.parseInt(args[i + 1]);
@@ -93,16 +99,23 @@ public final class ProviderBenchmark {
         DaytonaSimulator daytona = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(0);
         TensorlakeSimulator tensorlake = TensorlakeSimulator.start(TensorlakeDirect.KEY).startDelayMs(1);
         ModalSimulator modal = ModalSimulator.start();
-        ModalDirect modalDirect = new ModalDirect(modal)) {
+        ModalDirect modalDirect = new ModalDirect(modal);
+        RaySimulator ray = RaySimulator.start(RayDirect.TOKEN);
+        CodeCapsulesSimulator codecapsules = CodeCapsulesSimulator.start();
+        RunPodSimulator runpod = RunPodSimulator.start(RunPodDirect.KEY).startDelayMs(0);
+        RunPodDirect runpodDirect = new RunPodDirect(runpod)) {
       Map<String, String> providers = new HashMap<>(e2b.env());
       providers.putAll(TensorlakeDirect.env(tensorlake));
       providers.putAll(modal.env());
       providers.put("DAYTONA_API_KEY", DAYTONA_KEY);
       providers.put("DAYTONA_API_URL", daytona.url());
+      providers.putAll(RayDirect.env(ray));
+      providers.putAll(codecapsules.env());
+      providers.putAll(RunPodDirect.env(runpod));
       try (BenchGateway gw = BenchGateway.start(providers)) {
         System.out.printf("%nGateway overhead against the provider simulators, %d interleaved rounds each, "
             + "microseconds:%n", n);
-        System.out.printf("  %-34s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
+        System.out.printf("  %-40s %9s %9s %9s %9s%n", "", "p50", "p99", "added p50", "ratio p50");
         if (only.contains("e2b")) {
           run(gw, "e2b", new E2bDirect(e2b), e2b::answeringNanos, n);
         }
@@ -115,11 +128,23 @@ public final class ProviderBenchmark {
         if (only.contains("modal")) {
           run(gw, "modal", modalDirect, modal::answeringNanos, n);
         }
+        if (only.contains("ray")) {
+          run(gw, "ray", new RayDirect(ray), null, n);
+        }
+        if (only.contains("codecapsules")) {
+          run(gw, "codecapsules", new CodeCapsulesDirect(codecapsules), null, n);
+        }
+        if (only.contains("runpod")) {
+          run(gw, "runpod", runpodDirect, null, n);
+        }
       }
       List<String> violations = new java.util.ArrayList<>(e2b.violations());
       violations.addAll(daytona.violations());
       violations.addAll(tensorlake.violations());
       violations.addAll(modal.violations());
+      violations.addAll(ray.violations());
+      violations.addAll(codecapsules.violations());
+      violations.addAll(runpod.violations());
       if (!violations.isEmpty()) {
         System.err.println("requests the providers' specs do not allow:");
         violations.forEach(v -> System.err.println("  " + v));
@@ -129,9 +154,10 @@ public final class ProviderBenchmark {
     System.exit(code);
   }
 
-  /** @param sim the simulator's nanoseconds spent answering requests so far */
-  private static void run(BenchGateway gw, String backend, Direct direct, java.util.function.LongSupplier sim,
+  /** @param counted the simulator's nanoseconds spent answering requests so far; null when it does not count */
+  private static void run(BenchGateway gw, String backend, Direct direct, java.util.function.LongSupplier counted,
       int n) {
+    java.util.function.LongSupplier sim = counted == null ? () -> 0 : counted;
     // a gateway serves many requests: warm both paths up (JIT) before measuring
     for (int i = 0; i < Math.max(WARMUP_ROUNDS, n / 10); i++) {
       round(direct, sim, new long[4]);
@@ -164,12 +190,12 @@ public final class ProviderBenchmark {
       }
     }
     Arrays.sort(hop);
-    System.out.printf("  %-34s %9d %9d%n", "one HTTP round trip (GET /healthz)", hop[n / 2], p99(hop));
+    System.out.printf("  %-40s %9d %9d%n", "one HTTP round trip (GET /healthz)", hop[n / 2], p99(hop));
     Arrays.sort(commits);
-    System.out.printf("  %-34s %9d %9d%n", "one committed write", commits[n / 2], p99(commits));
+    System.out.printf("  %-40s %9d %9d%n", "one committed write", commits[n / 2], p99(commits));
     // each call adds at least its own request, and one state change made durable before it is answered
     // (create: the sandbox running, its claim overlapping the provider's call; exec: the stored result)
-    System.out.printf("  %-34s %9d            (round trip + committed write, at their p50)%n",
+    System.out.printf("  %-40s %9d            (round trip + committed write, at their p50)%n",
         "floor of what a call adds", hop[n / 2] + commits[n / 2]);
     String[] ops = {"create", "exec"};
     for (int op = 0; op < 2; op++) {
@@ -177,17 +203,20 @@ public final class ProviderBenchmark {
       Arrays.sort(g[op]);
       long d50 = d[op][n / 2];
       long g50 = g[op][n / 2];
-      System.out.printf("  %-34s %9d %9d%n", backend + " " + ops[op] + " direct", d50, p99(d[op]));
-      System.out.printf("  %-34s %9d %9d %9d %9.2f%n", backend + " " + ops[op] + " through the gateway", g50,
+      System.out.printf("  %-40s %9d %9d%n", backend + " " + ops[op] + " direct", d50, p99(d[op]));
+      System.out.printf("  %-40s %9d %9d %9d %9.2f%n", backend + " " + ops[op] + " through the gateway", g50,
           p99(g[op]), g50 - d50, (double) g50 / d50);
     }
     // the simulator shares this machine's cores with the gateway and its database: how long it took to answer
     // the same requests on each path shows how much of the difference is the simulator slowed down
-    System.out.printf("  %-34s %9s %9s %9s%n", "simulator answering, p50", "direct", "gateway", "added");
+    if (counted == null) {
+      return;
+    }
+    System.out.printf("  %-40s %9s %9s %9s%n", "simulator answering, p50", "direct", "gateway", "added");
     for (int op = 0; op < 2; op++) {
       Arrays.sort(d[2 + op]);
       Arrays.sort(g[2 + op]);
-      System.out.printf("  %-34s %9d %9d %9d%n", "  " + backend + " " + ops[op], d[2 + op][n / 2],
+      System.out.printf("  %-40s %9d %9d %9d%n", "  " + backend + " " + ops[op], d[2 + op][n / 2],
           g[2 + op][n / 2], g[2 + op][n / 2] - d[2 + op][n / 2]);
     }
   }
@@ -398,7 +427,7 @@ public final class ProviderBenchmark {
 
   // ------------------------------------------------------------------------------------------------ http
 
-  private static HttpResponse<String> send(HttpRequest.Builder b) {
+  static HttpResponse<String> send(HttpRequest.Builder b) {
     try {
       return HTTP.send(b.timeout(TIMEOUT).build(), HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
@@ -410,14 +439,14 @@ public final class ProviderBenchmark {
   }
 
   /** {@code r}, if its status is {@code status} (a single digit: any status of that class); else fails. */
-  private static HttpResponse<String> expect(HttpResponse<String> r, int status, String what) {
+  static HttpResponse<String> expect(HttpResponse<String> r, int status, String what) {
     if (status < 10 ? r.statusCode() / 100 != status : r.statusCode() != status) {
       throw new IllegalStateException(what + " answered " + r.statusCode() + ": " + r.body());
     }
     return r;
   }
 
-  private static void sleep(long ms) {
+  static void sleep(long ms) {
     try {
       Thread.sleep(ms);
     } catch (InterruptedException e) {
