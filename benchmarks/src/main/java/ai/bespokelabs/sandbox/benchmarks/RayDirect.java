@@ -59,10 +59,9 @@ final class RayDirect implements ProviderBenchmark.Direct {
   public void exec(String id) {
     String job = "bsk-" + id + "-exe_" + UUID.randomUUID().toString().replace("-", "");
     String area = "\"${TMPDIR:-/tmp}\"/bespoke-ray/" + id;
-    String line = "mkdir -p " + area + " && cd " + area + " && "
-        + String.join(" ", CommandLine.of(null, null, "true", null).stream()
-            .map(a -> a.matches("[A-Za-z0-9_@%+=:,./-]+") ? a : "'" + a.replace("'", "'\\''") + "'")
-            .collect(Collectors.toList()));
+    String line = "mkdir -p " + area + " && cd " + area + " && " + CommandLine.of(null, null, "true", null).stream()
+        .map(a -> a.matches("[A-Za-z0-9_@%+=:,./-]+") ? a : "'" + a.replace("'", "'\\''") + "'")
+        .collect(Collectors.joining(" "));
     JsonObject body = new JsonObject().put("entrypoint", line).put("submission_id", job)
         .put("runtime_env", new JsonObject().put("env_vars", new JsonObject()))
         .put("metadata", new JsonObject().put("bespokelabs.ai/managed", "true").put("bespokelabs.ai/sandbox-id", id)
