@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -166,7 +167,7 @@ final class DaytonaClient {
     Future<Streamed> bounded = mapTransport(f, op, false, requestTimeoutMs());
     bounded.onFailure(t -> f.onSuccess(late -> {
       if (late.response() != null) {
-        DaytonaDownload.stop(late.response());
+        ResponseDownload.stop(late.response());
       }
     }));
     return bounded;

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
@@ -27,7 +28,7 @@ import java.util.UUID;
 import java.util.function.Supplier;
 
 /**
- * The files API over the Daytona toolbox's: downloads stream ({@link DaytonaDownload}), uploads are spooled on
+ * The files API over the Daytona toolbox's: downloads stream ({@link ResponseDownload}), uploads are spooled on
  * this node and sent whole at commit ({@link SpooledWriter}), as the toolbox takes a file only whole; directory
  * archives are built on these ({@link TreeArchives}).
  */
@@ -197,7 +198,7 @@ final class DaytonaFiles implements FileSystem {
     return target(op, null).compose(t -> client.stream("files", fileQuery(t.toolbox(), "/files/download", t.path()),
         Math.max(client.requestTimeoutMs(), TRANSFER_IDLE_MS)).compose(s -> {
           if (s.response() != null) {
-            return Future.succeededFuture(new DaytonaDownload(s.response(), size(s.headers())));
+            return Future.succeededFuture(new ResponseDownload(s.response(), size(s.headers())));
           }
           if (s.status() != 400) {
             return Future.failedFuture(fileError(s.status(), s.headers()));

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
+import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -178,7 +179,7 @@ final class TensorlakeClient {
     Future<Streamed> bounded = mapTransport(f, op, false, requestTimeoutMs());
     bounded.onFailure(t -> f.onSuccess(late -> {
       if (late.response() != null) {
-        TensorlakeDownload.stop(late.response());
+        ResponseDownload.stop(late.response());
       }
     }));
     return bounded;

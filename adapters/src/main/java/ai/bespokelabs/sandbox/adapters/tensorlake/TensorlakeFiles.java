@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
+import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
@@ -24,7 +25,7 @@ import java.util.List;
 
 /**
  * The files API over the daemon's ({@code /api/v1/files}, {@code /api/v1/files/list}): downloads stream
- * ({@link TensorlakeDownload}), uploads are spooled on this node and sent whole at commit with {@code PUT}
+ * ({@link ResponseDownload}), uploads are spooled on this node and sent whole at commit with {@code PUT}
  * (executable ones then get {@code chmod 755} through a daemon process, as the daemon has no mode API);
  * directory archives are built on these ({@link TreeArchives}). The daemon reports no modes: entries show
  * 0755 for directories and 0644 for files.
@@ -158,7 +159,7 @@ final class TensorlakeFiles implements FileSystem {
         t.path()), t.daemon(), "application/octet-stream", Math.max(client.requestTimeoutMs(), TRANSFER_IDLE_MS))
         .compose(s -> {
           if (s.response() != null) {
-            return Future.succeededFuture(new TensorlakeDownload(s.response(), size(s.headers())));
+            return Future.succeededFuture(new ResponseDownload(s.response(), size(s.headers())));
           }
           if (s.status() != 400) {
             return Future.failedFuture(fileError(s.status(), s.headers()));

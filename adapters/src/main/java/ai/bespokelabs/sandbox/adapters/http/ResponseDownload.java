@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.adapters.daytona;
+package ai.bespokelabs.sandbox.adapters.http;
 
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import io.vertx.core.Future;
@@ -10,12 +10,12 @@ import java.io.IOException;
 import java.util.ArrayDeque;
 
 /**
- * A toolbox download read as it arrives: the answer stays paused and is asked for one more buffer only
+ * A download read from a provider's HTTP answer as it arrives: the answer stays paused and is asked for one more buffer only
  * while a read still wants bytes, so nothing but a buffer or two is held whatever the file's size, and a
  * reader that stops reading stops the transfer (the provider waits on a full TCP window). Used on the
  * response's context only.
  */
-final class DaytonaDownload implements FileReader {
+public final class ResponseDownload implements FileReader {
   private final HttpClientResponse response;
   private final long size;
   private final ArrayDeque<Buffer> arrived = new ArrayDeque<>();
@@ -28,7 +28,7 @@ final class DaytonaDownload implements FileReader {
   private int wanted;
   private Buffer gathered;
 
-  DaytonaDownload(HttpClientResponse response, long size) {
+  public ResponseDownload(HttpClientResponse response, long size) {
     this.response = response;
     this.size = size;
     response.handler(b -> {
@@ -125,7 +125,7 @@ final class DaytonaDownload implements FileReader {
    * Stops an answer not read to its end: the request is reset and its connection closed, so the unread rest
    * never reaches a pooled connection's next request.
    */
-  static void stop(HttpClientResponse response) {
+  public static void stop(HttpClientResponse response) {
     HttpConnection connection = response.request().connection();
     response.request().reset();
     if (connection != null) {
