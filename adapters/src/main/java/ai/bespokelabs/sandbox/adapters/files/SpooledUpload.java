@@ -34,11 +34,8 @@ public final class SpooledUpload implements WritableFile {
     this.onCommit = onCommit;
   }
 
-  /**
-   * A new spool named {@code prefix…}; chunks are written from byte {@code start} on (room for a header
-   * the commit writes once the size is known).
-   */
-  public static SpooledUpload open(String prefix, long start, OnCommit onCommit) {
+  /** A new, empty spool named {@code prefix…}. */
+  public static SpooledUpload open(String prefix, OnCommit onCommit) {
     Path spool;
     try {
       spool = Files.createTempFile(prefix, ".part",
@@ -48,7 +45,6 @@ public final class SpooledUpload implements WritableFile {
     }
     try {
       FileChannel ch = FileChannel.open(spool, StandardOpenOption.WRITE);
-      ch.position(start);
       return new SpooledUpload(spool, ch, onCommit);
     } catch (IOException e) {
       deleteQuietly(spool);

@@ -358,7 +358,7 @@ public final class TarGz {
 
   /** An upload spooled to a temporary file, handed to {@code onCommit} (which may extract it) at commit. */
   public static WritableFile spool(ExtractFn onCommit) {
-    return SpooledUpload.open("upload-", 0, (ch, spool, size) -> {
+    return SpooledUpload.open("upload-", (ch, spool, size) -> {
       ch.close();
       return onCommit.extract(spool, check(spool));
     });
