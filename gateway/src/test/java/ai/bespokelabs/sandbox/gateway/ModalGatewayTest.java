@@ -223,7 +223,8 @@ class ModalGatewayTest {
     sim.fail("SandboxCreate", GrpcStatus.UNAUTHENTICATED);
     Resp auth = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));
     JsonObject detail = auth.json().getJsonObject("detail");
-    assertThat(detail.getString("code")).as(auth.body()).isEqualTo("configuration");
+    assertThat(detail.getString("code")).as(auth.body()).isEqualTo("authentication");
+    assertThat(auth.status()).isEqualTo(502);
     assertThat(detail.getString("backend")).isEqualTo("modal");
     assertThat(detail.getBoolean("retryable")).isFalse();
 

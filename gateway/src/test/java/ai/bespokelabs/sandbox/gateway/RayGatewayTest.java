@@ -208,9 +208,9 @@ class RayGatewayTest {
   void provider_failures_reach_the_client_in_the_error_contract() {
     sim.faults().status(HttpMethod.GET, "/api/version", 401, Map.of(), null, 1);
     Resp auth = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "ray")));
-    assertThat(auth.status()).isEqualTo(422);
+    assertThat(auth.status()).isEqualTo(502);
     assertThat(auth.json().getJsonObject("detail")).isEqualTo(new JsonObject()
-        .put("message", "Provider configuration is invalid.").put("code", "configuration").put("backend", "ray")
+        .put("message", "Provider authentication failed.").put("code", "authentication").put("backend", "ray")
         .put("op", "create").put("retryable", false).put("outcome", "failed")
         .put("context", new JsonObject().put("provider_status", 401)));
 

@@ -66,7 +66,7 @@ final class ModalErrors {
     boolean retryable = false;
     Outcome outcome = Outcome.FAILED;
     switch (status) {
-      case UNAUTHENTICATED, PERMISSION_DENIED -> code = ErrorCode.CONFIGURATION;
+      case UNAUTHENTICATED, PERMISSION_DENIED -> code = ErrorCode.AUTHENTICATION;
       case NOT_FOUND -> code = ErrorCode.NOT_FOUND;
       case INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, ALREADY_EXISTS -> code = ErrorCode.CONFIGURATION;
       case UNIMPLEMENTED -> code = ErrorCode.FEATURE_NOT_SUPPORTED;

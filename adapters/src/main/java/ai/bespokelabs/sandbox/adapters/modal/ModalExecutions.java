@@ -47,7 +47,7 @@ final class ModalExecutions implements Executions {
   /** A failure a stale router address or token explains. */
   private static boolean stale(Throwable t) {
     return t instanceof ProviderException p && switch (p.error().code()) {
-      case CONFIGURATION, CONNECTION, NOT_FOUND -> true;
+      case AUTHENTICATION, CONNECTION, NOT_FOUND -> true;
       default -> false;
     };
   }

@@ -167,14 +167,14 @@ final class RayClient {
   }
 
   /**
-   * The contract error for an HTTP failure status: 401/403 {@code configuration} (the token is wrong or
+   * The contract error for an HTTP failure status: 401/403 {@code authentication} (the token is wrong or
    * missing), 404 {@code not_found}, 408 {@code timeout}, 429 and 502–504 retryable with the provider's
    * retry hint, others not.
    */
   static ProviderException httpError(String op, int status, MultiMap headers) {
     ProviderError e;
     if (status == 401 || status == 403) {
-      e = ProviderError.of(ErrorCode.CONFIGURATION, RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
+      e = ProviderError.of(ErrorCode.AUTHENTICATION, RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
     } else if (status == 404) {
       e = ProviderError.of(ErrorCode.NOT_FOUND, RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
     } else if (status == 408) {

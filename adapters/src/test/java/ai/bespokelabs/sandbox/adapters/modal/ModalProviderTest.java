@@ -348,7 +348,7 @@ class ModalProviderTest {
     ModalProvider bad = provider("wrong-secret");
     try {
       ProviderError auth = error(() -> await(() -> bad.inventory().checkHealth()));
-      assertThat(auth.code()).isEqualTo(ErrorCode.CONFIGURATION);
+      assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
       assertThat(auth.retryable()).isFalse();
     } finally {
       await(bad::close);

@@ -341,7 +341,7 @@ class RayProviderTest {
   void provider_failures_map_onto_the_error_contract() {
     try (Driver wrong = driver("not-the-token", sim.url(), Duration.ofSeconds(5))) {
       ProviderError auth = error(() -> wrong.create(create("sbx_auth", config(null))));
-      assertThat(auth.code()).isEqualTo(ErrorCode.CONFIGURATION);
+      assertThat(auth.code()).isEqualTo(ErrorCode.AUTHENTICATION);
       assertThat(auth.retryable()).isFalse();
       assertThatThrownBy(wrong::checkHealth).isInstanceOf(ProviderException.class)
           .hasMessageNotContaining("not-the-token");
@@ -382,7 +382,7 @@ class RayProviderTest {
     }
 
     assertThat(RayClient.httpError("destroy", 404, null).error().code()).isEqualTo(ErrorCode.NOT_FOUND);
-    assertThat(RayClient.httpError("destroy", 403, null).error().code()).isEqualTo(ErrorCode.CONFIGURATION);
+    assertThat(RayClient.httpError("destroy", 403, null).error().code()).isEqualTo(ErrorCode.AUTHENTICATION);
     assertThat(RayClient.httpError("list", 500, null).error().retryable()).isFalse();
   }
 

@@ -85,14 +85,20 @@ public record ProviderError(
             out.put(k, s);
           }
         }
-        case "retry_after_secs" -> {
-          if (v instanceof Integer || v instanceof Long) {
+        case "retry_after_secs", "retry_after_ms" -> {
+          if ((v instanceof Integer || v instanceof Long) && ((Number) v).longValue() >= 0) {
             out.put(k, ((Number) v).longValue());
           }
         }
         default -> { }
       }
     });
+    // A provider's wait hint is reported both ways: milliseconds (precise) and whole seconds (rounded up).
+    if (out.get("retry_after_ms") instanceof Long ms && !out.containsKey("retry_after_secs")) {
+      out.put("retry_after_secs", (ms + 999) / 1000);
+    } else if (out.get("retry_after_secs") instanceof Long secs && !out.containsKey("retry_after_ms")) {
+      out.put("retry_after_ms", secs * 1000);
+    }
     return Map.copyOf(out);
   }
 

@@ -73,4 +73,15 @@ class ProviderErrorTest {
     assertThat(((ProviderException) odd).error().code()).isEqualTo(ErrorCode.CREATION_FAILED);
     assertThat(odd.getMessage()).doesNotContain("boom");
   }
+
+  @Test
+  void a_wait_hint_is_reported_in_milliseconds_and_whole_seconds() {
+    ProviderError base = ProviderError.of(ErrorCode.CONNECTION, "e2b", "execute", true, ProviderError.Outcome.FAILED);
+    assertThat(base.withContext("retry_after_ms", 1500L).context())
+        .containsEntry("retry_after_ms", 1500L).containsEntry("retry_after_secs", 2L);
+    assertThat(base.withContext("retry_after_secs", 7).context())
+        .containsEntry("retry_after_ms", 7000L).containsEntry("retry_after_secs", 7L);
+    assertThat(base.withContext("retry_after_ms", -5L).context()).isEmpty();
+    assertThat(base.withContext("retry_after_ms", "soon").context()).isEmpty();
+  }
 }
