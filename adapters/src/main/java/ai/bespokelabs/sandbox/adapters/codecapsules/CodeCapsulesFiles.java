@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.adapters.codecapsules;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
+import ai.bespokelabs.sandbox.adapters.http.WindowedDownload;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
 import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
@@ -27,7 +28,7 @@ import java.util.Map;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The files of a CodeCapsules sandbox. Content goes through the files route ({@link CodeCapsulesDownload}; an
+ * The files of a CodeCapsules sandbox. Content goes through the files route ({@link WindowedDownload}; an
  * upload is spooled on this node and sent whole at commit, so nothing is visible before); listing, deleting and
  * the executable bit run {@code find}, {@code rm} and {@code chmod} through exec, CodeCapsules having no route
  * for them. Paths are passed as given: the whole VM is the sandbox, so none escapes it. Directory archives are
@@ -146,13 +147,28 @@ final class CodeCapsulesFiles implements FileSystem {
 
   @Override
   public Future<FileReader> openRead(FileOp op) {
-    return checked(op).compose(path -> CodeCapsulesDownload.open(client, op.providerResourceId(), path))
+    return checked(op).compose(path -> WindowedDownload.open(client.vertx(), client.http(),
+            client.options(HttpMethod.GET, CodeCapsulesWire.files(op.providerResourceId(), path)),
+            client.settings().requestTimeout().toMillis(), DOWNLOAD_FAILURES))
         .compose(d -> d.size() >= 0 ? Future.<FileReader>succeededFuture(d) : sized(d, op))
-        .recover(t -> Future.failedFuture(t instanceof CodeCapsulesDownload.Refused r ? refused(r, "download") : t));
+        .recover(t -> Future.failedFuture(t instanceof WindowedDownload.Refused r ? refused(r, "download") : t));
   }
 
+  /** A download's failures in the contract: transport errors, and a size mismatch as a retryable failure. */
+  private static final WindowedDownload.Failures DOWNLOAD_FAILURES = new WindowedDownload.Failures() {
+    @Override
+    public Throwable transport(Throwable cause) {
+      return CodeCapsulesClient.transport(cause, "download");
+    }
+
+    @Override
+    public Throwable sizeMismatch() {
+      return CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED);
+    }
+  };
+
   /** An answer without a length (archives need it): the size from a listing of the file. */
-  private Future<FileReader> sized(CodeCapsulesDownload d, FileOp op) {
+  private Future<FileReader> sized(WindowedDownload d, FileOp op) {
     return list(op).transform(ar -> {
       if (ar.succeeded() && ar.result().size() == 1 && !ar.result().get(0).isDir()) {
         d.sized(ar.result().get(0).size());
@@ -161,7 +177,7 @@ final class CodeCapsulesFiles implements FileSystem {
     });
   }
 
-  private static RuntimeException refused(CodeCapsulesDownload.Refused r, String op) {
+  private static RuntimeException refused(WindowedDownload.Refused r, String op) {
     String code = CodeCapsulesWire.errorCode(r.body);
     if (CodeCapsulesWire.IS_DIRECTORY.equals(code)) {
       return SandboxPaths.isDirectory();
@@ -170,7 +186,7 @@ final class CodeCapsulesFiles implements FileSystem {
       // a missing file (a missing sandbox answers the same; the file is the likelier)
       return SandboxPaths.notFound();
     }
-    return CodeCapsulesClient.status(op, r.status, r.retryAfter, r.body);
+    return CodeCapsulesClient.status(op, r.status, r.headers.get(CodeCapsulesWire.RETRY_AFTER_HEADER), r.body);
   }
 
   @Override

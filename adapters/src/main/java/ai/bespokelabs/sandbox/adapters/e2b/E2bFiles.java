@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.adapters.e2b;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bClient.Envd;
 import ai.bespokelabs.sandbox.adapters.files.SandboxPaths;
 import ai.bespokelabs.sandbox.adapters.files.TreeArchives;
+import ai.bespokelabs.sandbox.adapters.http.WindowedDownload;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
 import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
@@ -13,6 +14,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URLEncoder;
@@ -28,7 +30,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The files of an E2B sandbox, through its envd: {@code filesystem.Filesystem} (Connect, JSON codec) for
- * listing, stat, move and remove, and the {@code /files} REST endpoint for content ({@link E2bDownload},
+ * listing, stat, move and remove, and the {@code /files} REST endpoint for content ({@link WindowedDownload},
  * {@link E2bUpload}). Paths are passed as given: envd resolves a relative path against the sandbox user's
  * working directory (its home unless the template sets one) and the whole VM is the sandbox, so no path
  * escapes it. Directory archives are built on these single-file operations ({@link TreeArchives}).
@@ -214,9 +216,9 @@ final class E2bFiles implements FileSystem {
    */
   @Override
   public Future<FileReader> openRead(FileOp op) {
-    return at(op, "download", envd -> E2bDownload.open(client, envd, op.path()).transform(ar -> {
+    return at(op, "download", envd -> download(envd, op.path()).transform(ar -> {
       if (ar.failed()) {
-        if (!(ar.cause() instanceof E2bDownload.Refused r)) {
+        if (!(ar.cause() instanceof WindowedDownload.Refused r)) {
           return Future.failedFuture(ar.cause());
         }
         return switch (r.status) {
@@ -224,10 +226,10 @@ final class E2bFiles implements FileSystem {
           // a directory, or a path envd cannot resolve
           case 400 -> stat(envd, op.path(), "download").compose(e -> Future.failedFuture(e.isDir()
               ? SandboxPaths.isDirectory() : ApiException.invalid("path is not a valid path")));
-          default -> Future.failedFuture(E2bErrors.status(r.status, "download", r.retryAfter, true));
+          default -> Future.failedFuture(E2bErrors.status(r.status, "download", r.headers.get("Retry-After"), true));
         };
       }
-      E2bDownload d = ar.result();
+      WindowedDownload d = ar.result();
       if (d.size() >= 0) {
         return Future.succeededFuture(d);
       }
@@ -241,6 +243,25 @@ final class E2bFiles implements FileSystem {
       });
     }));
   }
+
+  private Future<WindowedDownload> download(Envd envd, String path) {
+    return WindowedDownload.open(client.vertx(), client.http(),
+        client.envdOptions(envd, HttpMethod.GET, "/files?path=" + query(path)),
+        client.settings().requestTimeout().toMillis(), DOWNLOAD_FAILURES);
+  }
+
+  /** A download's failures in the contract: transport errors, and a size mismatch as a retryable failure. */
+  static final WindowedDownload.Failures DOWNLOAD_FAILURES = new WindowedDownload.Failures() {
+    @Override
+    public Throwable transport(Throwable cause) {
+      return E2bErrors.transport(cause, "download");
+    }
+
+    @Override
+    public Throwable sizeMismatch() {
+      return E2bErrors.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED);
+    }
+  };
 
   /** Starts an upload: 422 when the path is a directory; chunks go to a spool file on this node. */
   @Override

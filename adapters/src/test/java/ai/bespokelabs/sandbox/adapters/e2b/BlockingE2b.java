@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
+import ai.bespokelabs.sandbox.adapters.http.WindowedDownload;
 import ai.bespokelabs.sandbox.adapters.files.ReadableFile;
 import ai.bespokelabs.sandbox.adapters.files.SpooledWriter;
 import ai.bespokelabs.sandbox.adapters.files.WritableFile;
@@ -140,7 +141,7 @@ final class BlockingE2b implements AutoCloseable {
 
     /** Chunks read ahead and not yet taken. */
     int queued() {
-      return await(() -> Future.succeededFuture(((E2bDownload) reader).queued()));
+      return await(() -> Future.succeededFuture(((WindowedDownload) reader).queued()));
     }
 
     @Override

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
+import ai.bespokelabs.sandbox.adapters.http.WindowedDownload;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -454,7 +455,7 @@ class E2bProviderTest {
     byte[] one = new byte[1];
     assertThat(r.read(one)).isEqualTo(1);
     Thread.sleep(500);
-    assertThat(((BlockingE2b.Download) r).queued()).as("paused: only what was asked for").isLessThanOrEqualTo(E2bDownload.WINDOW);
+    assertThat(((BlockingE2b.Download) r).queued()).as("paused: only what was asked for").isLessThanOrEqualTo(WindowedDownload.WINDOW);
     r.close();
 
     try (ReadableFile all = provider.openRead(fileOp(id, "big.bin", false, false))) {

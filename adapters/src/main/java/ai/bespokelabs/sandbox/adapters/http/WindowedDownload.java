@@ -1,46 +1,56 @@
-package ai.bespokelabs.sandbox.adapters.codecapsules;
+package ai.bespokelabs.sandbox.adapters.http;
 
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
-import ai.bespokelabs.sandbox.core.error.ErrorCode;
-import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import io.vertx.core.Future;
+import io.vertx.core.MultiMap;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
-import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.RequestOptions;
 import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeoutException;
 
 /**
- * One download: {@code GET /sandboxes/{id}/files}, its response paused and pulled on demand. At most {@link #WINDOW}
- * response chunks (of at most 8 KiB) are asked for ahead of the reader, and one more each time the reader
- * took one, so a file of any size passes through a small, fixed amount of memory. A response that stalls
- * for the request timeout while the reader waits fails the read.
+ * One file download over a provider's HTTP {@code GET}, its response paused and pulled on demand. At most
+ * {@link #WINDOW} response chunks are asked for ahead of the reader, and one more each time the reader took
+ * one, so a file of any size passes through a small, fixed amount of memory. A response that stalls for the
+ * stall time while the reader waits fails the read, and so does one that delivers more or fewer bytes than
+ * its known size. Used on the HTTP client's context only.
  */
-final class CodeCapsulesDownload implements FileReader {
+public final class WindowedDownload implements FileReader {
   /** Response chunks a download reads ahead of its reader. */
-  static final int WINDOW = 16;
+  public static final int WINDOW = 16;
 
-  /** A refusal (its status, retry hint and error code), mapped by the caller. */
-  static final class Refused extends RuntimeException {
-    final int status;
-    final String retryAfter;
-    final Buffer body;
+  /** How a backend names a download's failures in the error contract. */
+  public interface Failures {
+    /** No answer, a stall or a broken connection. */
+    Throwable transport(Throwable cause);
 
-    Refused(int status, String retryAfter, Buffer body) {
+    /** The bytes received disagree with the file's size (the transfer is retryable). */
+    Throwable sizeMismatch();
+  }
+
+  /** A refusal (any status but 200), its small body drained and kept for the caller to map. */
+  public static final class Refused extends RuntimeException {
+    public final int status;
+    public final MultiMap headers;
+    public final Buffer body;
+
+    Refused(int status, MultiMap headers, Buffer body) {
       super(null, null, false, false);
       this.status = status;
-      this.retryAfter = retryAfter;
+      this.headers = headers;
       this.body = body;
     }
   }
 
   private final Vertx vertx;
   private final long stallMs;
+  private final Failures failures;
   private final ArrayDeque<Buffer> queue = new ArrayDeque<>();
   private HttpClientRequest request;
   private HttpClientResponse response;
@@ -54,46 +64,48 @@ final class CodeCapsulesDownload implements FileReader {
   private int waitingMax;
   private long stallTimer = -1;
 
-  private CodeCapsulesDownload(Vertx vertx, long stallMs) {
+  private WindowedDownload(Vertx vertx, long stallMs, Failures failures) {
     this.vertx = vertx;
     this.stallMs = stallMs;
+    this.failures = failures;
   }
 
   /**
-   * Sends the request; completes once the headers arrived, with the declared size or -1 when the answer
-   * declared none. A refusal fails it with {@link Refused}.
+   * Sends the request; completes once the headers arrived, with the declared size (Content-Length of an
+   * unencoded answer) or -1 when the answer declared none. A refusal fails it with {@link Refused}; no answer
+   * within {@code stallMs} fails it with the backend's transport error.
    */
-  static Future<CodeCapsulesDownload> open(CodeCapsulesClient client, String resourceId, String path) {
-    CodeCapsulesDownload d = new CodeCapsulesDownload(client.vertx(), client.settings().requestTimeout().toMillis());
-    RequestOptions options = client.options(HttpMethod.GET, CodeCapsulesWire.files(resourceId, path));
-    Promise<CodeCapsulesDownload> head = Promise.promise();
-    long timer = d.vertx.setTimer(d.stallMs, id -> {
-      if (head.tryFail(CodeCapsulesClient.transport(new TimeoutException("no answer"), "download"))) {
+  public static Future<WindowedDownload> open(Vertx vertx, HttpClient http, RequestOptions options, long stallMs,
+      Failures failures) {
+    WindowedDownload d = new WindowedDownload(vertx, stallMs, failures);
+    Promise<WindowedDownload> head = Promise.promise();
+    long timer = vertx.setTimer(stallMs, id -> {
+      if (head.tryFail(failures.transport(new TimeoutException("no answer")))) {
         d.close();
       }
     });
-    client.http().request(options)
+    http.request(options)
         .compose(req -> {
           d.request = req;
           return req.send();
         })
         .onComplete(ar -> {
-          d.vertx.cancelTimer(timer);
+          vertx.cancelTimer(timer);
           if (ar.failed()) {
-            head.tryFail(CodeCapsulesClient.transport(ar.cause(), "download"));
+            head.tryFail(failures.transport(ar.cause()));
             return;
           }
           HttpClientResponse resp = ar.result();
           resp.pause();
           if (resp.statusCode() != 200) {
-            // the (small) error body is drained so the connection can be reused; its text is not kept
+            // the (small) error body is drained so the connection can be reused
             int status = resp.statusCode();
-            String retryAfter = resp.getHeader(CodeCapsulesWire.RETRY_AFTER_HEADER);
+            MultiMap headers = resp.headers();
             resp.resume();
-            resp.body().onComplete(b -> head.tryFail(new Refused(status, retryAfter, b.succeeded() ? b.result() : null)));
+            resp.body().onComplete(b -> head.tryFail(new Refused(status, headers, b.succeeded() ? b.result() : null)));
             return;
           }
-          d.sized(resp);
+          d.size = declaredSize(resp);
           if (!head.tryComplete(d)) {
             d.request.reset(); // given up on meanwhile
             return;
@@ -103,22 +115,17 @@ final class CodeCapsulesDownload implements FileReader {
     return head.future();
   }
 
-  /** The declared size, known before the download is handed out. */
-  private void sized(HttpClientResponse resp) {
+  private static long declaredSize(HttpClientResponse resp) {
     String length = resp.getHeader("Content-Length");
     String encoding = resp.getHeader("Content-Encoding");
     if (length != null && (encoding == null || encoding.equalsIgnoreCase("identity"))) {
       try {
-        size = Long.parseLong(length.trim());
+        return Long.parseLong(length.trim());
       } catch (NumberFormatException ignored) {
-        // unknown: -1
+        // unknown
       }
     }
-  }
-
-  /** The size found by a listing when the answer declared none. */
-  void sized(long size) {
-    this.size = size;
+    return -1;
   }
 
   private void answered(HttpClientResponse resp) {
@@ -142,6 +149,11 @@ final class CodeCapsulesDownload implements FileReader {
     resp.fetch(WINDOW);
   }
 
+  /** The size found another way (a stat, a listing) when the answer declared none. */
+  public void sized(long size) {
+    this.size = size;
+  }
+
   @Override
   public long size() {
     return size;
@@ -163,7 +175,7 @@ final class CodeCapsulesDownload implements FileReader {
       stallTimer = vertx.setTimer(stallMs, id -> {
         stallTimer = -1;
         if (waiting == read) {
-          fail(CodeCapsulesClient.transport(new TimeoutException("download stalled"), "download"));
+          fail(failures.transport(new TimeoutException("download stalled")));
         }
       });
     }
@@ -192,7 +204,7 @@ final class CodeCapsulesDownload implements FileReader {
       }
       received += out.length();
       if (size >= 0 && received > size) {
-        fail(CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED));
+        fail(failures.sizeMismatch());
         return;
       }
       answer(out);
@@ -202,10 +214,10 @@ final class CodeCapsulesDownload implements FileReader {
       return;
     }
     if (failure != null) {
-      fail(CodeCapsulesClient.transport(failure, "download"));
+      fail(failures.transport(failure));
     } else if (complete) {
       if (size >= 0 && received != size) {
-        fail(CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED));
+        fail(failures.sizeMismatch());
       } else {
         answer(null);
       }
@@ -233,7 +245,7 @@ final class CodeCapsulesDownload implements FileReader {
   }
 
   /** Chunks read ahead and not yet taken (for tests). */
-  int queued() {
+  public int queued() {
     return queue.size();
   }
 
