@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.codecapsules;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
@@ -16,11 +17,6 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.HttpResponse;
 import io.vertx.ext.web.client.WebClient;
-import java.net.ConnectException;
-import java.net.UnknownHostException;
-import java.time.Duration;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 
 /**
  * The HTTP side of the codecapsules backend, through the Vert.x clients (no SDK), non-blocking; and the mapping
@@ -114,14 +110,6 @@ final class CodeCapsulesClient {
     };
   }
 
-  static ErrorCode generic(String op) {
-    return switch (op) {
-      case "create" -> ErrorCode.CREATION_FAILED;
-      case "execute", "stdin", "signal" -> ErrorCode.EXECUTION_FAILED;
-      default -> ErrorCode.COMMAND_FAILED;
-    };
-  }
-
   /**
    * An unsuccessful answer: 401/403 {@code authentication}, 404 {@code not_found}, 408/504 {@code timeout},
    * 429 and 5xx retryable (with {@code retry_after_secs} from {@code Retry-After} or the body's
@@ -154,46 +142,24 @@ final class CodeCapsulesClient {
       e = e.withContext("provider_code", providerCode);
     }
     if (retryable) {
-      Long wait = retryAfterSecs(retryAfter, CodeCapsulesWire.retryAfterMs(body));
+      Long wait = HttpFailures.retryAfterSecs(retryAfter);
+      Long bodyMs = CodeCapsulesWire.retryAfterMs(body);
       if (wait != null) {
         e = e.withContext("retry_after_secs", wait);
+      } else if (bodyMs != null) {
+        e = e.withContext("retry_after_ms", Math.max(0, bodyMs));
       }
     }
     return new ProviderException(e);
   }
 
-  /** A failure below HTTP: no connection (nothing sent), a timeout, or a broken connection. */
-  static ProviderException transport(Throwable t, String op) {
-    boolean timeout = false;
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof ConnectException || c instanceof UnknownHostException
-          || c.getClass().getName().equals("io.netty.channel.ConnectTimeoutException")) {
-        return new ProviderException(ProviderError.of(ErrorCode.CONNECTION, BACKEND, op, true, Outcome.FAILED), t);
-      }
-      timeout |= c instanceof java.util.concurrent.TimeoutException
-          || c.getClass().getSimpleName().contains("Timeout");
-    }
-    Outcome outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
-    return new ProviderException(ProviderError.of(timeout ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION, BACKEND, op,
-        true, outcome), t);
+  static ErrorCode generic(String op) {
+    return HttpFailures.opCode(op);
   }
 
-  /** {@code Retry-After} (seconds or an HTTP date), else the body's milliseconds rounded up; null when neither. */
-  static Long retryAfterSecs(String header, Long bodyMs) {
-    if (header != null) {
-      String v = header.trim();
-      try {
-        return Math.max(0, Long.parseLong(v));
-      } catch (NumberFormatException notSeconds) {
-        try {
-          ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
-          return Math.max(0, Duration.between(java.time.Instant.now(), at.toInstant()).toSeconds());
-        } catch (RuntimeException notADate) {
-          // the body's hint, if any
-        }
-      }
-    }
-    return bodyMs == null ? null : Math.max(0, (bodyMs + 999) / 1000);
+  /** A failure below HTTP ({@link HttpFailures#transport}); whether the provider may have acted follows the op. */
+  static ProviderException transport(Throwable t, String op) {
+    return HttpFailures.transport(BACKEND, op, t, mutating(op));
   }
 
   Future<Void> close() {

@@ -1,9 +1,8 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
-import ai.bespokelabs.sandbox.core.error.ErrorCode;
-import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.AsyncResult;
 import io.vertx.core.Context;
@@ -26,13 +25,8 @@ import io.vertx.core.http.WebSocketClientOptions;
 import io.vertx.core.http.WebSocketConnectOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
-import java.net.ConnectException;
 import java.net.URI;
-import java.time.format.DateTimeFormatter;
-import java.time.Instant;
-import java.time.ZonedDateTime;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -241,94 +235,26 @@ final class DaytonaClient {
     });
   }
 
-  /**
-   * The contract error for an HTTP failure status: 401/403 {@code authentication}, 404 {@code not_found},
-   * 408 {@code timeout}, 429 and 5xx retryable with the provider's retry hint, other statuses not.
-   */
+  Future<Void> close() {
+    return Future.all(http.close(), ws.close()).mapEmpty();
+  }
+
+  /** {@link HttpFailures#status}; Daytona's wait hint is {@code Retry-After} or {@code X-RateLimit-Reset}. */
   ProviderException httpError(String op, int status, MultiMap headers) {
-    return new ProviderException(httpErrorOf(backend, op, status, headers));
-  }
-
-  static ProviderError httpErrorOf(String backend, String op, int status, MultiMap headers) {
-    ProviderError e;
-    if (status == 401 || status == 403) {
-      e = ProviderError.of(ErrorCode.AUTHENTICATION, backend, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 404) {
-      e = ProviderError.of(ErrorCode.NOT_FOUND, backend, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 408) {
-      e = ProviderError.of(ErrorCode.TIMEOUT, backend, op, true, ProviderError.Outcome.UNKNOWN);
-    } else if (status == 429 || status >= 500) {
-      e = ProviderError.of(opCode(op), backend, op, true, ProviderError.Outcome.FAILED);
-      Long retryAfter = retryAfterSecs(headers);
-      if (retryAfter != null) {
-        e = e.withContext("retry_after_secs", retryAfter);
-      }
-    } else {
-      e = ProviderError.of(opCode(op), backend, op, false, ProviderError.Outcome.FAILED);
+    String wait = headers == null ? null : headers.get("Retry-After");
+    if (wait == null && headers != null) {
+      wait = headers.get("X-RateLimit-Reset");
     }
-    return e.withContext("provider_status", status);
+    return new ProviderException(HttpFailures.status(backend, op, status, wait));
   }
 
-  /**
-   * The contract error for a request that got no answer: {@code timeout}, or {@code connection}. A request
-   * that never reached the provider (connection refused) has outcome {@code failed}; otherwise a mutating
-   * request may have acted.
-   */
   ProviderException transportError(String op, Throwable t, boolean mutating) {
-    boolean timeout = false;
-    boolean neverSent = false;
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      timeout |= c instanceof TimeoutException || c instanceof io.netty.handler.timeout.TimeoutException
-          || c.getClass().getSimpleName().contains("Timeout");
-      neverSent |= c instanceof ConnectException;
-    }
-    ProviderError.Outcome outcome = mutating && !neverSent ? ProviderError.Outcome.UNKNOWN
-        : ProviderError.Outcome.FAILED;
-    ErrorCode code = timeout && !neverSent ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
-    // the cause travels for the debug log only; its class says enough and carries no provider text
-    return new ProviderException(ProviderError.of(code, backend, op, true, outcome), t);
+    return HttpFailures.transport(backend, op, t, mutating);
   }
 
   /** A 2xx answer the adapter cannot understand. */
   ProviderException badResponse(String op, boolean mutating) {
-    return new ProviderException(ProviderError.of(opCode(op), backend, op, false,
-        mutating ? ProviderError.Outcome.UNKNOWN : ProviderError.Outcome.FAILED));
+    return HttpFailures.badResponse(backend, op, mutating);
   }
 
-  static ErrorCode opCode(String op) {
-    return switch (op) {
-      case "create" -> ErrorCode.CREATION_FAILED;
-      case "execute", "stdin", "signal" -> ErrorCode.EXECUTION_FAILED;
-      default -> ErrorCode.COMMAND_FAILED;
-    };
-  }
-
-  /** {@code Retry-After} as seconds (a delay or an HTTP date), else Daytona's rate-limit reset header. */
-  static Long retryAfterSecs(MultiMap headers) {
-    if (headers == null) {
-      return null;
-    }
-    String v = headers.get("Retry-After");
-    if (v == null) {
-      v = headers.get("X-RateLimit-Reset");
-    }
-    if (v == null) {
-      return null;
-    }
-    v = v.trim();
-    try {
-      return Math.max(0, Long.parseLong(v));
-    } catch (NumberFormatException notSeconds) {
-      try {
-        Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-        return Math.max(0, at.getEpochSecond() - Instant.now().getEpochSecond());
-      } catch (RuntimeException notADate) {
-        return null;
-      }
-    }
-  }
-
-  Future<Void> close() {
-    return Future.all(http.close(), ws.close()).mapEmpty();
-  }
 }

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.daytona;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -127,7 +128,7 @@ final class DaytonaSandboxes {
         throw notFound(op);
       }
       if (FAILED.contains(state)) {
-        throw new ProviderException(ProviderError.of(DaytonaClient.opCode(op), DaytonaProvider.BACKEND, op, false,
+        throw new ProviderException(ProviderError.of(HttpFailures.opCode(op), DaytonaProvider.BACKEND, op, false,
             ProviderError.Outcome.FAILED));
       }
       boolean start = ("stopped".equals(state) || "archived".equals(state)) && !startSent;

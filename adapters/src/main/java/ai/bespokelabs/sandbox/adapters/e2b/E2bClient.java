@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -167,7 +168,7 @@ final class E2bClient {
       JsonObject err = body == null ? null : new JsonObject(body);
       if (err != null && err.getValue("code") instanceof String code) {
         ProviderException e = E2bErrors.connect(code, op);
-        Long wait = E2bErrors.retryAfterSecs(retryAfter);
+        Long wait = HttpFailures.retryAfterSecs(retryAfter);
         return wait == null ? e : new ProviderException(e.error().withContext("retry_after_secs", wait));
       }
     } catch (DecodeException | ClassCastException ignored) {

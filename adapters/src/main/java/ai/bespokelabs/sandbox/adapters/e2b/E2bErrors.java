@@ -1,18 +1,11 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
-import java.net.ConnectException;
-import java.net.UnknownHostException;
-import java.nio.channels.UnresolvedAddressException;
-import java.time.Duration;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.util.Map;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Maps what E2B answered (an HTTP status, a Connect error code, a transport failure) onto the error
@@ -89,7 +82,7 @@ final class E2bErrors {
       }
     }
     ProviderError e = ProviderError.of(code, BACKEND, op, retryable, outcome).withContext("provider_status", status);
-    Long wait = retryAfterSecs(retryAfter);
+    Long wait = HttpFailures.retryAfterSecs(retryAfter);
     if (wait != null) {
       e = e.withContext("retry_after_secs", wait);
     }
@@ -118,56 +111,8 @@ final class E2bErrors {
         .withContext("provider_code", c));
   }
 
-  /**
-   * A failure below HTTP: no connection ({@code connection}, nothing was sent), a timeout, or a connection
-   * that broke with the request possibly delivered.
-   */
+  /** A failure below HTTP ({@link HttpFailures#transport}); whether the provider may have acted follows the op. */
   static ProviderException transport(Throwable t, String op) {
-    if (notConnected(t)) {
-      return new ProviderException(ProviderError.of(ErrorCode.CONNECTION, BACKEND, op, true, Outcome.FAILED), t);
-    }
-    Outcome outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
-    ErrorCode code = timedOut(t) ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
-    return new ProviderException(ProviderError.of(code, BACKEND, op, true, outcome), t);
-  }
-
-  /** The request never reached the provider. */
-  static boolean notConnected(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof ConnectException || c instanceof UnknownHostException
-          || c instanceof UnresolvedAddressException
-          || c.getClass().getName().equals("io.netty.channel.ConnectTimeoutException")) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  static boolean timedOut(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof TimeoutException || c.getClass().getSimpleName().contains("Timeout")) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Seconds from a {@code Retry-After} header (delta-seconds or an HTTP date), or null. */
-  static Long retryAfterSecs(String header) {
-    if (header == null || header.isBlank()) {
-      return null;
-    }
-    String v = header.trim();
-    try {
-      return Math.max(0, Long.parseLong(v));
-    } catch (NumberFormatException ignored) {
-      // maybe a date
-    }
-    try {
-      ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
-      return Math.max(0, Duration.between(java.time.Instant.now(), at.toInstant()).toSeconds());
-    } catch (DateTimeParseException e) {
-      return null;
-    }
+    return HttpFailures.transport(BACKEND, op, t, mutating(op));
   }
 }

@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.adapters.ray;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
-import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
@@ -21,13 +21,8 @@ import io.vertx.core.http.WebSocketConnectOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.net.ConnectException;
 import java.net.URI;
-import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -166,85 +161,30 @@ final class RayClient {
     });
   }
 
-  /**
-   * The contract error for an HTTP failure status: 401/403 {@code authentication} (the token is wrong or
-   * missing), 404 {@code not_found}, 408 {@code timeout}, 429 and 502–504 retryable with the provider's
-   * retry hint, others not.
-   */
-  static ProviderException httpError(String op, int status, MultiMap headers) {
-    ProviderError e;
-    if (status == 401 || status == 403) {
-      e = ProviderError.of(ErrorCode.AUTHENTICATION, RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 404) {
-      e = ProviderError.of(ErrorCode.NOT_FOUND, RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 408) {
-      e = ProviderError.of(ErrorCode.TIMEOUT, RayProvider.BACKEND, op, true, ProviderError.Outcome.UNKNOWN);
-    } else if (status == 429 || status >= 502 && status <= 504) {
-      e = ProviderError.of(opCode(op), RayProvider.BACKEND, op, true, ProviderError.Outcome.FAILED);
-      Long retryAfter = retryAfterSecs(headers);
-      if (retryAfter != null) {
-        e = e.withContext("retry_after_secs", retryAfter);
-      }
-    } else {
-      e = ProviderError.of(opCode(op), RayProvider.BACKEND, op, false, ProviderError.Outcome.FAILED);
-    }
-    return new ProviderException(e.withContext("provider_status", status));
-  }
-
-  /**
-   * The contract error for a request that got no answer: {@code timeout} or {@code connection}; a request
-   * that never reached the cluster failed, a mutating one that may have has an unknown outcome.
-   */
-  static ProviderException transportError(String op, Throwable t, boolean mutating) {
-    if (t instanceof ProviderException p) {
-      return p;
-    }
-    boolean timeout = false;
-    boolean neverSent = false;
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      timeout |= c instanceof TimeoutException || c instanceof io.netty.handler.timeout.TimeoutException
-          || c.getClass().getSimpleName().contains("Timeout");
-      neverSent |= c instanceof ConnectException;
-    }
-    ProviderError.Outcome outcome = mutating && !neverSent ? ProviderError.Outcome.UNKNOWN
-        : ProviderError.Outcome.FAILED;
-    ErrorCode code = timeout && !neverSent ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
-    return new ProviderException(ProviderError.of(code, RayProvider.BACKEND, op, true, outcome), t);
-  }
-
-  static ProviderException badResponse(String op, boolean mutating) {
-    return new ProviderException(ProviderError.of(opCode(op), RayProvider.BACKEND, op, false,
-        mutating ? ProviderError.Outcome.UNKNOWN : ProviderError.Outcome.FAILED));
-  }
-
-  static ErrorCode opCode(String op) {
-    return switch (op) {
-      case "create" -> ErrorCode.CREATION_FAILED;
-      case "execute", "signal" -> ErrorCode.EXECUTION_FAILED;
-      default -> ErrorCode.COMMAND_FAILED;
-    };
-  }
-
-  /** {@code Retry-After} (seconds or an HTTP date) in seconds; null without one. */
-  static Long retryAfterSecs(MultiMap headers) {
-    String v = headers == null ? null : headers.get("Retry-After");
-    if (v == null) {
-      return null;
-    }
-    v = v.trim();
-    try {
-      return Math.max(0, Long.parseLong(v));
-    } catch (NumberFormatException notSeconds) {
-      try {
-        Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-        return Math.max(0, at.getEpochSecond() - Instant.now().getEpochSecond());
-      } catch (RuntimeException notADate) {
-        return null;
-      }
-    }
-  }
-
   Future<Void> close() {
     return Future.all(http.close(), ws.close()).mapEmpty();
   }
+
+  /**
+   * The contract error for an HTTP failure status ({@link HttpFailures#status}), except that Ray answers 500
+   * for requests it refuses (a runtime env it cannot set up, an unknown entrypoint), so 500 and 501 are not
+   * retried.
+   */
+  static ProviderException httpError(String op, int status, MultiMap headers) {
+    if (status == 500 || status == 501) {
+      return new ProviderException(ProviderError.of(HttpFailures.opCode(op), RayProvider.BACKEND, op, false,
+          ProviderError.Outcome.FAILED).withContext("provider_status", status));
+    }
+    return new ProviderException(HttpFailures.status(RayProvider.BACKEND, op, status,
+        headers == null ? null : headers.get("Retry-After")));
+  }
+
+  static ProviderException transportError(String op, Throwable t, boolean mutating) {
+    return HttpFailures.transport(RayProvider.BACKEND, op, t, mutating);
+  }
+
+  static ProviderException badResponse(String op, boolean mutating) {
+    return HttpFailures.badResponse(RayProvider.BACKEND, op, mutating);
+  }
+
 }

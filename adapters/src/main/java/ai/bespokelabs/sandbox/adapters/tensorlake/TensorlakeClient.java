@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.adapters.http.ResponseDownload;
 import ai.bespokelabs.sandbox.adapters.http.ClientContext;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -20,14 +21,9 @@ import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
-import java.net.ConnectException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -210,91 +206,26 @@ final class TensorlakeClient {
     }
   }
 
-  ProviderException httpError(String op, int status, MultiMap headers) {
-    return new ProviderException(httpErrorOf(op, status, headers));
-  }
-
-  /**
-   * The contract error for an HTTP failure status: 401/403 {@code authentication} (a configuration problem),
-   * 404 {@code not_found}, 408 and 504 {@code timeout}, 429 and 5xx retryable with the provider's retry hint.
-   */
-  static ProviderError httpErrorOf(String op, int status, MultiMap headers) {
-    String backend = TensorlakeProvider.BACKEND;
-    ProviderError e;
-    if (status == 401 || status == 403) {
-      e = ProviderError.of(ErrorCode.AUTHENTICATION, backend, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 404) {
-      e = ProviderError.of(ErrorCode.NOT_FOUND, backend, op, false, ProviderError.Outcome.FAILED);
-    } else if (status == 408 || status == 504) {
-      e = ProviderError.of(ErrorCode.TIMEOUT, backend, op, true, ProviderError.Outcome.UNKNOWN);
-    } else if (status == 429 || status >= 500) {
-      e = ProviderError.of(opCode(op), backend, op, true, ProviderError.Outcome.FAILED);
-      Long retryAfter = retryAfterSecs(headers);
-      if (retryAfter != null) {
-        e = e.withContext("retry_after_secs", retryAfter);
-      }
-    } else {
-      e = ProviderError.of(opCode(op), backend, op, false, ProviderError.Outcome.FAILED);
-    }
-    return e.withContext("provider_status", status);
-  }
-
-  /** No answer: {@code timeout} or {@code connection}; a request never sent has outcome {@code failed}. */
-  ProviderException transportError(String op, Throwable t, boolean mutating) {
-    if (t instanceof ProviderException p) {
-      return p;
-    }
-    boolean timeout = false;
-    boolean neverSent = false;
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      timeout |= c instanceof TimeoutException || c instanceof io.netty.handler.timeout.TimeoutException
-          || c.getClass().getSimpleName().contains("Timeout");
-      neverSent |= c instanceof ConnectException;
-    }
-    ProviderError.Outcome outcome = mutating && !neverSent ? ProviderError.Outcome.UNKNOWN
-        : ProviderError.Outcome.FAILED;
-    ErrorCode code = timeout && !neverSent ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
-    return new ProviderException(ProviderError.of(code, TensorlakeProvider.BACKEND, op, true, outcome), t);
-  }
-
-  ProviderException badResponse(String op, boolean mutating) {
-    return new ProviderException(ProviderError.of(opCode(op), TensorlakeProvider.BACKEND, op, false,
-        mutating ? ProviderError.Outcome.UNKNOWN : ProviderError.Outcome.FAILED));
-  }
-
   static ProviderException notFound(String op) {
     return new ProviderException(ProviderError.of(ErrorCode.NOT_FOUND, TensorlakeProvider.BACKEND, op, false,
         ProviderError.Outcome.FAILED));
   }
 
-  static ErrorCode opCode(String op) {
-    return switch (op) {
-      case "create" -> ErrorCode.CREATION_FAILED;
-      case "execute", "stdin", "signal" -> ErrorCode.EXECUTION_FAILED;
-      default -> ErrorCode.COMMAND_FAILED;
-    };
-  }
-
-  /** {@code Retry-After} as seconds (a delay or an HTTP date). */
-  static Long retryAfterSecs(MultiMap headers) {
-    String v = headers == null ? null : headers.get("Retry-After");
-    if (v == null) {
-      return null;
-    }
-    v = v.trim();
-    try {
-      return Math.max(0, Long.parseLong(v));
-    } catch (NumberFormatException notSeconds) {
-      try {
-        Instant at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-        return Math.max(0, at.getEpochSecond() - Instant.now().getEpochSecond());
-      } catch (RuntimeException notADate) {
-        return null;
-      }
-    }
-  }
-
   Future<Void> close() {
     return http.close();
   }
+
+  ProviderException httpError(String op, int status, MultiMap headers) {
+    return new ProviderException(HttpFailures.status(TensorlakeProvider.BACKEND, op, status,
+        headers.get("Retry-After")));
+  }
+
+  ProviderException transportError(String op, Throwable t, boolean mutating) {
+    return HttpFailures.transport(TensorlakeProvider.BACKEND, op, t, mutating);
+  }
+
+  ProviderException badResponse(String op, boolean mutating) {
+    return HttpFailures.badResponse(TensorlakeProvider.BACKEND, op, mutating);
+  }
+
 }
