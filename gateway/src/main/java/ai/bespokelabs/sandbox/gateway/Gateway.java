@@ -42,6 +42,8 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import ai.bespokelabs.sandbox.gateway.ops.GatewayMetrics;
+import ai.bespokelabs.sandbox.gateway.ops.MetricsServer;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -153,7 +155,11 @@ public final class Gateway implements AutoCloseable {
     GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
 
     Database database = Database.open(config.database().url(), owner);
-    Vertx vertx = Vertx.vertx(new VertxOptions().setPreferNativeTransport(true));
+    GatewayMetrics metrics = new GatewayMetrics();
+    Vertx vertx = Vertx.builder()
+        .with(new VertxOptions().setPreferNativeTransport(true).setMetricsOptions(GatewayMetrics.vertxOptions()))
+        .withMetrics(metrics.vertxFactory())
+        .build();
     Pool pool = database.pool(vertx, config.database().poolSize());
     String httpDeployment;
     HostSandboxes hostSandboxes;
@@ -173,7 +179,7 @@ public final class Gateway implements AutoCloseable {
             config.http().host());
       }
       wiring = new Wiring(vertx, config, backends, clock, new Hmac(pepper.value()), pool,
-          PricingCatalog.load(config.ledger().pricingFile()), new Wakeups(database.connectOptions()));
+          PricingCatalog.load(config.ledger().pricingFile()), new Wakeups(database.connectOptions()), metrics);
       Wiring w = wiring;
 
       hostSandboxes = new HostSandboxes(vertx, w.sandboxes, nodeId, hosted, () -> Times.now(clock));
@@ -198,10 +204,14 @@ public final class Gateway implements AutoCloseable {
           .compose(v -> vertx.deployVerticle(w.ledgerVerticle()))
           .compose(v -> vertx.deployVerticle(w.supervisor(watches(backends))))
           .compose(v -> vertx.deployVerticle(w.recorder()))
+          .compose(v -> config.operations().metricsPort().isEmpty() ? Future.succeededFuture()
+              : vertx.deployVerticle(new MetricsServer(config.http().host(), config.operations().metricsPort().get(),
+                  w.metricsEndpoint())))
           .compose(v -> vertx.deployVerticle(w::http, new DeploymentOptions().setInstances(config.http().instances())))
           .await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
+      metrics.close();
       database.close();
       throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
     }
@@ -297,6 +307,7 @@ public final class Gateway implements AutoCloseable {
     }
     try {
       closeQuietly(vertx, 30L);
+      wiring.metrics.close();
     } finally {
       try {
         database.close();

@@ -38,6 +38,12 @@ import ai.bespokelabs.sandbox.gateway.http.SandboxApi;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import ai.bespokelabs.sandbox.ledger.Exports;
 import ai.bespokelabs.sandbox.ledger.LedgerHandler;
+import ai.bespokelabs.sandbox.gateway.ops.GatewayMetrics;
+import ai.bespokelabs.sandbox.gateway.ops.MeteredLedger;
+import ai.bespokelabs.sandbox.gateway.ops.MetricsEndpoint;
+import ai.bespokelabs.sandbox.gateway.http.Reply;
+import io.vertx.core.Future;
+import io.vertx.core.http.HttpMethod;
 import ai.bespokelabs.sandbox.ledger.LedgerVerticle;
 import ai.bespokelabs.sandbox.ledger.LifecycleCosts;
 import ai.bespokelabs.sandbox.ledger.UsageMeter;
@@ -63,6 +69,7 @@ final class Wiring {
   private final Pool pool;
   private final PricingCatalog pricing;
   private final Wakeups wakeups;
+  final GatewayMetrics metrics;
 
   final OrganizationRepository organizations;
   final ApiKeyRepository keys;
@@ -87,8 +94,9 @@ final class Wiring {
   final ExecutionService executionService;
 
   Wiring(Vertx vertx, GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
-      PricingCatalog pricing, Wakeups wakeups) {
+      PricingCatalog pricing, Wakeups wakeups, GatewayMetrics metrics) {
     this.config = config;
+    this.metrics = metrics;
     this.backends = backends;
     this.clock = clock;
     this.hmac = hmac;
@@ -117,7 +125,7 @@ final class Wiring {
     this.policyHints = new PolicyHints();
     this.executionService = new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
-            config.ledger().customerMarkup()));
+            config.ledger().customerMarkup()), metrics);
   }
 
   Wakeups wakeups() {
@@ -126,7 +134,7 @@ final class Wiring {
 
   /** One HTTP verticle's endpoints. */
   List<Endpoints> endpoints(Vertx vertx) {
-    return List.of(
+    List<Endpoints> all = new java.util.ArrayList<>(List.of(
         new AccountApi(config, hmac, clock, authenticator, organizations, keys),
         new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
@@ -136,7 +144,19 @@ final class Wiring {
         new PolicyApi(policies, ledger, backends, clock),
         new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
-        new OperationsApi(operations, alerts, ledger, clock));
+        new OperationsApi(operations, alerts, ledger, clock)));
+    if (config.operations().metricsPort().isEmpty()) {
+      // on the API's port unless it has one of its own
+      all.add(api -> api.open(HttpMethod.GET, MetricsEndpoint.PATH, ctx -> {
+        metricsEndpoint().handle(ctx.request());
+        return Future.succeededFuture(Reply.HANDLED);
+      }));
+    }
+    return List.copyOf(all);
+  }
+
+  MetricsEndpoint metricsEndpoint() {
+    return new MetricsEndpoint(metrics, config.operations().metricsToken());
   }
 
   /** The router one HTTP verticle serves. */
@@ -149,8 +169,8 @@ final class Wiring {
   }
 
   LedgerVerticle ledgerVerticle() {
-    return new LedgerVerticle(pool, wakeups,
-        new LedgerHandler(lifecycleCosts, new UsageMeter(config.ledger().customerMarkup())));
+    return new LedgerVerticle(pool, wakeups, new MeteredLedger(
+        new LedgerHandler(lifecycleCosts, new UsageMeter(config.ledger().customerMarkup())), metrics, clock));
   }
 
   SupervisorVerticle supervisor(List<SupervisorVerticle.Watch> watches) {

@@ -182,7 +182,11 @@ public final class ConfigLoader {
             bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
             bool(v, "BESPOKE_GIT_ALLOW_PRIVATE")),
         new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
-        new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)));
+        new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)),
+        new OperationsConfig(
+            nonBlank(v.get("BESPOKE_METRICS_PORT")).isEmpty() ? Optional.empty()
+                : Optional.of(intIn(v, "BESPOKE_METRICS_PORT", 0, 65535)),
+            nonBlank(v.get("BESPOKE_METRICS_TOKEN")).map(Secret::new)));
   }
 
   private static List<String> backendList(String raw) {

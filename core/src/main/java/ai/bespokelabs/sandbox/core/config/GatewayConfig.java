@@ -14,18 +14,19 @@ public record GatewayConfig(
     SecretsConfig secrets,
     ExecutionConfig execution,
     LedgerConfig ledger,
-    ProvidersConfig providers) {
+    ProvidersConfig providers,
+    OperationsConfig operations) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
     return new GatewayConfig(http, node, database, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
-        execution, ledger, providers);
+        execution, ledger, providers, operations);
   }
 
   public GatewayConfig withNodeId(String id) {
-    return new GatewayConfig(http, node.withId(id), database, secrets, execution, ledger, providers);
+    return new GatewayConfig(http, node.withId(id), database, secrets, execution, ledger, providers, operations);
   }
 
   public GatewayConfig withPort(int newPort) {
-    return new GatewayConfig(http.withPort(newPort), node, database, secrets, execution, ledger, providers);
+    return new GatewayConfig(http.withPort(newPort), node, database, secrets, execution, ledger, providers, operations);
   }
 }

@@ -27,6 +27,9 @@ public final class OutboxConsumer {
   @FunctionalInterface
   public interface Handler {
     Future<Void> handle(SqlConnection conn, List<Event> batch);
+
+    /** Called once the batch's transaction committed (the consumer's position moved past it). */
+    default void committed(List<Event> batch) {}
   }
 
   private static final String REGISTER = "INSERT INTO outbox_offsets (consumer, updated_at) VALUES ($1, now())"
@@ -65,6 +68,7 @@ public final class OutboxConsumer {
    * nothing writes nothing.
    */
   public Future<Integer> pollOnce() {
+    List<List<Event>> handled = new ArrayList<>(1);
     return pool.withTransaction(conn -> conn.preparedQuery(LOCK).execute(Tuple.of(name)).compose(offset -> {
       Row o = offset.iterator().next();
       return conn.preparedQuery(READ)
@@ -87,8 +91,11 @@ public final class OutboxConsumer {
             long seq = lastSeq;
             return handler.handle(conn, batch)
                 .compose(v -> conn.preparedQuery(ADVANCE).execute(Tuple.of(name, txid, seq)))
-                .map(batch.size());
+                .map(r -> {
+                  handled.add(batch);
+                  return batch.size();
+                });
           });
-    }));
+    })).onSuccess(n -> handled.forEach(handler::committed));
   }
 }

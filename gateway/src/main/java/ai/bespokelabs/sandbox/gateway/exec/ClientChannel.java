@@ -14,6 +14,9 @@ public interface ClientChannel {
 
   boolean writeQueueFull();
 
+  /** {@code sse} or {@code websocket} (a metrics label). */
+  String transport();
+
   /** Whether output reaches this client as JSON text (then the adapter encodes it once for all such clients). */
   boolean textOutput();
 

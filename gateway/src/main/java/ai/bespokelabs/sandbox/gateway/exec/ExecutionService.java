@@ -68,9 +68,12 @@ public final class ExecutionService {
   private final Clock clock;
   private final Settings settings;
 
+  private final StreamMeter meter;
+
   public ExecutionService(Vertx vertx, ExecutionRepository executions, SandboxRepository sandboxes,
-      Backends backends, ExecRoutes routes, Hmac hmac, Clock clock, Settings settings) {
+      Backends backends, ExecRoutes routes, Hmac hmac, Clock clock, Settings settings, StreamMeter meter) {
     this.vertx = vertx;
+    this.meter = meter;
     this.executions = executions;
     this.sandboxes = sandboxes;
     this.backends = backends;
@@ -279,6 +282,11 @@ public final class ExecutionService {
   }
 
   // ---- watching -----------------------------------------------------------------------------------
+
+  /** A new subscription for one client's channel; attach it with {@link #attach}. */
+  public StreamSubscriber subscriber(ClientChannel channel) {
+    return new StreamSubscriber(vertx, channel, meter);
+  }
 
   /**
    * Attaches {@code sub} to the live execution from sequence number {@code after}; when its node no longer

@@ -23,17 +23,20 @@ public final class StreamSubscriber {
   final String address;
   private final Vertx vertx;
   private final ClientChannel channel;
+  private final StreamMeter meter;
   private String executionId;
   private String adapterAddress;
   private final List<Message<StreamEvent>> waitingForDrain = new ArrayList<>();
   private final MessageConsumer<StreamEvent> consumer;
   private boolean finished;
 
-  public StreamSubscriber(Vertx vertx, ClientChannel channel) {
+  StreamSubscriber(Vertx vertx, ClientChannel channel, StreamMeter meter) {
     this.vertx = vertx;
     this.channel = channel;
+    this.meter = meter;
     this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
     this.consumer = vertx.eventBus().consumer(address, this::onEvent);
+    meter.watcher(channel.transport(), 1);
   }
 
   /** The execution this subscriber watches and the adapter to tell when the client goes away. */
@@ -49,6 +52,9 @@ public final class StreamSubscriber {
     }
     StreamEvent event = msg.body();
     channel.write(event);
+    if (event.data() != null) {
+      meter.streamed(channel.transport(), event.data().length);
+    }
     if (StreamEvent.EXIT.equals(event.type()) || StreamEvent.EVICTED.equals(event.type())) {
       msg.reply(null);
       finish();
@@ -60,6 +66,7 @@ public final class StreamSubscriber {
       return;
     }
     waitingForDrain.add(msg);
+    meter.creditsHeld(1);
     if (waitingForDrain.size() == 1) {
       channel.drainHandler(this::drained);
     }
@@ -68,6 +75,7 @@ public final class StreamSubscriber {
   private void drained() {
     List<Message<StreamEvent>> ready = new ArrayList<>(waitingForDrain);
     waitingForDrain.clear();
+    meter.creditsHeld(-ready.size());
     ready.forEach(m -> m.reply(null));
   }
 
@@ -108,6 +116,8 @@ public final class StreamSubscriber {
    */
   private void finish() {
     finished = true;
+    meter.watcher(channel.transport(), -1);
+    meter.creditsHeld(-waitingForDrain.size());
     waitingForDrain.forEach(m -> BusFailures.fail(m, new ApiException(410, "subscriber is gone")));
     waitingForDrain.clear();
     vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());

@@ -30,7 +30,7 @@ final class ExecutionSockets {
     return executions.locate(p, ExecutionApi.sandboxId(ctx), ExecutionApi.executionId(ctx))
         .compose(at -> ctx.request().toWebSocket().map(ws -> {
           WebSocketChannel channel = new WebSocketChannel(ws, binary);
-          StreamSubscriber sub = new StreamSubscriber(vertx, channel);
+          StreamSubscriber sub = executions.subscriber(channel);
           WebSocketSession session = new WebSocketSession(executions, p, ws, channel);
           session.started(at.execution().id(), at.adapterAddress(), sub);
           executions.attach(p, at, sub, after);
@@ -46,7 +46,7 @@ final class ExecutionSockets {
       WebSocketChannel channel = new WebSocketChannel(ws, binary);
       WebSocketSession session = new WebSocketSession(executions, p, ws, channel);
       session.onStart(body -> {
-        StreamSubscriber sub = new StreamSubscriber(vertx, channel);
+        StreamSubscriber sub = executions.subscriber(channel);
         ExecRequest req = ExecRequests.parse(body);
         session.starting(true);
         executions.prepareWatched(p, sandboxId, req, null, sub)

@@ -41,7 +41,7 @@ final class ExecutionStreams {
   /** {@code execute} with {@code Accept: text/event-stream}: start and stream in one request. */
   Future<Reply> execute(RoutingContext ctx, Principal p, String sandboxId, ExecRequest req, String requestId) {
     SseChannel channel = new SseChannel(ctx.response());
-    StreamSubscriber sub = new StreamSubscriber(vertx, channel);
+    StreamSubscriber sub = executions.subscriber(channel);
     return executions.prepareWatched(p, sandboxId, req, requestId, sub).compose(l -> {
       if (l.existing() != null) {
         return executions.replay(l.existing()).map(Reply::ok);
@@ -62,7 +62,7 @@ final class ExecutionStreams {
     long after = after(ctx);
     return executions.locate(p, ExecutionApi.sandboxId(ctx), ExecutionApi.executionId(ctx)).map(at -> {
       SseChannel channel = new SseChannel(ctx.response());
-      StreamSubscriber sub = new StreamSubscriber(vertx, channel);
+      StreamSubscriber sub = executions.subscriber(channel);
       track(ctx, channel, sub);
       channel.open();
       executions.attach(p, at, sub, after);

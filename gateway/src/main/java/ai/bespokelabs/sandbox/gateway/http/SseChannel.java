@@ -106,6 +106,11 @@ final class SseChannel implements ClientChannel {
   }
 
   @Override
+  public String transport() {
+    return "sse";
+  }
+
+  @Override
   public boolean writeQueueFull() {
     return response.writeQueueFull();
   }

@@ -52,6 +52,11 @@ final class WebSocketChannel implements ClientChannel {
   }
 
   @Override
+  public String transport() {
+    return "websocket";
+  }
+
+  @Override
   public boolean writeQueueFull() {
     return ws.writeQueueFull();
   }

@@ -1,0 +1,82 @@
+package ai.bespokelabs.sandbox.gateway.ops;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway;
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import ai.bespokelabs.sandbox.testkit.SseClient;
+import ai.bespokelabs.sandbox.testkit.Waits;
+import io.vertx.core.json.JsonObject;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** {@code GET /metrics}: Prometheus text with the gateway's series, guarded by its token, on its own port. */
+class MetricsTest {
+  static final String TOKEN = "metrics-token-0123456789";
+
+  static String scrape(TestGateway gw, String token) {
+    Resp r = gw.send("GET", "/metrics", token, null);
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    assertThat(r.header("Content-Type")).startsWith("text/plain");
+    return r.body();
+  }
+
+  @Test
+  void the_node_reports_http_executions_streams_ledger_pool_and_jvm_series_without_tenant_labels() throws Exception {
+    try (TestGateway gw = new TestGateway(Map.of("BESPOKE_METRICS_TOKEN", TOKEN))) {
+      String key = gw.bootstrap("Scraped");
+      String id = gw.sandbox(key, null).getString("id");
+      Resp done = gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "echo metered"));
+      assertThat(done.status()).as(done.body()).isEqualTo(200);
+      try (SseClient sse = SseClient.open(gw.base + "/v1/sandboxes/" + id + "/execute", key, "POST",
+          new JsonObject().put("command", "printf streamed; exit 3").encode())) {
+        while (!"exit".equals(sse.next().name())) {
+          // read to the end
+        }
+      }
+
+      assertThat(gw.send("GET", "/metrics", null, null).status()).isEqualTo(401);
+      assertThat(gw.send("GET", "/metrics", "wrong", null).status()).isEqualTo(401);
+      Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, TOKEN))
+          .contains("sandbox_executions_started_total{backend=\"local\"} 2.0")
+          .contains("sandbox_executions_ended_total{backend=\"local\",status=\"completed\"} 2.0")
+          .contains("sandbox_sandboxes_started_total{backend=\"local\"} 1.0")
+          .contains("sandbox_ledger_events_priced_total")
+          .contains("sandbox_ledger_lag_seconds_count"));
+      String text = scrape(gw, TOKEN);
+      assertThat(text)
+          .contains("sandbox_execution_duration_seconds_count{backend=\"local\"} 2")
+          .contains("sandbox_stream_bytes_total{transport=\"sse\"} 8.0")
+          .contains("sandbox_stream_watchers{transport=\"sse\"} 0.0")
+          .contains("sandbox_stream_credits_held 0.0")
+          .containsPattern("vertx_http_server_requests_total\\{[^}]*route=\"/v1/sandboxes/:sandbox_id/execute\"")
+          .contains("jvm_memory_used_bytes")
+          .contains("process_uptime_seconds")
+          .containsPattern("vertx_pool_in_use\\{[^}]*pool_type=\"sql\"");
+      // no series names a sandbox, an organization, a key or an execution
+      assertThat(text).doesNotContain(id).doesNotContain(key).doesNotContain("org_").doesNotContain("exe_")
+          .doesNotContain(TOKEN);
+
+      assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
+      Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, TOKEN))
+          .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"operator\"} 1.0"));
+    }
+  }
+
+  @Test
+  void a_metrics_port_of_its_own_takes_metrics_off_the_api_port() throws Exception {
+    int port = TestGateway.freePort();
+    try (TestGateway gw = new TestGateway(Map.of("BESPOKE_METRICS_PORT", String.valueOf(port)))) {
+      assertThat(gw.send("GET", "/metrics", null, null).status()).isEqualTo(404);
+      java.net.http.HttpResponse<String> r = gw.client.send(java.net.http.HttpRequest.newBuilder(
+          java.net.URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.body()).contains("jvm_memory_used_bytes");
+      java.net.http.HttpResponse<String> other = gw.client.send(java.net.http.HttpRequest.newBuilder(
+          java.net.URI.create("http://127.0.0.1:" + port + "/v1/sandboxes")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(other.statusCode()).isEqualTo(404);
+    }
+  }
+}
