@@ -39,4 +39,27 @@ class OpenApiTest {
     }
     assertThat(served).isNotEmpty().isEqualTo(documented);
   }
+
+  @Test
+  void docs_render_every_operation_as_one_page_without_scripts() {
+    JsonObject doc = gw.get("/openapi.json", null).json();
+    TestGateway.Resp page = gw.get("/docs", null);
+    assertThat(page.status()).isEqualTo(200);
+    assertThat(page.header("Content-Type")).startsWith("text/html");
+    assertThat(page.header("Content-Security-Policy")).contains("script-src 'self'");
+    String html = page.body();
+    assertThat(html).doesNotContain("<script").doesNotContain("style=\"");
+    doc.getJsonObject("paths").forEach(p -> {
+      assertThat(html).contains("<code>" + p.getKey().replace("&", "&amp;") + "</code>");
+      ((JsonObject) p.getValue()).forEach(op -> {
+        if (op.getValue() instanceof JsonObject o && o.getString("operationId") != null) {
+          assertThat(html).contains("id=\"" + o.getString("operationId") + "\"");
+        }
+      });
+    });
+    assertThat(html).contains("id=\"schema-ProviderError\"");
+    TestGateway.Resp css = gw.get("/docs/docs.css", null);
+    assertThat(css.status()).isEqualTo(200);
+    assertThat(css.header("Content-Type")).startsWith("text/css");
+  }
 }

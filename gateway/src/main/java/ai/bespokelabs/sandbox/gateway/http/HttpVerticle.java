@@ -89,6 +89,17 @@ public final class HttpVerticle extends VerticleBase {
         new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", ctx.request().scheme() + "://"
             + (ctx.request().authority() == null ? config.http().host() + ":" + config.http().port()
                 : ctx.request().authority())).put("description", "This gateway."))))));
+    String docs = DocsPage.render(openapi);
+    Buffer css = resource("docs.css");
+    api.open(HttpMethod.GET, "/docs", ctx -> {
+      ctx.response().putHeader("Content-Type", "text/html; charset=utf-8").putHeader("Cache-Control", "no-store")
+          .end(docs);
+      return Future.succeededFuture(Reply.HANDLED);
+    });
+    api.open(HttpMethod.GET, DocsPage.STYLESHEET, ctx -> {
+      ctx.response().putHeader("Content-Type", "text/css; charset=utf-8").end(css);
+      return Future.succeededFuture(Reply.HANDLED);
+    });
     endpoints.forEach(e -> e.register(api));
     ErrorMapper errors = new ErrorMapper();
     router.route().failureHandler(errors);
@@ -100,9 +111,13 @@ public final class HttpVerticle extends VerticleBase {
   }
 
   static Buffer openApiDocument() {
-    try (InputStream in = HttpVerticle.class.getClassLoader().getResourceAsStream(OPENAPI_RESOURCE)) {
+    return resource(OPENAPI_RESOURCE);
+  }
+
+  private static Buffer resource(String name) {
+    try (InputStream in = HttpVerticle.class.getClassLoader().getResourceAsStream(name)) {
       if (in == null) {
-        throw new IllegalStateException(OPENAPI_RESOURCE + " is missing from the classpath");
+        throw new IllegalStateException(name + " is missing from the classpath");
       }
       return Buffer.buffer(in.readAllBytes());
     } catch (IOException e) {
