@@ -123,6 +123,10 @@ public final class TestGateway implements AutoCloseable {
     b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
     try {
       HttpResponse<String> r = client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+      String violation = ContractCheck.violation(method, path, r);
+      if (violation != null) {
+        throw new AssertionError("the answer does not conform to openapi.json: " + violation);
+      }
       return new Resp(r.statusCode(), r);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
