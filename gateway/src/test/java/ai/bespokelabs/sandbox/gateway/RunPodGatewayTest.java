@@ -24,6 +24,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyPair;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +33,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.apache.sshd.common.NamedResource;
+import org.apache.sshd.common.config.keys.KeyUtils;
+import org.apache.sshd.common.config.keys.PublicKeyEntry;
+import org.apache.sshd.common.digest.BuiltinDigests;
+import org.apache.sshd.common.util.security.SecurityUtils;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -258,5 +264,39 @@ class RunPodGatewayTest {
     assertThat(detail.getBoolean("retryable")).isFalse();
     assertThat(detail.getJsonObject("context").getString("provider_code")).isEqualTo("host_key_changed");
     assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+  }
+
+  @Test
+  void the_provider_entry_serves_the_gateways_ssh_public_key_and_fingerprint_never_the_private_key()
+      throws Exception {
+    Resp shown = seen(gw.get("/v1/providers/runpod", key));
+    assertThat(shown.status()).as(shown.body()).isEqualTo(200);
+    JsonObject entry = shown.json();
+    assertThat(entry.getString("backend")).isEqualTo("runpod");
+    assertThat(entry.getBoolean("configured")).isTrue();
+    assertThat(entry.getJsonArray("capabilities")).containsExactly("files");
+    KeyPair pair;
+    try (var in = Files.newInputStream(gw.dataDir.resolve("runpod/id_ecdsa"))) {
+      pair = SecurityUtils.loadKeyPairIdentities(null, NamedResource.ofName("id_ecdsa"), in, null).iterator().next();
+    }
+    String line = entry.getString("ssh_public_key");
+    assertThat(line).as("one OpenSSH line").doesNotContain("\n")
+        .startsWith(PublicKeyEntry.toString(pair.getPublic()) + " ");
+    assertThat(entry.getString("ssh_key_fingerprint")).matches("SHA256:[A-Za-z0-9+/]+")
+        .isEqualTo(KeyUtils.getFingerPrint(BuiltinDigests.sha256, PublicKeyEntry.parsePublicKeyEntry(line)
+            .resolvePublicKey(null, Map.of(), null)));
+    String secret = Files.readString(gw.dataDir.resolve("runpod/id_ecdsa"));
+    assertThat(shown.body()).doesNotContain("PRIVATE").doesNotContain(secret.lines().skip(1).findFirst()
+        .orElseThrow());
+
+    JsonObject local = seen(gw.get("/v1/providers/local", key)).json();
+    assertThat(local.getString("backend")).isEqualTo("local");
+    assertThat(local.fieldNames()).containsExactlyInAnyOrder("backend", "configured", "capabilities", "status",
+        "checked_at", "message");
+    Resp unknown = seen(gw.get("/v1/providers/nosuch", key));
+    assertThat(unknown.status()).isEqualTo(404);
+    assertThat(unknown.detail()).isEqualTo("provider not found");
+    assertThat(seen(gw.get("/v1/providers/runpod", gw.key(key, "sandboxes:read"))).detail())
+        .isEqualTo("API key requires scope: providers:read");
   }
 }

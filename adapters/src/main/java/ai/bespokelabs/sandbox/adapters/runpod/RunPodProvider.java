@@ -36,7 +36,7 @@ public final class RunPodProvider implements Backend {
     this.ssh = new RunPodSsh(client, pods);
     this.files = new RunPodFiles(client, ssh);
     this.parts = new Parts(new RunPodLifecycle(client, pods, ssh), new RunPodExecutions(client, ssh),
-        new RunPodInventory(client, pods, clock), files, null);
+        new RunPodInventory(client, pods, ssh, clock), files, null);
   }
 
   @Override

@@ -27,6 +27,7 @@ import org.apache.sshd.client.session.ClientSession;
 import org.apache.sshd.common.AttributeRepository;
 import org.apache.sshd.common.NamedResource;
 import org.apache.sshd.common.config.keys.KeyUtils;
+import org.apache.sshd.common.digest.BuiltinDigests;
 import org.apache.sshd.common.config.keys.PublicKeyEntry;
 import org.apache.sshd.common.config.keys.writer.openssh.OpenSSHKeyPairResourceWriter;
 import org.apache.sshd.common.keyprovider.KeyPairProvider;
@@ -54,6 +55,7 @@ final class RunPodSsh {
   private volatile SshClient ssh;
   private volatile KeyPair keyPair;
   private volatile String publicKey;
+  private volatile String fingerprint;
 
   RunPodSsh(RunPodClient client, RunPodPods pods) {
     this.client = client;
@@ -66,13 +68,14 @@ final class RunPodSsh {
     return client.vertx().executeBlocking(() -> {
       keyPair = loadOrGenerate(client.settings().sshKey());
       publicKey = PublicKeyEntry.toString(keyPair.getPublic()) + " bespoke-gateway";
+      fingerprint = KeyUtils.getFingerPrint(BuiltinDigests.sha256, keyPair.getPublic());
       pins.load();
       SshClient c = SshClient.setUpDefaultClient();
       c.setServerKeyVerifier(pins);
       c.start();
       ssh = c;
-      LOG.info("runpod: the gateway's SSH public key (register it with RunPod or let pods take it as PUBLIC_KEY): {}",
-          publicKey);
+      LOG.info("runpod: the gateway's SSH public key (register it with RunPod or let pods take it as PUBLIC_KEY; "
+          + "also served at GET /v1/providers/runpod): {} ({})", publicKey, fingerprint);
       return null;
     });
   }
@@ -84,6 +87,12 @@ final class RunPodSsh {
       throw new IllegalStateException("runpod SSH is not started");
     }
     return k;
+  }
+
+  /** The public key's SHA256 fingerprint as OpenSSH shows it ({@code SHA256:<base64>}). */
+  String fingerprint() {
+    publicKey();
+    return fingerprint;
   }
 
   static KeyPair loadOrGenerate(Path path) throws IOException, GeneralSecurityException {
