@@ -299,4 +299,40 @@ class RunPodGatewayTest {
     assertThat(seen(gw.get("/v1/providers/runpod", gw.key(key, "sandboxes:read"))).detail())
         .isEqualTo("API key requires scope: providers:read");
   }
+
+  @Test
+  void output_streamed_over_sse_survives_a_dropped_ssh_connection_exactly_once() throws Exception {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "runpod")));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    Resp started = seen(gw.post("/v1/sandboxes/" + sbx + "/executions", key, new JsonObject().put("command",
+        "for i in $(seq 1 2000); do echo line $i; [ $((i % 250)) = 0 ] && sleep 0.25; done")));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String execution = "/v1/sandboxes/" + sbx + "/executions/" + started.json().getString("id");
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 2000; i++) {
+      expected.append("line ").append(i).append('\n');
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonObject exit = null;
+    boolean dropped = false;
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          out.writeBytes(e.bytes());
+          if (!dropped && out.size() > 100) {
+            sim.ssh().dropSessions(); // mid-output: the program is still writing
+            dropped = true;
+          }
+        } else if (e.name().equals("exit")) {
+          exit = e.data();
+        }
+      }
+    }
+    assertThat(dropped).isTrue();
+    assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(expected.toString());
+    assertThat(exit.getInteger("exit_code")).isZero();
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+  }
 }
