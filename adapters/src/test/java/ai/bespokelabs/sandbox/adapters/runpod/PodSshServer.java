@@ -12,6 +12,7 @@ import org.apache.sshd.common.config.keys.KeyUtils;
 import org.apache.sshd.common.config.keys.PublicKeyEntry;
 import org.apache.sshd.common.keyprovider.KeyPairProvider;
 import org.apache.sshd.common.session.SessionContext;
+import org.apache.sshd.common.session.helpers.AbstractSession;
 import org.apache.sshd.server.SshServer;
 import org.apache.sshd.server.shell.ProcessShellFactory;
 import org.apache.sshd.sftp.server.SftpSubsystemFactory;
@@ -67,6 +68,14 @@ public final class PodSshServer implements AutoCloseable {
   /** Kills every open SSH session server-side, as a dropped connection does (their channels end without status). */
   public void dropSessions() {
     server.getActiveSessions().forEach(s -> s.close(true));
+  }
+
+  /**
+   * Stops reading from every open session without closing it, as a connection whose network died silently: no
+   * reply, no window adjust, no reset.
+   */
+  public void freezeSessions() {
+    server.getActiveSessions().forEach(s -> ((AbstractSession) s).getIoSession().suspendRead());
   }
 
   /** From now on, refuses (true) or accepts again (false) every login: the pod is unreachable. */

@@ -406,4 +406,15 @@ class RunPodProviderTest {
     assertThat(sink.stderr()).contains("/nonexistent/dir");
     assertThat(sink.stdout()).isEmpty();
   }
+
+  @Test
+  void a_connection_that_died_silently_is_noticed_by_its_heartbeats_and_resumed() throws Exception {
+    Sink sink = new Sink();
+    on(() -> provider.executions().start(command(pod, "sleep 1; head -c 6000000 /dev/zero | tr '\\0' a", 50,
+        false), sink));
+    sim.ssh().freezeSessions(); // before any output: without heartbeats the follow would wait forever
+    assertThat(sink.exit.future().toCompletionStage().toCompletableFuture().get(50, TimeUnit.SECONDS)).isZero();
+    assertThat(sink.stdout()).hasSize(6_000_000);
+    assertThat(sink.stdout().chars().allMatch(c -> c == 'a')).isTrue();
+  }
 }
