@@ -9,6 +9,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -75,7 +76,7 @@ final class RunPodExecution implements Execution {
         commandTimeoutMs);
     return run.command("execute", launch, null).compose(r -> r.status() == 0 ? Future.succeededFuture(run.running())
         : Future.failedFuture(RunPodClient.transportError("execute",
-            new java.io.IOException("the program did not start (status " + r.status() + ")"), false)));
+            new IOException("the program did not start (status " + r.status() + ")"), false)));
   }
 
   private Execution running() {
