@@ -123,6 +123,7 @@ public final class AdapterVerticle extends VerticleBase {
       case Addresses.DESTROY -> call(msg, "destroy", null,
           () -> provider.lifecycle().destroy((DestroySandbox) msg.body()));
       case Addresses.HEALTH -> call(msg, "health", null, () -> provider.inventory().checkHealth());
+      case Addresses.DETAILS -> call(msg, "details", null, () -> provider.inventory().details());
       case Addresses.LIST -> call(msg, "list", null, () -> provider.inventory().list().map(ResourceList::new));
       case Addresses.FILES -> {
         FileOp op = (FileOp) msg.body();

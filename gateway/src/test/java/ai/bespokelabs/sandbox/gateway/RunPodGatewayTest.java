@@ -24,6 +24,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyPair;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +33,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.apache.sshd.common.NamedResource;
+import org.apache.sshd.common.config.keys.KeyUtils;
+import org.apache.sshd.common.config.keys.PublicKeyEntry;
+import org.apache.sshd.common.digest.BuiltinDigests;
+import org.apache.sshd.common.util.security.SecurityUtils;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -257,6 +263,76 @@ class RunPodGatewayTest {
     assertThat(detail.getString("code")).isEqualTo("connection");
     assertThat(detail.getBoolean("retryable")).isFalse();
     assertThat(detail.getJsonObject("context").getString("provider_code")).isEqualTo("host_key_changed");
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+  }
+
+  @Test
+  void the_provider_entry_serves_the_gateways_ssh_public_key_and_fingerprint_never_the_private_key()
+      throws Exception {
+    Resp shown = seen(gw.get("/v1/providers/runpod", key));
+    assertThat(shown.status()).as(shown.body()).isEqualTo(200);
+    JsonObject entry = shown.json();
+    assertThat(entry.getString("backend")).isEqualTo("runpod");
+    assertThat(entry.getBoolean("configured")).isTrue();
+    assertThat(entry.getJsonArray("capabilities")).containsExactly("files");
+    KeyPair pair;
+    try (var in = Files.newInputStream(gw.dataDir.resolve("runpod/id_ecdsa"))) {
+      pair = SecurityUtils.loadKeyPairIdentities(null, NamedResource.ofName("id_ecdsa"), in, null).iterator().next();
+    }
+    String line = entry.getString("ssh_public_key");
+    assertThat(line).as("one OpenSSH line").doesNotContain("\n")
+        .startsWith(PublicKeyEntry.toString(pair.getPublic()) + " ");
+    assertThat(entry.getString("ssh_key_fingerprint")).matches("SHA256:[A-Za-z0-9+/]+")
+        .isEqualTo(KeyUtils.getFingerPrint(BuiltinDigests.sha256, PublicKeyEntry.parsePublicKeyEntry(line)
+            .resolvePublicKey(null, Map.of(), null)));
+    String secret = Files.readString(gw.dataDir.resolve("runpod/id_ecdsa"));
+    assertThat(shown.body()).doesNotContain("PRIVATE").doesNotContain(secret.lines().skip(1).findFirst()
+        .orElseThrow());
+
+    JsonObject local = seen(gw.get("/v1/providers/local", key)).json();
+    assertThat(local.getString("backend")).isEqualTo("local");
+    assertThat(local.fieldNames()).containsExactlyInAnyOrder("backend", "configured", "capabilities", "status",
+        "checked_at", "message");
+    Resp unknown = seen(gw.get("/v1/providers/nosuch", key));
+    assertThat(unknown.status()).isEqualTo(404);
+    assertThat(unknown.detail()).isEqualTo("provider not found");
+    assertThat(seen(gw.get("/v1/providers/runpod", gw.key(key, "sandboxes:read"))).detail())
+        .isEqualTo("API key requires scope: providers:read");
+  }
+
+  @Test
+  void output_streamed_over_sse_survives_a_dropped_ssh_connection_exactly_once() throws Exception {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "runpod")));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    Resp started = seen(gw.post("/v1/sandboxes/" + sbx + "/executions", key, new JsonObject().put("command",
+        "for i in $(seq 1 2000); do echo line $i; [ $((i % 250)) = 0 ] && sleep 0.25; done")));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String execution = "/v1/sandboxes/" + sbx + "/executions/" + started.json().getString("id");
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 2000; i++) {
+      expected.append("line ").append(i).append('\n');
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonObject exit = null;
+    boolean dropped = false;
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput()) {
+          out.writeBytes(e.bytes());
+          if (!dropped && out.size() > 100) {
+            sim.ssh().dropSessions(); // mid-output: the program is still writing
+            dropped = true;
+          }
+        } else if (e.name().equals("exit")) {
+          exit = e.data();
+        }
+      }
+    }
+    assertThat(dropped).isTrue();
+    assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(expected.toString());
+    assertThat(exit.getInteger("exit_code")).isZero();
     assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
   }
 }

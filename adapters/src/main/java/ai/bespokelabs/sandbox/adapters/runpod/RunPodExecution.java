@@ -5,132 +5,137 @@ import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
-import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.util.Arrays;
-import java.util.Map;
+import java.nio.charset.StandardCharsets;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.sshd.client.channel.ChannelExec;
+import java.util.function.Function;
 import org.apache.sshd.client.session.ClientSession;
-import org.apache.sshd.common.channel.StreamingChannel;
-import org.apache.sshd.common.io.IoInputStream;
-import org.apache.sshd.common.util.buffer.ByteArrayBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One program on a pod, on an SSH exec channel in MINA's asynchronous mode: stdout and stderr are read with
- * {@link IoInputStream#read}, the next read issued only once the sink took the previous chunk (so the SSH window
- * stays closed and the remote program blocks while a client is slow); stdin is written with the channel's async
- * output stream and closed with an SSH EOF. The remote shell writes its pid (the process group sshd gave the
- * session) to {@code /tmp/.bsk-<execution id>.pid}; a signal is a second exec channel running {@code kill} on
- * that group. The exit code is the SSH {@code exit-status}, or 128 + the signal's number for an
- * {@code exit-signal}. Every MINA callback is handed back to the adapter's context.
+ * One program on a pod, run detached from any SSH connection ({@link RunPodScripts}): its output is streamed by
+ * following its files from the byte offsets delivered so far ({@link RunPodFollow}); when the connection drops,
+ * the gateway reconnects (bounded retries with backoff) and resumes from those offsets, so output is neither
+ * lost nor repeated and the program keeps running meanwhile. Stdin is written at byte offsets of a file (a
+ * retried write is harmless) and ended by a marker file; signals go to the program's process group; the exit
+ * status is read from the file the wrapper writes, then the directory is removed. Runs on the adapter's context.
+ * When the pod stays unreachable through every retry, the execution ends with exit code -1 and a line on stderr
+ * saying so.
  */
 final class RunPodExecution implements Execution {
-  private static final int CHUNK = 32 * 1024;
-  private static final Map<String, Integer> SIGNALS = Map.of("HUP", 1, "INT", 2, "QUIT", 3, "KILL", 9, "TERM", 15,
-      "PIPE", 13, "ALRM", 14, "USR1", 10, "USR2", 12);
+  private static final Logger LOG = LoggerFactory.getLogger(RunPodExecution.class);
+  /** Waits before each reconnection; their number bounds the retries of one step. */
+  static final long[] BACKOFF_MS = {200, 500, 1_000, 2_000, 4_000, 8_000};
+  static final int LOST = -1;
+  static final String LOST_MESSAGE = "runpod: the SSH connection to the pod was lost and could not be restored; "
+      + "the program's end is unknown\n";
+  private static final Set<String> SIGNALS = Set.of("HUP", "INT", "QUIT", "KILL", "TERM", "PIPE", "ALRM", "USR1",
+      "USR2");
 
   private final Context context;
-  private final ClientSession session;
-  private final ChannelExec channel;
-  private final String pidFile;
+  private final Function<String, Future<ClientSession>> sessions;
+  private final String dir;
   private final OutputSink sink;
-  private final long startedNanos = System.nanoTime();
-  private final AtomicInteger streamsLeft = new AtomicInteger(2);
-  private final Promise<Void> closed = Promise.promise();
-  private final boolean keepStdin;
+  private final long commandTimeoutMs;
   private final int timeoutSecs;
+  private final long startedNanos = System.nanoTime();
+  private final long[] offsets = new long[2];
   private Future<Void> stdin = Future.succeededFuture();
+  private long stdinOffset;
   private boolean stdinOpen;
-  private volatile boolean cancelled;
-  private volatile boolean timedOut;
+  private boolean cancelled;
+  private boolean timedOut;
   private long timer = -1;
 
-  private RunPodExecution(Context context, ClientSession session, ChannelExec channel, String pidFile,
-      OutputSink sink, boolean keepStdin, int timeoutSecs) {
+  private RunPodExecution(Context context, Function<String, Future<ClientSession>> sessions, String dir,
+      OutputSink sink, boolean keepStdin, int timeoutSecs, long commandTimeoutMs) {
     this.context = context;
-    this.session = session;
-    this.channel = channel;
-    this.pidFile = pidFile;
+    this.sessions = sessions;
+    this.dir = dir;
     this.sink = sink;
-    this.keepStdin = keepStdin;
     this.stdinOpen = keepStdin;
     this.timeoutSecs = timeoutSecs;
+    this.commandTimeoutMs = commandTimeoutMs;
   }
 
-  /** Opens the channel running {@code commandLine} and starts reading its output; completes once it runs. */
-  static Future<Execution> start(Context context, ClientSession session, String commandLine, String pidFile,
-      OutputSink sink, boolean keepStdin, int timeoutSecs) {
-    ChannelExec channel;
-    try {
-      channel = session.createExecChannel(commandLine);
-      channel.setStreaming(StreamingChannel.Streaming.Async);
-    } catch (IOException e) {
-      return Future.failedFuture(e);
-    }
-    RunPodExecution run = new RunPodExecution(context, session, channel, pidFile, sink, keepStdin, timeoutSecs);
-    return RunPodSsh.<Void>mina(context, p -> {
-      try {
-        channel.open().addListener(f -> {
-          if (f.isOpened()) {
-            p.tryComplete();
-          } else {
-            channel.close(true);
-            p.tryFail(f.getException() == null ? new IOException("exec channel refused") : f.getException());
-          }
-        });
-      } catch (IOException e) {
-        p.tryFail(e);
-      }
-    }).map(v -> run.running());
+  /**
+   * Starts the program with {@code launch} (see {@link RunPodScripts#launch}) and begins following its output;
+   * completes once it runs.
+   *
+   * @param sessions the pod's SSH session for an operation, connected anew when the last one dropped
+   */
+  static Future<Execution> start(Context context, Function<String, Future<ClientSession>> sessions, String dir,
+      String launch, OutputSink sink, boolean keepStdin, int timeoutSecs, long commandTimeoutMs) {
+    RunPodExecution run = new RunPodExecution(context, sessions, dir, sink, keepStdin, timeoutSecs,
+        commandTimeoutMs);
+    return run.command("execute", launch, null).compose(r -> r.status() == 0 ? Future.succeededFuture(run.running())
+        : Future.failedFuture(RunPodClient.transportError("execute",
+            new IOException("the program did not start (status " + r.status() + ")"), false)));
   }
 
   private Execution running() {
-    channel.addCloseFutureListener(f -> context.runOnContext(v -> closed.tryComplete()));
-    if (!keepStdin) {
-      sendEof();
-    }
     if (timeoutSecs > 0) {
       timer = context.owner().setTimer(TimeUnit.SECONDS.toMillis(timeoutSecs), t -> {
         timedOut = true;
         kill("KILL");
       });
     }
-    read(channel.getAsyncOut(), Stream.STDOUT);
-    read(channel.getAsyncErr(), Stream.STDERR);
+    follow(0);
     return this;
   }
 
-  private void read(IoInputStream in, Stream stream) {
-    ByteArrayBuffer buf = new ByteArrayBuffer(CHUNK);
-    in.read(buf).addListener(f -> context.runOnContext(v -> {
-      int n = f.getException() != null ? -1 : f.getRead();
-      if (n <= 0) {
-        if (n == 0) {
-          read(in, stream);
-        } else {
-          streamDone();
+  /** One follow from the offsets delivered so far; a drop resumes with the next, until the retries run out. */
+  private void follow(int failures) {
+    long before = offsets[0] + offsets[1];
+    sessions.apply("execute")
+        .compose(s -> RunPodFollow.run(context, s, RunPodScripts.follow(dir, offsets[0], offsets[1]), sink, offsets))
+        .onComplete(ar -> {
+          Integer status = ar.succeeded() ? ar.result() : null;
+          if (status != null && status != RunPodScripts.UNSURE) {
+            command("cleanup", RunPodScripts.cleanup(dir), null); // best effort: the directory is in /tmp
+            finish(status);
+            return;
+          }
+          if (status != null) {
+            exitStatus();
+            return;
+          }
+          int next = offsets[0] + offsets[1] > before ? 0 : failures; // progress resets the count
+          if (ar.failed() && !retryable(ar.cause()) || next >= BACKOFF_MS.length) {
+            lost(ar.failed() ? ar.cause() : null);
+            return;
+          }
+          context.owner().setTimer(BACKOFF_MS[next], t -> follow(next + 1));
+        });
+  }
+
+  /** Reads the exit status the wrapper wrote, removes the directory and reports the end. */
+  private void exitStatus() {
+    command("status", RunPodScripts.status(dir), null).onComplete(ar -> {
+      Integer code = null;
+      if (ar.succeeded() && ar.result().status() == 0) {
+        try {
+          code = Integer.parseInt(ar.result().stdout().trim());
+        } catch (NumberFormatException e) {
+          code = null;
         }
+      }
+      if (code == null) {
+        lost(ar.failed() ? ar.cause() : null);
         return;
       }
-      byte[] data = Arrays.copyOfRange(buf.array(), buf.rpos(), buf.rpos() + n);
-      sink.output(stream, data).onComplete(ar -> read(in, stream));
-    }));
+      command("cleanup", RunPodScripts.cleanup(dir), null); // best effort: the directory is in the pod's /tmp
+      finish(code);
+    });
   }
 
-  private void streamDone() {
-    if (streamsLeft.decrementAndGet() > 0) {
-      return;
-    }
-    closed.future().timeout(10, TimeUnit.SECONDS).onComplete(ar -> finish());
-  }
-
-  private void finish() {
+  private void finish(int code) {
     if (timer >= 0) {
       context.owner().cancelTimer(timer);
     }
@@ -140,11 +145,43 @@ final class RunPodExecution implements Execution {
           .onComplete(ar -> sink.exited(Timeouts.EXIT_CODE, true, false, durationMs));
       return;
     }
-    Integer status = channel.getExitStatus();
-    String signal = channel.getExitSignal();
-    int code = status != null ? status : signal != null ? 128 + SIGNALS.getOrDefault(signal, 15) : -1;
-    channel.close(false);
     sink.exited(code, false, cancelled, durationMs);
+  }
+
+  private void lost(Throwable cause) {
+    LOG.warn("runpod execution in {} lost its pod: {}", dir, cause == null ? "no exit status"
+        : cause.getClass().getSimpleName());
+    if (timer >= 0) {
+      context.owner().cancelTimer(timer);
+    }
+    long durationMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedNanos);
+    sink.output(Stream.STDERR, LOST_MESSAGE.getBytes(StandardCharsets.UTF_8))
+        .onComplete(ar -> sink.exited(LOST, false, cancelled, durationMs));
+  }
+
+  /** Runs {@code script} on the pod, reconnecting and retrying while the connection fails. */
+  private Future<RunPodCommand.Result> command(String op, String script, byte[] input) {
+    return attempt(op, script, input, 0);
+  }
+
+  private Future<RunPodCommand.Result> attempt(String op, String script, byte[] input, int failures) {
+    return sessions.apply(op)
+        .compose(s -> RunPodCommand.run(context, s, script, input, commandTimeoutMs))
+        .recover(t -> {
+          if (!retryable(t) || failures >= BACKOFF_MS.length) {
+            return Future.failedFuture(RunPodClient.transportError(op, t, false));
+          }
+          return context.owner().timer(BACKOFF_MS[failures], TimeUnit.MILLISECONDS)
+              .compose(v -> attempt(op, script, input, failures + 1));
+        });
+  }
+
+  /** Connection failures are retried; a refused host key, a pod that is gone or a caller's mistake are not. */
+  private static boolean retryable(Throwable t) {
+    if (t instanceof ProviderException p) {
+      return p.error().retryable();
+    }
+    return !(t instanceof ApiException);
   }
 
   @Override
@@ -153,20 +190,17 @@ final class RunPodExecution implements Execution {
       return Future.failedFuture(new ApiException(409, "stdin is closed"));
     }
     byte[] bytes = data.getBytes();
-    stdin = stdin.compose(v -> RunPodSsh.<Void>mina(context, p -> {
-      try {
-        channel.getAsyncIn().writeBuffer(new ByteArrayBuffer(bytes)).addListener(w -> {
-          if (w.isWritten()) {
-            p.tryComplete();
-          } else {
-            p.tryFail(w.getException() == null ? new IOException("stdin write failed") : w.getException());
-          }
-        });
-      } catch (IOException | RuntimeException e) {
-        p.tryFail(e);
+    if (bytes.length == 0) {
+      return stdin;
+    }
+    stdin = stdin.compose(v -> command("stdin", RunPodScripts.stdin(dir, stdinOffset), bytes).compose(r -> {
+      if (r.status() != 0) {
+        return Future.failedFuture(new ApiException(409, "stdin is closed"));
       }
+      stdinOffset += bytes.length;
+      return Future.succeededFuture();
     }));
-    return stdin.recover(t -> Future.failedFuture(RunPodClient.transportError("stdin", t, false)));
+    return stdin;
   }
 
   @Override
@@ -175,49 +209,21 @@ final class RunPodExecution implements Execution {
       return Future.succeededFuture();
     }
     stdinOpen = false;
-    stdin = stdin.transform(ar -> {
-      sendEof();
-      return Future.succeededFuture();
-    });
+    stdin = stdin.transform(ar -> command("stdin", RunPodScripts.eof(dir), null).mapEmpty());
     return stdin;
-  }
-
-  private void sendEof() {
-    try {
-      channel.getAsyncIn().close(false); // a graceful close sends the SSH EOF once written data went out
-    } catch (RuntimeException ignored) {
-      // the channel is closing anyway
-    }
   }
 
   @Override
   public Future<Void> signal(String signal) {
-    if (!SIGNALS.containsKey(signal)) {
+    if (!SIGNALS.contains(signal)) {
       return Future.failedFuture(new ApiException(422, "unsupported signal: " + signal));
     }
     cancelled = true;
     return kill(signal);
   }
 
-  /** {@code kill -s SIG} to the program's process group over a second exec channel. */
+  /** {@code kill -s SIG} to the program's process group. */
   private Future<Void> kill(String signal) {
-    String command = "p=$(cat " + pidFile + " 2>/dev/null) && [ -n \"$p\" ] && { kill -s " + signal + " -- -\"$p\""
-        + " 2>/dev/null || kill -s " + signal + " \"$p\"; }";
-    return RunPodSsh.<Void>mina(context, p -> {
-      try {
-        ChannelExec k = session.createExecChannel(command);
-        k.setOut(OutputStream.nullOutputStream());
-        k.setErr(OutputStream.nullOutputStream());
-        k.addCloseFutureListener(c -> p.tryComplete());
-        k.open().addListener(f -> {
-          if (!f.isOpened()) {
-            k.close(true);
-          }
-        });
-      } catch (IOException e) {
-        p.tryFail(e);
-      }
-    }).timeout(30, TimeUnit.SECONDS).recover(t -> Future.failedFuture(RunPodClient.transportError("signal", t,
-        false)));
+    return command("signal", RunPodScripts.signal(dir, signal), null).mapEmpty();
   }
 }

@@ -17,17 +17,27 @@ import java.util.List;
 /**
  * Reconciliation and health: the pods whose name carries our marks ({@link RunPodMarks}; RunPod's list filters by
  * no label), with their provider cost so far ({@code costPerHr} times the time since {@code lastStartedAt}); one
- * authenticated {@code GET /pods?desiredStatus=RUNNING&computeType=GPU} as the health check.
+ * authenticated {@code GET /pods?desiredStatus=RUNNING&computeType=GPU} as the health check; the gateway's SSH
+ * public key as its details.
  */
 final class RunPodInventory implements Inventory {
   private final RunPodClient client;
   private final RunPodPods pods;
+  private final RunPodSsh ssh;
   private final Clock clock;
 
-  RunPodInventory(RunPodClient client, RunPodPods pods, Clock clock) {
+  RunPodInventory(RunPodClient client, RunPodPods pods, RunPodSsh ssh, Clock clock) {
     this.client = client;
     this.pods = pods;
+    this.ssh = ssh;
     this.clock = clock;
+  }
+
+  /** The gateway's SSH public key (one OpenSSH line) and its SHA256 fingerprint, to register with RunPod. */
+  @Override
+  public Future<JsonObject> details() {
+    return Future.succeededFuture(new JsonObject().put("ssh_public_key", ssh.publicKey())
+        .put("ssh_key_fingerprint", ssh.fingerprint()));
   }
 
   @Override

@@ -16,7 +16,8 @@ import java.util.Set;
  * <ul>
  *   <li>lifecycle: create (a GPU type required, polled until the SSH port is mapped), terminate
  *       ({@link RunPodLifecycle}).
- *   <li>executions: SSH exec channels with streamed output, stdin and signals ({@link RunPodExecutions}).
+ *   <li>executions: programs detached on the pod, their output followed over SSH and resumed after a dropped
+ *       connection, stdin and signals ({@link RunPodExecutions}).
  *   <li>inventory: reconciliation by the marks in the pod name with RunPod's cost, and health
  *       ({@link RunPodInventory}).
  *   <li>files: SFTP on the pod's SSH session, archives built on it ({@link RunPodFiles}).
@@ -36,7 +37,7 @@ public final class RunPodProvider implements Backend {
     this.ssh = new RunPodSsh(client, pods);
     this.files = new RunPodFiles(client, ssh);
     this.parts = new Parts(new RunPodLifecycle(client, pods, ssh), new RunPodExecutions(client, ssh),
-        new RunPodInventory(client, pods, clock), files, null);
+        new RunPodInventory(client, pods, ssh, clock), files, null);
   }
 
   @Override

@@ -16,6 +16,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.util.Iterator;
+import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,10 +28,12 @@ import org.apache.sshd.client.session.ClientSession;
 import org.apache.sshd.common.AttributeRepository;
 import org.apache.sshd.common.NamedResource;
 import org.apache.sshd.common.config.keys.KeyUtils;
+import org.apache.sshd.common.digest.BuiltinDigests;
 import org.apache.sshd.common.config.keys.PublicKeyEntry;
 import org.apache.sshd.common.config.keys.writer.openssh.OpenSSHKeyPairResourceWriter;
 import org.apache.sshd.common.keyprovider.KeyPairProvider;
 import org.apache.sshd.common.util.security.SecurityUtils;
+import org.apache.sshd.core.CoreModuleProperties;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,11 +43,15 @@ import org.slf4j.LoggerFactory;
  * comes from {@code BESPOKE_RUNPOD_SSH_KEY} or is generated into the data directory on first start (ECDSA
  * P-256, OpenSSH format, mode 600); its public key is logged once at start and handed to each pod as
  * {@code PUBLIC_KEY}. Host keys are pinned per pod ({@link HostKeyPins}). One session per pod is kept and
- * shared by its executions; a closed one is replaced on next use.
+ * shared by its executions; a closed one is replaced on next use. Each session sends a heartbeat every request
+ * timeout and is closed after {@link #HEARTBEATS_MISSED} go unanswered, so a connection that died silently
+ * ends like a dropped one.
  */
 final class RunPodSsh {
   private static final Logger LOG = LoggerFactory.getLogger(RunPodSsh.class);
   static final String USER = "root";
+  /** Heartbeats (one per request timeout) a session may leave unanswered before it is closed as dead. */
+  static final int HEARTBEATS_MISSED = 2;
 
   private final RunPodClient client;
   private final RunPodPods pods;
@@ -54,6 +61,7 @@ final class RunPodSsh {
   private volatile SshClient ssh;
   private volatile KeyPair keyPair;
   private volatile String publicKey;
+  private volatile String fingerprint;
 
   RunPodSsh(RunPodClient client, RunPodPods pods) {
     this.client = client;
@@ -66,13 +74,21 @@ final class RunPodSsh {
     return client.vertx().executeBlocking(() -> {
       keyPair = loadOrGenerate(client.settings().sshKey());
       publicKey = PublicKeyEntry.toString(keyPair.getPublic()) + " bespoke-gateway";
+      fingerprint = KeyUtils.getFingerPrint(BuiltinDigests.sha256, keyPair.getPublic());
       pins.load();
       SshClient c = SshClient.setUpDefaultClient();
       c.setServerKeyVerifier(pins);
+      // a connection that died silently (no reset: a pod's network gone) is noticed and closed, so executions
+      // reconnect instead of waiting forever
+      Duration beat = Duration.ofMillis(client.requestTimeoutMs());
+      CoreModuleProperties.HEARTBEAT_REQUEST.set(c, "keepalive@openssh.com");
+      CoreModuleProperties.HEARTBEAT_INTERVAL.set(c, beat);
+      CoreModuleProperties.HEARTBEAT_REPLY_WAIT.set(c, beat);
+      CoreModuleProperties.HEARTBEAT_NO_REPLY_MAX.set(c, HEARTBEATS_MISSED);
       c.start();
       ssh = c;
-      LOG.info("runpod: the gateway's SSH public key (register it with RunPod or let pods take it as PUBLIC_KEY): {}",
-          publicKey);
+      LOG.info("runpod: the gateway's SSH public key (register it with RunPod or let pods take it as PUBLIC_KEY; "
+          + "also served at GET /v1/providers/runpod): {} ({})", publicKey, fingerprint);
       return null;
     });
   }
@@ -84,6 +100,12 @@ final class RunPodSsh {
       throw new IllegalStateException("runpod SSH is not started");
     }
     return k;
+  }
+
+  /** The public key's SHA256 fingerprint as OpenSSH shows it ({@code SHA256:<base64>}). */
+  String fingerprint() {
+    publicKey();
+    return fingerprint;
   }
 
   static KeyPair loadOrGenerate(Path path) throws IOException, GeneralSecurityException {

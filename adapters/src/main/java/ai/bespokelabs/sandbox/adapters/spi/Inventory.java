@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.adapters.spi;
 
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
 import java.util.List;
 
 /** What the provider holds, for reconciliation, orphan cleanup and health. */
@@ -15,4 +16,13 @@ public interface Inventory {
    * Fails when not healthy; the reason never leaves the adapter.
    */
   Future<Void> checkHealth();
+
+  /**
+   * Public facts the operator needs to set the provider up, added to the backend's entry of
+   * {@code GET /v1/providers/{backend}} (e.g. runpod's SSH public key to register). Never a secret; empty by
+   * default.
+   */
+  default Future<JsonObject> details() {
+    return Future.succeededFuture(new JsonObject());
+  }
 }

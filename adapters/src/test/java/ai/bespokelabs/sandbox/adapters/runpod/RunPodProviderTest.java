@@ -20,6 +20,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -332,7 +333,7 @@ class RunPodProviderTest {
   void a_changed_host_key_is_refused() throws Exception {
     String id = on(() -> provider.lifecycle().create(create("sbx_keys", config(null))));
     assertThat(run(command(id, "true", 5, false)).exit.future().result()).isZero();
-    sim.ssh().changeHostKey();
+    java.security.KeyPair before = sim.ssh().changeHostKey();
     RunPodProvider restarted = provider(KEY); // a fresh session: the pin kept in the data directory is checked
     try {
       ProviderError e = error(() -> on(() -> restarted.executions().start(command(id, "true", 5, false), new Sink())));
@@ -340,8 +341,80 @@ class RunPodProviderTest {
       assertThat(e.retryable()).isFalse();
       assertThat(e.context()).containsEntry("provider_code", "host_key_changed");
     } finally {
+      sim.ssh().useHostKey(before); // the other pods, pinned with it, reconnect after a dropped session
       on(restarted::close);
       on(() -> provider.lifecycle().destroy(new DestroySandbox("sbx_keys", id)));
     }
+  }
+
+  @Test
+  void a_connection_dropped_mid_output_resumes_without_losing_or_repeating_output() throws Exception {
+    StringBuilder out = new StringBuilder();
+    StringBuilder err = new StringBuilder();
+    for (int i = 1; i <= 3000; i++) {
+      out.append("line ").append(i).append('\n');
+      err.append("err ").append(i).append('\n');
+    }
+    Sink sink = new Sink();
+    ExecSandbox request = command(pod, "for i in $(seq 1 3000); do echo line $i; echo err $i >&2;"
+        + " [ $((i % 300)) = 0 ] && sleep 0.3; done; exit 3", 60, false);
+    on(() -> provider.executions().start(request, sink));
+    Waits.upTo(20).until(() -> sink.stdout().length() > 100);
+    sim.ssh().dropSessions();
+    Waits.upTo(20).until(() -> sink.stdout().length() > out.length() / 2);
+    sim.ssh().dropSessions();
+    assertThat(sink.await()).isEqualTo(3);
+    assertThat(sink.stdout()).isEqualTo(out.toString());
+    assertThat(sink.stderr()).isEqualTo(err.toString());
+    Waits.upTo(20).until(() -> !Files.exists(Path.of("/tmp/.bsk-" + request.executionId())));
+  }
+
+  @Test
+  void stdin_written_across_a_dropped_connection_arrives_once() throws Exception {
+    Sink sink = new Sink();
+    Execution e = on(() -> provider.executions().start(command(pod, "cat", 30, true), sink));
+    on(() -> e.write(Buffer.buffer("before\n")));
+    Waits.upTo(20).until(() -> sink.stdout().equals("before\n"));
+    sim.ssh().dropSessions();
+    on(() -> e.write(Buffer.buffer("after\n")));
+    on(e::closeStdin);
+    assertThat(sink.await()).isZero();
+    assertThat(sink.stdout()).isEqualTo("before\nafter\n");
+  }
+
+  @Test
+  void a_pod_unreachable_through_every_retry_ends_the_execution_instead_of_hanging() throws Exception {
+    Sink sink = new Sink();
+    on(() -> provider.executions().start(command(pod, "echo started; sleep 5", 30, false), sink));
+    Waits.upTo(20).until(() -> sink.stdout().equals("started\n"));
+    sim.ssh().refuseLogins(true);
+    try {
+      sim.ssh().dropSessions();
+      assertThat(sink.exit.future().toCompletionStage().toCompletableFuture().get(45, TimeUnit.SECONDS))
+          .isEqualTo(RunPodExecution.LOST);
+      assertThat(sink.stderr()).isEqualTo(RunPodExecution.LOST_MESSAGE);
+    } finally {
+      sim.ssh().refuseLogins(false);
+    }
+  }
+
+  @Test
+  void a_missing_cwd_fails_the_program_without_leaving_its_stdin_waiting() throws Exception {
+    Sink sink = run(new ExecSandbox("sbx_main", "exe_" + UUID.randomUUID().toString().replace("-", ""), pod, null,
+        null, "cat", null, Map.of(), "/nonexistent/dir", 10, 1 << 20, true, null, null));
+    assertThat(sink.exit.future().result()).isEqualTo(1);
+    assertThat(sink.stderr()).contains("/nonexistent/dir");
+    assertThat(sink.stdout()).isEmpty();
+  }
+
+  @Test
+  void a_connection_that_died_silently_is_noticed_by_its_heartbeats_and_resumed() throws Exception {
+    Sink sink = new Sink();
+    on(() -> provider.executions().start(command(pod, "sleep 1; head -c 6000000 /dev/zero | tr '\\0' a", 50,
+        false), sink));
+    sim.ssh().freezeSessions(); // before any output: without heartbeats the follow would wait forever
+    assertThat(sink.exit.future().toCompletionStage().toCompletableFuture().get(50, TimeUnit.SECONDS)).isZero();
+    assertThat(sink.stdout()).hasSize(6_000_000);
+    assertThat(sink.stdout().chars().allMatch(c -> c == 'a')).isTrue();
   }
 }

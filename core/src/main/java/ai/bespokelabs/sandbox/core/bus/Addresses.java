@@ -21,6 +21,8 @@ public final class Addresses {
   public static final String FILES = "files";
   public static final String SET_TIMEOUT = "set_timeout";
   public static final String METRICS = "metrics";
+  /** The backend's public setup facts ({@code Inventory.details}), a JSON object. */
+  public static final String DETAILS = "details";
 
   private static final String SUBSCRIBER = "sandbox.subscriber.";
   private static final String TEXT_SUBSCRIBER = SUBSCRIBER + "text.";

@@ -18,6 +18,7 @@ import io.vertx.ext.web.RoutingContext;
 import java.time.Clock;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Provider health, deployment-scoped: which backends are enabled and how their last real check went. Only
@@ -48,6 +49,7 @@ public final class ProviderApi implements Endpoints {
 
   public void register(Api api) {
     api.authed(HttpMethod.GET, "/v1/providers", Scopes.PROVIDERS_READ, this::list);
+    api.authed(HttpMethod.GET, "/v1/providers/{backend}", Scopes.PROVIDERS_READ, this::show);
     api.authed(HttpMethod.POST, "/v1/providers/{backend}/health-check", Scopes.PROVIDERS_WRITE, this::check);
     api.authed(HttpMethod.POST, "/v1/reconciliation/{backend}", Scopes.PROVIDERS_RECONCILE, this::reconcile);
   }
@@ -76,6 +78,29 @@ public final class ProviderApi implements Endpoints {
             rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
+    });
+  }
+
+  /**
+   * One backend's entry of the list plus the public setup facts its adapter gives (runpod: the gateway's SSH
+   * public key and its fingerprint), asked over the bus like the health check.
+   */
+  private Future<Reply> show(RoutingContext ctx, Principal p) {
+    String backend = ctx.pathParam("backend").trim().toLowerCase(Locale.ROOT);
+    if (!backends.isEnabled(backend)) {
+      throw ApiException.notFound("provider not found");
+    }
+    String address = Addresses.adapter(backend, backends.execNode(backend, backends.nodeId()));
+    Future<JsonObject> details = vertx.eventBus().<JsonObject>request(address, null,
+        SandboxApi.action(Addresses.DETAILS, CHECK_TIMEOUT_MS)).map(m -> m.body());
+    return Future.all(health.all(), details).map(all -> {
+      JsonObject row = all.<Map<String, JsonObject>>resultAt(0).get(backend);
+      JsonObject item = item(backend, backends.isInstalled(backend), backends.capabilities(backend), row);
+      JsonObject extra = all.resultAt(1);
+      if (extra != null) {
+        extra.forEach(e -> item.getMap().putIfAbsent(e.getKey(), e.getValue())); // never over the entry's fields
+      }
+      return Reply.ok(item);
     });
   }
 
