@@ -230,7 +230,7 @@ class CodeCapsulesGatewayTest {
   }
 
   @Test
-  void a_sandbox_is_served_again_after_a_gateway_restart_without_its_env_values() {
+  void a_sandbox_is_served_after_a_gateway_restart_with_its_env_values_and_its_deadline() {
     JsonObject sbx = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "before")));
     String id = sbx.getString("id");
     assertThat(exec(id, new JsonObject().put("command", "echo \"$GREETING\"")).json().getString("stdout"))
@@ -240,8 +240,17 @@ class CodeCapsulesGatewayTest {
     assertThat(after.getString("status")).isEqualTo("running");
     Resp ran = exec(id, new JsonObject().put("command", "echo \"${GREETING:-unset}\""));
     assertThat(ran.status()).as(ran.body()).isEqualTo(200);
-    assertThat(ran.json().getString("stdout")).as("env values are never stored").isEqualTo("unset\n");
-    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).as("read back from the sandbox").isEqualTo("before\n");
+    Resp deadline = keep(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 1)));
+    assertThat(deadline.status()).as(deadline.body()).isEqualTo(200);
+    JsonObject ended = ai.bespokelabs.sandbox.testkit.Waits.upTo(15).alias(id + " destroyed")
+        .until(() -> keep(gw.get("/v1/sandboxes/" + id, key)).json(), s -> "destroyed".equals(s.getString("status")));
+    assertThat(ended.getString("termination_reason")).isEqualTo("ttl_expired");
     assertThat(sim.sandboxes()).doesNotContainKey(sbx.getString("provider_resource_id"));
+
+    JsonObject other = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "x")));
+    gw = gw.restarted();
+    assertThat(keep(gw.delete("/v1/sandboxes/" + other.getString("id"), key)).status()).isEqualTo(200);
+    assertThat(sim.sandboxes()).doesNotContainKey(other.getString("provider_resource_id"));
   }
 }

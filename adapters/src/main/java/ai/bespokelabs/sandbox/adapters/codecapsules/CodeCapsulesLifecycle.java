@@ -41,17 +41,17 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   static final long POLL_MS = 250;
 
   private final CodeCapsulesClient client;
-  private final SandboxEnvs envs;
+  private final CodeCapsulesEnv envs;
 
-  CodeCapsulesLifecycle(CodeCapsulesClient client, SandboxEnvs envs) {
+  CodeCapsulesLifecycle(CodeCapsulesClient client, CodeCapsulesEnv envs) {
     this.client = client;
     this.envs = envs;
   }
 
   /**
    * {@code POST /sandboxes}; settings outside the documented limits, or with no CodeCapsules equivalent, are
-   * 422 before any call. The sandbox's env vars are kept by this node and passed to each execution (the create
-   * call takes none). A sandbox still starting is polled until it runs, within the request timeout.
+   * 422 before any call. A sandbox still starting is polled until it runs, within the request timeout; its env
+   * vars (the create call takes none) are then written into it and passed to each execution.
    */
   @Override
   public Future<String> create(CreateSandbox request) {
@@ -72,14 +72,19 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
                 Outcome.UNKNOWN)));
           }
           return running(id, CodeCapsulesWire.status(created), System.nanoTime()
-              + client.settings().requestTimeout().toNanos()).map(ok -> {
-                SandboxConfig c = request.config();
-                if (c != null && c.envVars() != null && !c.envVars().isEmpty()) {
-                  envs.put(id, c.envVars());
-                }
-                return id;
-              });
+              + client.settings().requestTimeout().toNanos()).compose(ok -> writeEnv(id, request)).map(id);
         });
+  }
+
+  /** Keeps the create's env vars in the sandbox ({@link CodeCapsulesEnv}); a sandbox without them is deleted. */
+  private Future<Void> writeEnv(String id, CreateSandbox request) {
+    SandboxConfig c = request.config();
+    return envs.write(id, c == null ? null : c.envVars()).recover(t -> delete(id, "create").transform(ar -> {
+      ProviderError e = t instanceof ProviderException p ? p.error()
+          : ProviderError.of(ErrorCode.CREATION_FAILED, CodeCapsulesClient.BACKEND, "create", false, Outcome.UNKNOWN);
+      return Future.failedFuture(new ProviderException(e.withContext("cleanup_status",
+          ar.succeeded() ? "deleted" : "unknown"), t));
+    }));
   }
 
   private static Map<String, String> marks(CreateSandbox request) {
@@ -192,7 +197,7 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   /** True when deleted, false when it was already gone. */
   private Future<Boolean> delete(String id, String op) {
     return client.call(HttpMethod.DELETE, CodeCapsulesWire.sandbox(id), null, op, 204, 200, 404).map(r -> {
-      envs.remove(id);
+      envs.forget(id);
       return r.statusCode() != 404;
     });
   }
