@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.supervisor;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ListResources;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -58,9 +59,12 @@ public final class Reconciler {
     this.repository = repository;
   }
 
-  /** Lists the provider's resources at {@code listAddress}; a failure is a partial outage, never a change. */
-  Future<List<Resource>> list(String listAddress) {
-    return vertx.eventBus().<ResourceList>request(listAddress, null,
+  /**
+   * Lists the provider's resources at {@code listAddress}, telling it the {@code known} resource ids (a backend
+   * that cannot list looks these up); a failure is a partial outage, never a change.
+   */
+  Future<List<Resource>> list(String listAddress, List<String> known) {
+    return vertx.eventBus().<ResourceList>request(listAddress, new ListResources(known),
             new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.LIST).setSendTimeout(LIST_TIMEOUT_MS))
         .map(Message::body)
         .map(ResourceList::resources);
@@ -68,12 +72,12 @@ public final class Reconciler {
 
   /**
    * Reconciles one organization's sandboxes of {@code backend} hosted by {@code nodeId} (null: any node)
-   * against the provider's list. Only sandboxes that were running before {@code now} (taken before listing)
-   * are judged, so one created meanwhile is never mistaken for missing.
+   * against the provider's list. Only sandboxes that were running before {@code now} (taken before listing),
+   * with a resource id known before listing, are judged, so one created meanwhile is never mistaken for missing.
    */
   public Future<Result> reconcile(String orgId, String backend, String nodeId, String listAddress,
       OffsetDateTime now) {
-    return list(listAddress).transform(ar -> {
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known).transform(ar -> {
       if (ar.failed()) {
         return Future.succeededFuture(new Result(backend, "partial_outage", 0, 0, 0));
       }
@@ -83,8 +87,8 @@ public final class Reconciler {
               ai.bespokelabs.sandbox.core.error.ApiException.invalid("unsupported provider lifecycle status: " + r.status()));
         }
       }
-      return apply(orgId, backend, nodeId, ar.result(), now);
-    });
+      return apply(orgId, backend, nodeId, ar.result(), Set.copyOf(known), now);
+    }));
   }
 
   /**
@@ -93,20 +97,21 @@ public final class Reconciler {
    */
   public Future<Void> sweep(String backend, String nodeId, String listAddress, String destroyAddress,
       OffsetDateTime now, OffsetDateTime staleBefore) {
-    return list(listAddress).compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
-        .compose(orgs -> {
-          Future<Void> chain = Future.succeededFuture();
-          for (String org : orgs) {
-            chain = chain.compose(v -> apply(org, backend, nodeId, resources, now).mapEmpty());
-          }
-          return chain;
-        })
-        .compose(v -> cleanOrphans(backend, nodeId, resources, destroyAddress, now, staleBefore))
-        .mapEmpty());
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known)
+        .compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
+            .compose(orgs -> {
+              Future<Void> chain = Future.succeededFuture();
+              for (String org : orgs) {
+                chain = chain.compose(v -> apply(org, backend, nodeId, resources, Set.copyOf(known), now).mapEmpty());
+              }
+              return chain;
+            })
+            .compose(v -> cleanOrphans(backend, nodeId, resources, destroyAddress, now, staleBefore))))
+        .mapEmpty();
   }
 
   private Future<Result> apply(String orgId, String backend, String nodeId, List<Resource> resources,
-      OffsetDateTime now) {
+      Set<String> known, OffsetDateTime now) {
     Map<String, Resource> byResource = new HashMap<>();
     resources.forEach(r -> byResource.put(r.resourceId(), r));
     int[] counts = new int[3];
@@ -124,6 +129,10 @@ public final class Reconciler {
         }
         if (rid == null || (seen == null && c.status().equals("stopping"))) {
           // a sandbox being terminated whose resource is gone is finished by its termination, not failed
+          continue;
+        }
+        if (seen == null && !known.contains(rid)) {
+          // its resource id was stored after the listing began: judged on the next pass
           continue;
         }
         String obs = "obs:" + c.id() + ":" + now.toInstant().toEpochMilli();

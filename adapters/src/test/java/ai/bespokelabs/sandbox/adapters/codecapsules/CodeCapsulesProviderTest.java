@@ -15,6 +15,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -469,6 +470,27 @@ class CodeCapsulesProviderTest {
       await(wrong::close);
       sim.clearViolations();
     }
+  }
+
+  @Test
+  void reconciliation_looks_up_the_known_sandboxes_one_by_one() {
+    CreateSandbox req = request(config(null, null, 600, null, Map.of()));
+    String kept = await(() -> provider.lifecycle().create(req));
+    String gone = create();
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", gone)));
+    List<Resource> listed = await(() -> provider.inventory().list(List.of(kept, gone, kept)));
+    assertThat(listed).as("the vanished one is left out, so it is found missing")
+        .containsExactly(new Resource(kept, req.sandboxId(), "running", null));
+    assertThat(await(() -> provider.inventory().list(List.of()))).isEmpty();
+    assertThat(CodeCapsulesLifecycle.status("starting")).isEqualTo("provisioning");
+    assertThat(CodeCapsulesLifecycle.status("stopped")).isEqualTo("terminated");
+    assertThat(CodeCapsulesLifecycle.status("error")).isEqualTo("failed");
+
+    sim.faults().status(HttpMethod.GET, "/v1/sandboxes/" + kept, 503, Map.of(), null, 1);
+    ProviderError outage = providerError(catchThrowable(() -> await(() -> provider.inventory().list(List.of(kept)))));
+    assertThat(outage.retryable()).isTrue();
+    assertThat(outage.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", kept)));
   }
 
   @Test
