@@ -72,8 +72,10 @@ public final class Reconciler {
 
   /**
    * Reconciles one organization's sandboxes of {@code backend} hosted by {@code nodeId} (null: any node)
-   * against the provider's list. Only sandboxes that were running before {@code now} (taken before listing),
-   * with a resource id known before listing, are judged, so one created meanwhile is never mistaken for missing.
+   * against the provider's list. Only sandboxes that were running before {@code now} (taken before listing)
+   * are judged, so one created meanwhile is never mistaken for missing. The listing is told the live resource
+   * ids, read after {@code now}: a sandbox's resource id is stored as it starts running, so every sandbox
+   * judged is among them.
    */
   public Future<Result> reconcile(String orgId, String backend, String nodeId, String listAddress,
       OffsetDateTime now) {
@@ -87,7 +89,7 @@ public final class Reconciler {
               ai.bespokelabs.sandbox.core.error.ApiException.invalid("unsupported provider lifecycle status: " + r.status()));
         }
       }
-      return apply(orgId, backend, nodeId, ar.result(), Set.copyOf(known), now);
+      return apply(orgId, backend, nodeId, ar.result(), now);
     }));
   }
 
@@ -102,7 +104,7 @@ public final class Reconciler {
             .compose(orgs -> {
               Future<Void> chain = Future.succeededFuture();
               for (String org : orgs) {
-                chain = chain.compose(v -> apply(org, backend, nodeId, resources, Set.copyOf(known), now).mapEmpty());
+                chain = chain.compose(v -> apply(org, backend, nodeId, resources, now).mapEmpty());
               }
               return chain;
             })
@@ -111,7 +113,7 @@ public final class Reconciler {
   }
 
   private Future<Result> apply(String orgId, String backend, String nodeId, List<Resource> resources,
-      Set<String> known, OffsetDateTime now) {
+      OffsetDateTime now) {
     Map<String, Resource> byResource = new HashMap<>();
     resources.forEach(r -> byResource.put(r.resourceId(), r));
     int[] counts = new int[3];
@@ -129,10 +131,6 @@ public final class Reconciler {
         }
         if (rid == null || (seen == null && c.status().equals("stopping"))) {
           // a sandbox being terminated whose resource is gone is finished by its termination, not failed
-          continue;
-        }
-        if (seen == null && !known.contains(rid)) {
-          // its resource id was stored after the listing began: judged on the next pass
           continue;
         }
         String obs = "obs:" + c.id() + ":" + now.toInstant().toEpochMilli();

@@ -12,7 +12,7 @@ public interface Inventory {
 
   /**
    * As {@link #list()}, given the resource ids of the sandboxes the gateway holds live on this backend (this
-   * node's, for a node-bound one). Reconciliation judges only those sandboxes. A backend that cannot list
+   * node's, for a node-bound one): every sandbox reconciliation judges is among them. A backend that cannot list
    * looks these up one by one instead (a resource it does not find is missing; orphans stay unseen).
    */
   default Future<List<Resource>> list(List<String> known) {
