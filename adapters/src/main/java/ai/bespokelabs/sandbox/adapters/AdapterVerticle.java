@@ -15,6 +15,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecStarted;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.ListResources;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
@@ -33,6 +34,7 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -124,7 +126,8 @@ public final class AdapterVerticle extends VerticleBase {
           () -> provider.lifecycle().destroy((DestroySandbox) msg.body()));
       case Addresses.HEALTH -> call(msg, "health", null, () -> provider.inventory().checkHealth());
       case Addresses.DETAILS -> call(msg, "details", null, () -> provider.inventory().details());
-      case Addresses.LIST -> call(msg, "list", null, () -> provider.inventory().list().map(ResourceList::new));
+      case Addresses.LIST -> call(msg, "list", null, () -> provider.inventory().list(
+          msg.body() instanceof ListResources l ? l.knownResourceIds() : List.of()).map(ResourceList::new));
       case Addresses.FILES -> {
         FileOp op = (FileOp) msg.body();
         String organization = msg.headers().get(Addresses.ORGANIZATION);

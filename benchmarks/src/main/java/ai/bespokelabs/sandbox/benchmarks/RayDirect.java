@@ -9,6 +9,7 @@ import io.vertx.core.json.JsonObject;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.net.http.WebSocket;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -21,11 +22,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
- * The Ray adapter's calls made directly to the simulator (a Ray dashboard): create is {@code GET /api/version}
- * (a Ray sandbox is a working area, not a Ray object); exec of {@code true} is one job,
- * {@code POST /api/jobs/} with the adapter's entrypoint (into the sandbox's working area), its log tail
- * WebSocket read until Ray closes it, then {@code GET /api/jobs/{id}} for its status; destroy deletes the
- * sandbox's jobs.
+ * The Ray adapter's calls made directly to the simulator (a Ray dashboard): create submits the sandbox's
+ * anchor job ({@code POST /api/jobs/}, entrypoint {@code true}, the sandbox's marks in its metadata); exec of
+ * {@code true} is one job, {@code POST /api/jobs/} with the adapter's entrypoint (into the sandbox's working
+ * area), its log tail WebSocket read until Ray closes it, then {@code GET /api/jobs/{id}} for its status;
+ * destroy lists the jobs ({@code GET /api/jobs/}) and deletes the sandbox's, the anchor among them.
  */
 final class RayDirect implements ProviderBenchmark.Direct {
   static final String TOKEN = "ray_benchmark_token";
@@ -49,9 +50,15 @@ final class RayDirect implements ProviderBenchmark.Direct {
 
   @Override
   public String create() {
-    expect(send(request("/api/version").GET()), 200, "ray version");
     String id = "sbx_" + UUID.randomUUID().toString().replace("-", "");
-    jobs.put(id, new ArrayList<>());
+    String anchor = "bsk-sandbox-" + id;
+    JsonObject body = new JsonObject().put("entrypoint", "true").put("submission_id", anchor)
+        .put("runtime_env", new JsonObject().put("env_vars", new JsonObject()))
+        .put("metadata", new JsonObject().put("bespokelabs.ai/managed", "true").put("bespokelabs.ai/sandbox-id", id)
+            .put("bespokelabs.ai/role", "sandbox").put("bespokelabs.ai/organization-id", "org_bench"));
+    expect(send(request("/api/jobs/").header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body.encode()))), 2, "ray anchor");
+    jobs.put(id, new ArrayList<>(List.of(anchor)));
     return id;
   }
 
@@ -111,8 +118,14 @@ final class RayDirect implements ProviderBenchmark.Direct {
 
   @Override
   public void destroy(String id) {
+    expect(send(request("/api/jobs/").GET()), 200, "ray list");
     for (String job : jobs.remove(id)) {
-      expect(send(request("/api/jobs/" + job).DELETE()), 200, "ray delete");
+      HttpResponse<String> deleted = send(request("/api/jobs/" + job).DELETE());
+      for (int i = 0; deleted.statusCode() == 500 && i < 50; i++) { // an anchor still running: as the adapter waits
+        ProviderBenchmark.sleep(100);
+        deleted = send(request("/api/jobs/" + job).DELETE());
+      }
+      expect(deleted, 200, "ray delete");
     }
   }
 }

@@ -180,7 +180,7 @@ class CodeCapsulesGatewayTest {
   }
 
   @Test
-  void limits_are_refused_before_any_call_and_reconciliation_changes_nothing() {
+  void limits_are_refused_before_any_call_and_reconciliation_looks_up_known_sandboxes() throws Exception {
     int before = sim.requests().size();
     for (JsonObject bad : List.of(new JsonObject().put("memory_mb", 9000), new JsonObject().put("cpu", 8),
         new JsonObject().put("timeout_secs", 480 * 60 + 60), new JsonObject().put("template", "ubuntu"))) {
@@ -191,10 +191,33 @@ class CodeCapsulesGatewayTest {
 
     String org = gw.bootstrap("CodeCapsules reconcile");
     JsonObject kept = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "codecapsules"))).json();
+    JsonObject vanishing = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "codecapsules")))
+        .json();
     Resp r = keep(gw.post("/v1/reconciliation/codecapsules", org, null));
     assertThat(r.status()).as(r.body()).isEqualTo(200);
-    assertThat(r.json().getString("status")).isEqualTo("partial_outage");
+    assertThat(r.json().getString("status")).as("the known sandboxes were looked up").isEqualTo("ok");
+    assertThat(r.json().getInteger("updated")).isEqualTo(2);
     assertThat(r.json().getInteger("missing")).isZero();
+
+    String rid = vanishing.getString("provider_resource_id");
+    java.net.http.HttpResponse<String> deleted = HTTP.send(java.net.http.HttpRequest.newBuilder(
+            URI.create(sim.apiUrl() + "/sandboxes/" + rid)).header("Authorization", "Bearer "
+            + CodeCapsulesSimulator.API_KEY).DELETE().build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(deleted.statusCode()).as("deleted behind the gateway's back").isEqualTo(204);
+    Resp again = keep(gw.post("/v1/reconciliation/codecapsules", org, null));
+    assertThat(again.json().getString("status")).as(again.body()).isEqualTo("ok");
+    // this run or a supervision pass before it found it missing
+    JsonObject failed = ai.bespokelabs.sandbox.testkit.Waits.upTo(10).alias("the vanished sandbox failed")
+        .until(() -> keep(gw.get("/v1/sandboxes/" + vanishing.getString("id"), org)).json(),
+            s -> "failed".equals(s.getString("status")));
+    assertThat(failed.getBoolean("provider_missing")).isTrue();
+    assertThat(keep(gw.get("/v1/sandboxes/" + kept.getString("id"), org)).json().getString("status"))
+        .isEqualTo("running");
+
+    sim.faults().status(HttpMethod.GET, "/v1/sandboxes/", 503, Map.of(), null, 1_000);
+    Resp outage = keep(gw.post("/v1/reconciliation/codecapsules", org, null));
+    sim.faults().clear();
+    assertThat(outage.json().getString("status")).as("a lookup failing changes nothing").isEqualTo("partial_outage");
     assertThat(keep(gw.get("/v1/sandboxes/" + kept.getString("id"), org)).json().getString("status"))
         .isEqualTo("running");
     keep(gw.delete("/v1/sandboxes/" + kept.getString("id"), org));
@@ -230,7 +253,7 @@ class CodeCapsulesGatewayTest {
   }
 
   @Test
-  void a_sandbox_is_served_again_after_a_gateway_restart_without_its_env_values() {
+  void a_sandbox_is_served_after_a_gateway_restart_with_its_env_values_and_its_deadline() {
     JsonObject sbx = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "before")));
     String id = sbx.getString("id");
     assertThat(exec(id, new JsonObject().put("command", "echo \"$GREETING\"")).json().getString("stdout"))
@@ -240,8 +263,17 @@ class CodeCapsulesGatewayTest {
     assertThat(after.getString("status")).isEqualTo("running");
     Resp ran = exec(id, new JsonObject().put("command", "echo \"${GREETING:-unset}\""));
     assertThat(ran.status()).as(ran.body()).isEqualTo(200);
-    assertThat(ran.json().getString("stdout")).as("env values are never stored").isEqualTo("unset\n");
-    assertThat(keep(gw.delete("/v1/sandboxes/" + id, key)).status()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).as("read back from the sandbox").isEqualTo("before\n");
+    Resp deadline = keep(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 1)));
+    assertThat(deadline.status()).as(deadline.body()).isEqualTo(200);
+    JsonObject ended = ai.bespokelabs.sandbox.testkit.Waits.upTo(15).alias(id + " destroyed")
+        .until(() -> keep(gw.get("/v1/sandboxes/" + id, key)).json(), s -> "destroyed".equals(s.getString("status")));
+    assertThat(ended.getString("termination_reason")).isEqualTo("ttl_expired");
     assertThat(sim.sandboxes()).doesNotContainKey(sbx.getString("provider_resource_id"));
+
+    JsonObject other = create(new JsonObject().put("env_vars", new JsonObject().put("GREETING", "x")));
+    gw = gw.restarted();
+    assertThat(keep(gw.delete("/v1/sandboxes/" + other.getString("id"), key)).status()).isEqualTo(200);
+    assertThat(sim.sandboxes()).doesNotContainKey(other.getString("provider_resource_id"));
   }
 }

@@ -88,10 +88,16 @@ class RayGatewayTest {
     return created.json();
   }
 
-  /** The jobs of a sandbox at Ray. */
+  /** The jobs of a sandbox at Ray, its anchor included. */
   static List<JsonObject> jobsOf(String sandboxId) {
     return sim.jobs().stream().filter(j -> sandboxId.equals(j.getJsonObject("metadata")
         .getString("bespokelabs.ai/sandbox-id"))).toList();
+  }
+
+  /** The jobs of a sandbox's executions. */
+  static List<JsonObject> executionJobsOf(String sandboxId) {
+    return jobsOf(sandboxId).stream().filter(j -> !"sandbox".equals(j.getJsonObject("metadata")
+        .getString("bespokelabs.ai/role"))).toList();
   }
 
   @Test
@@ -107,7 +113,7 @@ class RayGatewayTest {
     assertThat(exec.json().getString("stdout")).as("Ray merges the streams").isEqualTo("hello ray\noops\n");
     assertThat(exec.json().getString("stderr")).isEqualTo("Job entrypoint command failed with exit code 2\n");
     assertThat(exec.json().getInteger("exit_code")).isEqualTo(2);
-    JsonObject job = jobsOf(id).get(0);
+    JsonObject job = executionJobsOf(id).get(0);
     assertThat(job.getJsonObject("metadata").getString("bespokelabs.ai/execution-id")).startsWith("exe_");
     assertThat(job.getJsonObject("metadata").getString("bespokelabs.ai/organization-id")).isNotBlank();
     assertThat(job.getJsonObject("runtime_env").getJsonObject("env_vars").getString("WHO")).isEqualTo("ray");
@@ -142,7 +148,7 @@ class RayGatewayTest {
         new JsonObject().put("command", "echo go; sleep 60")));
     assertThat(started.status()).as(started.body()).isEqualTo(202);
     String execution = "/v1/sandboxes/" + id + "/executions/" + started.json().getString("id");
-    Waits.upTo(10).until(() -> jobsOf(id).stream().anyMatch(j -> "RUNNING".equals(j.getString("status"))
+    Waits.upTo(10).until(() -> executionJobsOf(id).stream().anyMatch(j -> "RUNNING".equals(j.getString("status"))
         && sim.log(j.getString("submission_id")).equals("go\n")));
     Resp sig = seen(gw.post(execution + "/signal", key, new JsonObject().put("signal", "TERM")));
     assertThat(sig.status()).as(sig.body()).isEqualTo(204);
@@ -192,12 +198,19 @@ class RayGatewayTest {
     String orphan = sim.submitDirectly("sleep 60", new JsonObject().put("bespokelabs.ai/managed", "true")
         .put("bespokelabs.ai/sandbox-id", orphanSandbox));
     String foreign = sim.submitDirectly("sleep 60", new JsonObject().put("owner", "someone else"));
+    String idleSandbox = "sbx_" + "cd".repeat(16);
+    String idleAnchor = sim.submitDirectly("true", new JsonObject().put("bespokelabs.ai/managed", "true")
+        .put("bespokelabs.ai/sandbox-id", idleSandbox).put("bespokelabs.ai/role", "sandbox"));
+    Waits.upTo(10).until(() -> "SUCCEEDED".equals(sim.job(idleAnchor).getString("status")));
     Resp r = seen(gw.post("/v1/reconciliation/ray", key, null));
     assertThat(r.status()).as(r.body()).isEqualTo(200);
     assertThat(r.json().getInteger("updated")).isGreaterThanOrEqualTo(1);
     assertThat(r.json().getInteger("missing")).isZero();
     Waits.upTo(20).untilAsserted(() -> assertThat(sim.job(orphan)).as("stopped and deleted").isNull());
     assertThat(gw.awaitOrphanStatus(orphanSandbox, "deleted")).isEqualTo("deleted");
+    Waits.upTo(20).untilAsserted(() -> assertThat(sim.job(idleAnchor))
+        .as("a sandbox with no running job is found by its anchor").isNull());
+    assertThat(gw.awaitOrphanStatus(idleSandbox, "deleted")).isEqualTo("deleted");
     assertThat(sim.job(foreign).getString("status")).as("not ours: left alone").isEqualTo("RUNNING");
     assertThat(seen(gw.get("/v1/sandboxes/" + kept.getString("id"), key)).json().getString("status"))
         .as("a live sandbox is never an orphan").isEqualTo("running");
@@ -206,7 +219,7 @@ class RayGatewayTest {
 
   @Test
   void provider_failures_reach_the_client_in_the_error_contract() {
-    sim.faults().status(HttpMethod.GET, "/api/version", 401, Map.of(), null, 1);
+    sim.faults().status(HttpMethod.POST, "/api/jobs/", 401, Map.of(), null, 1);
     Resp auth = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "ray")));
     assertThat(auth.status()).isEqualTo(502);
     assertThat(auth.json().getJsonObject("detail")).isEqualTo(new JsonObject()
@@ -227,5 +240,31 @@ class RayGatewayTest {
         .put("image", "python:3.12")));
     assertThat(refused.status()).isEqualTo(422);
     seen(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  @Test
+  void a_sandbox_is_served_after_a_gateway_restart_with_its_env_and_its_deadline() {
+    JsonObject sbx = create(key, new JsonObject().put("env_vars", new JsonObject().put("WHO", "still here"))
+        .put("cpu", 0.5));
+    String id = sbx.getString("id");
+    gw = gw.restarted();
+    Resp after = seen(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "echo $WHO")));
+    assertThat(after.status()).as(after.body()).isEqualTo(200);
+    assertThat(after.json().getString("stdout")).as("read back from the sandbox's anchor").isEqualTo("still here\n");
+    assertThat(sim.submitted(executionJobsOf(id).get(0).getString("submission_id")).getDouble("entrypoint_num_cpus"))
+        .as("its resources too").isEqualTo(0.5);
+
+    Resp deadline = seen(gw.post("/v1/sandboxes/" + id + "/timeout", key, new JsonObject().put("timeout_secs", 1)));
+    assertThat(deadline.status()).as(deadline.body()).isEqualTo(200);
+    JsonObject ended = Waits.upTo(15).alias(id + " destroyed").until(() -> seen(gw.get("/v1/sandboxes/" + id, key))
+        .json(), s -> "destroyed".equals(s.getString("status")));
+    assertThat(ended.getString("termination_reason")).isEqualTo("ttl_expired");
+    assertThat(jobsOf(id)).as("its anchor and jobs were deleted at Ray").isEmpty();
+
+    JsonObject other = create(key, new JsonObject().put("env_vars", new JsonObject().put("WHO", "x")));
+    gw = gw.restarted();
+    Resp destroyed = seen(gw.delete("/v1/sandboxes/" + other.getString("id"), key));
+    assertThat(destroyed.status()).as(destroyed.body()).isBetween(200, 204);
+    assertThat(jobsOf(other.getString("id"))).isEmpty();
   }
 }

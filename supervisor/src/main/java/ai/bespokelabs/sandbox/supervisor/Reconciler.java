@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.supervisor;
 
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.ListResources;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -58,9 +59,12 @@ public final class Reconciler {
     this.repository = repository;
   }
 
-  /** Lists the provider's resources at {@code listAddress}; a failure is a partial outage, never a change. */
-  Future<List<Resource>> list(String listAddress) {
-    return vertx.eventBus().<ResourceList>request(listAddress, null,
+  /**
+   * Lists the provider's resources at {@code listAddress}, telling it the {@code known} resource ids (a backend
+   * that cannot list looks these up); a failure is a partial outage, never a change.
+   */
+  Future<List<Resource>> list(String listAddress, List<String> known) {
+    return vertx.eventBus().<ResourceList>request(listAddress, new ListResources(known),
             new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.LIST).setSendTimeout(LIST_TIMEOUT_MS))
         .map(Message::body)
         .map(ResourceList::resources);
@@ -69,11 +73,13 @@ public final class Reconciler {
   /**
    * Reconciles one organization's sandboxes of {@code backend} hosted by {@code nodeId} (null: any node)
    * against the provider's list. Only sandboxes that were running before {@code now} (taken before listing)
-   * are judged, so one created meanwhile is never mistaken for missing.
+   * are judged, so one created meanwhile is never mistaken for missing. The listing is told the live resource
+   * ids, read after {@code now}: a sandbox's resource id is stored as it starts running, so every sandbox
+   * judged is among them.
    */
   public Future<Result> reconcile(String orgId, String backend, String nodeId, String listAddress,
       OffsetDateTime now) {
-    return list(listAddress).transform(ar -> {
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known).transform(ar -> {
       if (ar.failed()) {
         return Future.succeededFuture(new Result(backend, "partial_outage", 0, 0, 0));
       }
@@ -84,7 +90,7 @@ public final class Reconciler {
         }
       }
       return apply(orgId, backend, nodeId, ar.result(), now);
-    });
+    }));
   }
 
   /**
@@ -93,16 +99,17 @@ public final class Reconciler {
    */
   public Future<Void> sweep(String backend, String nodeId, String listAddress, String destroyAddress,
       OffsetDateTime now, OffsetDateTime staleBefore) {
-    return list(listAddress).compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
-        .compose(orgs -> {
-          Future<Void> chain = Future.succeededFuture();
-          for (String org : orgs) {
-            chain = chain.compose(v -> apply(org, backend, nodeId, resources, now).mapEmpty());
-          }
-          return chain;
-        })
-        .compose(v -> cleanOrphans(backend, nodeId, resources, destroyAddress, now, staleBefore))
-        .mapEmpty());
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known)
+        .compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
+            .compose(orgs -> {
+              Future<Void> chain = Future.succeededFuture();
+              for (String org : orgs) {
+                chain = chain.compose(v -> apply(org, backend, nodeId, resources, now).mapEmpty());
+              }
+              return chain;
+            })
+            .compose(v -> cleanOrphans(backend, nodeId, resources, destroyAddress, now, staleBefore))))
+        .mapEmpty();
   }
 
   private Future<Result> apply(String orgId, String backend, String nodeId, List<Resource> resources,

@@ -105,7 +105,7 @@ final class CodeCapsulesClient {
   /** Operations whose failure after sending may have changed something at the provider. */
   static boolean mutating(String op) {
     return switch (op) {
-      case "health", "download", "list_files", "metrics", "get" -> false;
+      case "health", "download", "list_files", "metrics", "get", "list" -> false;
       default -> true;
     };
   }

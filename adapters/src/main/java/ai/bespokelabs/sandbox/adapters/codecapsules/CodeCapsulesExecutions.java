@@ -17,16 +17,17 @@ import java.util.stream.Collectors;
 
 /**
  * Programs in a CodeCapsules sandbox. CodeCapsules runs a shell string, so the program's argv is quoted into
- * one (a cwd becomes a leading {@code cd}); its timeout is capped at CodeCapsules' maximum. A program without
+ * one (a cwd becomes a leading {@code cd}), its env the sandbox's ({@link CodeCapsulesEnv}) with its own on
+ * top; its timeout is capped at CodeCapsules' maximum. A program without
  * stdin streams its output ({@link StreamedExecution}); one with stdin is run once its stdin ended, since
  * CodeCapsules takes stdin whole with the command ({@link StdinExecution}).
  */
 final class CodeCapsulesExecutions implements Executions {
   private final CodeCapsulesClient client;
-  private final SandboxEnvs envs;
+  private final CodeCapsulesEnv envs;
   private final Set<Runnable> running = new HashSet<>();
 
-  CodeCapsulesExecutions(CodeCapsulesClient client, SandboxEnvs envs) {
+  CodeCapsulesExecutions(CodeCapsulesClient client, CodeCapsulesEnv envs) {
     this.client = client;
     this.envs = envs;
   }
@@ -45,15 +46,17 @@ final class CodeCapsulesExecutions implements Executions {
     }
     int timeout = request.timeoutSecs() <= 0 ? CodeCapsulesWire.MAX_EXEC_TIMEOUT_SECS
         : Math.min(request.timeoutSecs(), CodeCapsulesWire.MAX_EXEC_TIMEOUT_SECS);
-    JsonObject body = CodeCapsulesWire.execBody(command, timeout, envs.with(id, request.env()), null);
-    if (request.keepStdin()) {
-      StdinExecution execution = new StdinExecution(client, id, body, sink, request.outputLimitBytes());
+    return envs.with(id, request.env(), "execute").compose(env -> {
+      JsonObject body = CodeCapsulesWire.execBody(command, timeout, env, null);
+      if (request.keepStdin()) {
+        StdinExecution execution = new StdinExecution(client, id, body, sink, request.outputLimitBytes());
+        track(execution::abandon, execution.done());
+        return Future.succeededFuture(execution);
+      }
+      StreamedExecution execution = new StreamedExecution(client, id, body, sink);
       track(execution::abandon, execution.done());
-      return Future.succeededFuture(execution);
-    }
-    StreamedExecution execution = new StreamedExecution(client, id, body, sink);
-    track(execution::abandon, execution.done());
-    return execution.start().map(started -> execution);
+      return execution.start().map(started -> execution);
+    });
   }
 
   private void track(Runnable abandon, Future<Void> done) {

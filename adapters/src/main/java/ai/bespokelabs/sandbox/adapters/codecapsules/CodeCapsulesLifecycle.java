@@ -18,18 +18,21 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
+import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Creating and deleting CodeCapsules sandboxes, and the health check. CodeCapsules has no list operation, so
- * {@link #list} fails ({@code feature_not_supported}): reconciliation then reports a partial outage and changes
- * nothing (it never marks a live sandbox missing), and orphans are not found; a create whose answer was lost
- * cannot be found by its create token either, so it is reported with outcome unknown and
- * {@code cleanup_status unknown} (the sandbox, if any, ends at its ttl).
+ * Creating and deleting CodeCapsules sandboxes, reconciliation and the health check. CodeCapsules has no list
+ * operation, so reconciliation looks up the sandboxes the gateway knows ({@link #list(List)}): vanished ones
+ * are found, orphans are not; a create whose answer was lost cannot be found by its create token either, so
+ * it is reported with outcome unknown and {@code cleanup_status unknown} (the sandbox, if any, ends at its
+ * ttl).
  */
 final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   private static final Logger LOG = LoggerFactory.getLogger(CodeCapsulesLifecycle.class);
@@ -37,21 +40,23 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   static final String META_SANDBOX = "bespoke_sandbox_id";
   static final String META_ORG = "bespoke_organization_id";
   static final String META_TOKEN = "bespoke_create_token";
+  /** How many sandboxes reconciliation looks up at once. */
+  static final int LOOKUPS = 4;
   /** How often a sandbox still starting is looked at again. */
   static final long POLL_MS = 250;
 
   private final CodeCapsulesClient client;
-  private final SandboxEnvs envs;
+  private final CodeCapsulesEnv envs;
 
-  CodeCapsulesLifecycle(CodeCapsulesClient client, SandboxEnvs envs) {
+  CodeCapsulesLifecycle(CodeCapsulesClient client, CodeCapsulesEnv envs) {
     this.client = client;
     this.envs = envs;
   }
 
   /**
    * {@code POST /sandboxes}; settings outside the documented limits, or with no CodeCapsules equivalent, are
-   * 422 before any call. The sandbox's env vars are kept by this node and passed to each execution (the create
-   * call takes none). A sandbox still starting is polled until it runs, within the request timeout.
+   * 422 before any call. A sandbox still starting is polled until it runs, within the request timeout; its env
+   * vars (the create call takes none) are then written into it and passed to each execution.
    */
   @Override
   public Future<String> create(CreateSandbox request) {
@@ -72,14 +77,19 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
                 Outcome.UNKNOWN)));
           }
           return running(id, CodeCapsulesWire.status(created), System.nanoTime()
-              + client.settings().requestTimeout().toNanos()).map(ok -> {
-                SandboxConfig c = request.config();
-                if (c != null && c.envVars() != null && !c.envVars().isEmpty()) {
-                  envs.put(id, c.envVars());
-                }
-                return id;
-              });
+              + client.settings().requestTimeout().toNanos()).compose(ok -> writeEnv(id, request)).map(id);
         });
+  }
+
+  /** Keeps the create's env vars in the sandbox ({@link CodeCapsulesEnv}); a sandbox without them is deleted. */
+  private Future<Void> writeEnv(String id, CreateSandbox request) {
+    SandboxConfig c = request.config();
+    return envs.write(id, c == null ? null : c.envVars()).recover(t -> delete(id, "create").transform(ar -> {
+      ProviderError e = t instanceof ProviderException p ? p.error()
+          : ProviderError.of(ErrorCode.CREATION_FAILED, CodeCapsulesClient.BACKEND, "create", false, Outcome.UNKNOWN);
+      return Future.failedFuture(new ProviderException(e.withContext("cleanup_status",
+          ar.succeeded() ? "deleted" : "unknown"), t));
+    }));
   }
 
   private static Map<String, String> marks(CreateSandbox request) {
@@ -192,15 +202,62 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   /** True when deleted, false when it was already gone. */
   private Future<Boolean> delete(String id, String op) {
     return client.call(HttpMethod.DELETE, CodeCapsulesWire.sandbox(id), null, op, 204, 200, 404).map(r -> {
-      envs.remove(id);
+      envs.forget(id);
       return r.statusCode() != 404;
     });
   }
 
-  /** CodeCapsules cannot list sandboxes: {@code feature_not_supported}, so reconciliation changes nothing. */
+  /** Without the gateway's resource ids nothing can be found: CodeCapsules cannot list sandboxes. */
   @Override
   public Future<List<Resource>> list() {
     return Future.failedFuture(CodeCapsulesClient.of(ErrorCode.FEATURE_NOT_SUPPORTED, "list", false, Outcome.FAILED));
+  }
+
+  /**
+   * CodeCapsules cannot list sandboxes, so the gateway's live ones ({@code known}) are looked up one by one
+   * ({@code GET /sandboxes/{id}}, {@link #LOOKUPS} at a time): each found is listed with its status, one
+   * answered 404 is left out (reconciliation then finds it missing). Any other failure fails the whole
+   * listing (a partial outage that changes nothing). Orphans, sandboxes the gateway does not know, stay unseen.
+   */
+  @Override
+  public Future<List<Resource>> list(List<String> known) {
+    List<Resource> found = new ArrayList<>(); // the lookups all complete on this context
+    Iterator<String> next = List.copyOf(new LinkedHashSet<>(known)).iterator();
+    List<Future<Void>> workers = new ArrayList<>();
+    for (int i = 0; i < LOOKUPS; i++) {
+      workers.add(lookUp(next, found));
+    }
+    return Future.all(workers).map(v -> List.copyOf(found));
+  }
+
+  /** Looks up the ids {@code next} still holds, one after the other. */
+  private Future<Void> lookUp(Iterator<String> next, List<Resource> found) {
+    if (!next.hasNext()) {
+      return Future.succeededFuture();
+    }
+    String id = next.next();
+    return client.call(HttpMethod.GET, CodeCapsulesWire.sandbox(id), null, "list", 200, 404).compose(r -> {
+      if (r.statusCode() == 200) {
+        JsonObject s = json(r, "list");
+        if (!(CodeCapsulesWire.metadata(s).getValue(META_SANDBOX) instanceof String sandboxId)) {
+          // without our mark the sandbox cannot be told apart from an orphan: nothing is judged
+          return Future.failedFuture(CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "list", false, Outcome.FAILED));
+        }
+        found.add(new Resource(id, sandboxId, status(CodeCapsulesWire.status(s)), null));
+      }
+      return lookUp(next, found);
+    });
+  }
+
+  /** CodeCapsules' status as reconciliation's: starting, running, stopping, stopped, error. */
+  static String status(String codecapsules) {
+    return switch (codecapsules == null ? "" : codecapsules) {
+      case "starting" -> "provisioning";
+      case "running" -> "running";
+      case "stopping" -> "stopping";
+      case "stopped" -> "terminated";
+      default -> "failed";
+    };
   }
 
   /** One authenticated lookup of a sandbox that cannot exist: 404 means the key and the API work. */

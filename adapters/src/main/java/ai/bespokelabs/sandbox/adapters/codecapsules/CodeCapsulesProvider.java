@@ -10,9 +10,9 @@ import java.util.Set;
 /**
  * The {@code codecapsules} backend: CodeCapsules' sandbox REST API through the Vert.x clients, non-blocking.
  * Its routes are not published; every assumption about them lives in {@link CodeCapsulesWire}. Node
- * independent: every operation works from the sandbox id alone (a sandbox's env vars excepted, see
- * {@link SandboxEnvs}). No list operation exists, so reconciliation and orphan cleanup cannot see this
- * backend's sandboxes; no snapshots, no adoption, no signals beyond ending a streamed command.
+ * independent: every operation works from the sandbox id alone (a sandbox's env vars are kept in it, see
+ * {@link CodeCapsulesEnv}). No list operation exists, so orphans cannot be found; no snapshots, no adoption,
+ * no signals beyond ending a streamed command.
  */
 public final class CodeCapsulesProvider implements Backend {
   public static final String BACKEND = "codecapsules";
@@ -23,7 +23,7 @@ public final class CodeCapsulesProvider implements Backend {
 
   public CodeCapsulesProvider(Vertx vertx, CodeCapsulesSettings settings) {
     this.client = new CodeCapsulesClient(vertx, settings);
-    SandboxEnvs envs = new SandboxEnvs();
+    CodeCapsulesEnv envs = new CodeCapsulesEnv(client);
     CodeCapsulesLifecycle lifecycle = new CodeCapsulesLifecycle(client, envs);
     this.executions = new CodeCapsulesExecutions(client, envs);
     this.parts = new Parts(lifecycle, executions, lifecycle, new CodeCapsulesFiles(client),

@@ -21,7 +21,8 @@ import java.util.stream.Collectors;
 
 /**
  * Executions: one Ray job each ({@code POST /api/jobs/}), its entrypoint the command line, its runtime env's
- * {@code env_vars} the sandbox's env and the execution's, its metadata our marks; then followed by
+ * {@code env_vars} the sandbox's env (from its anchor, {@link RaySandboxes}) and the execution's, its
+ * metadata our marks; then followed by
  * {@link RayExecution}. Ray gives a job no stdin: an execution asking to keep stdin open is refused.
  */
 final class RayExecutions implements Executions {
@@ -41,12 +42,11 @@ final class RayExecutions implements Executions {
       return Future.failedFuture(new ProviderException(ProviderError.of(ErrorCode.FEATURE_NOT_SUPPORTED,
           RayProvider.BACKEND, "stdin", false, ProviderError.Outcome.FAILED)));
     }
-    JsonObject body;
-    try {
-      body = submission(request, sandboxes.get(request.sandboxId()));
-    } catch (RuntimeException e) {
-      return Future.failedFuture(e);
-    }
+    return sandboxes.get(request.sandboxId(), "execute").compose(sandbox -> submit(request, sandbox, sink));
+  }
+
+  private Future<Execution> submit(ExecSandbox request, Sandbox sandbox, OutputSink sink) {
+    JsonObject body = submission(request, sandbox);
     String submissionId = body.getString("submission_id");
     long t0 = System.nanoTime();
     return client.expect("execute", true, HttpMethod.POST, RayJobs.JOBS, body)

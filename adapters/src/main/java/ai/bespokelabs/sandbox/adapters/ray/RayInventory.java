@@ -12,19 +12,17 @@ import java.util.Map;
 
 /**
  * Reconciliation and health. A sandbox's resource is the sandbox itself (its id is the resource id): it is
- * listed while this node holds it or while jobs carrying its id in their metadata exist (Ray lists every
- * job; ours are picked out here), so jobs of a sandbox the gateway no longer has are found as orphans.
- * Health is {@code GET /api/version}.
+ * listed while its anchor or any of its jobs exists at Ray (Ray lists every job; ours are picked out here by
+ * their metadata), so a sandbox the gateway no longer has is found as an orphan even when none of its jobs
+ * runs, and one whose anchor vanished is found missing. Health is {@code GET /api/version}.
  */
 final class RayInventory implements Inventory {
   private final RayClient client;
   private final RayJobs jobs;
-  private final RaySandboxes sandboxes;
 
-  RayInventory(RayClient client, RayJobs jobs, RaySandboxes sandboxes) {
+  RayInventory(RayClient client, RayJobs jobs) {
     this.client = client;
     this.jobs = jobs;
-    this.sandboxes = sandboxes;
   }
 
   @Override
@@ -36,20 +34,17 @@ final class RayInventory implements Inventory {
   }
 
   /**
-   * One resource per sandbox: {@code running} while this node holds it or one of its jobs is pending or
+   * One resource per sandbox: {@code running} while its anchor exists or one of its jobs is pending or
    * running, else {@code terminated} (only ended jobs are left of it). Ray reports no cost.
    */
   @Override
   public Future<List<Resource>> list() {
     return jobs.ours("list").map(found -> {
       Map<String, String> status = new LinkedHashMap<>();
-      for (String id : sandboxes.ids()) {
-        status.put(id, "running");
-      }
       for (JsonObject j : found) {
         String sandboxId = RaySandboxes.sandboxOf(j);
-        boolean active = !RaySandboxes.terminal(j.getString("status"));
-        status.merge(sandboxId, active ? "running" : "terminated",
+        boolean live = RaySandboxes.isAnchor(j) || !RaySandboxes.terminal(j.getString("status"));
+        status.merge(sandboxId, live ? "running" : "terminated",
             (a, b) -> a.equals("running") || b.equals("running") ? "running" : "terminated");
       }
       List<Resource> out = new ArrayList<>();

@@ -8,7 +8,6 @@ import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import io.vertx.core.Future;
-import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,9 +16,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A Ray sandbox is a working area on the cluster, not a Ray object: create checks the request and that the
- * cluster answers with our credentials ({@code GET /api/version}), then remembers what its jobs need;
- * destroy stops the sandbox's running jobs and deletes its ended ones.
+ * A Ray sandbox is a working area on the cluster, not a Ray object: create checks the request, then submits
+ * the sandbox's anchor job, which keeps what its jobs need on the cluster ({@link RaySandboxes}); destroy
+ * stops the sandbox's running jobs and deletes its ended ones, the anchor among them.
  */
 final class RayLifecycle implements Lifecycle {
   private static final Logger LOG = LoggerFactory.getLogger(RayLifecycle.class);
@@ -44,10 +43,7 @@ final class RayLifecycle implements Lifecycle {
     } catch (RuntimeException e) {
       return Future.failedFuture(e);
     }
-    return client.expect("create", false, HttpMethod.GET, "/api/version", null).map(r -> {
-      sandboxes.put(request.sandboxId(), sandbox);
-      return request.sandboxId();
-    });
+    return sandboxes.create(request.sandboxId(), sandbox).map(request.sandboxId());
   }
 
   /** What the sandbox's jobs get; what Ray cannot give a job is refused here, before any call. */
@@ -83,7 +79,6 @@ final class RayLifecycle implements Lifecycle {
   @Override
   public Future<SandboxDestroyed> destroy(DestroySandbox request) {
     String sandboxId = request.sandboxId();
-    boolean known = sandboxes.ids().contains(sandboxId);
     return jobs.of(sandboxId, "destroy").compose(found -> {
       List<Future<Boolean>> stops = new ArrayList<>();
       List<String> stopped = new ArrayList<>();
@@ -98,8 +93,8 @@ final class RayLifecycle implements Lifecycle {
           .compose(v -> stopped.isEmpty() ? Future.succeededFuture() : settle(stopped, STOP_WAIT_MS))
           .compose(v -> deleteEnded(all))
           .map(v -> {
-            sandboxes.remove(sandboxId);
-            return new SandboxDestroyed(!known && found.isEmpty());
+            sandboxes.forget(sandboxId);
+            return new SandboxDestroyed(found.isEmpty());
           });
     });
   }
@@ -117,7 +112,10 @@ final class RayLifecycle implements Lifecycle {
     });
   }
 
-  /** Deletes the sandbox's jobs that ended; one still running (Ray refuses) stays for reconciliation. */
+  /**
+   * Deletes the sandbox's jobs that ended; one still running (Ray refuses) stays, listed for reconciliation
+   * (its sandbox then an orphan, destroyed again).
+   */
   private Future<Void> deleteEnded(List<String> ids) {
     List<Future<Void>> deletes = new ArrayList<>();
     for (String id : ids) {

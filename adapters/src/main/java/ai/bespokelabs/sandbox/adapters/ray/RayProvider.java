@@ -13,14 +13,15 @@ import java.util.Set;
  * Vert.x HTTP and WebSocket clients, on the adapter's context).
  *
  * <ul>
- *   <li>lifecycle: a sandbox is a working area on the cluster, held by this node ({@link RayLifecycle}).
+ *   <li>lifecycle: a sandbox is a working area on the cluster with an anchor job holding what its jobs need
+ *       ({@link RayLifecycle}, {@link RaySandboxes}).
  *   <li>executions: one job per execution, its log tailed over a WebSocket ({@link RayExecutions},
  *       {@link RayExecution}).
  *   <li>inventory: our jobs by their metadata, and {@code GET /api/version} as health ({@link RayInventory}).
  * </ul>
  *
  * No files (the Jobs API has none: code reaches a cluster only as {@code runtime_env} packages fixed at
- * submit), no metrics, no snapshots. Node-bound: a sandbox's env values are held by the node that created it.
+ * submit), no metrics, no snapshots. Node independent: every node reads a sandbox from its anchor.
  */
 public final class RayProvider implements Backend {
   public static final String BACKEND = "ray";
@@ -31,9 +32,9 @@ public final class RayProvider implements Backend {
   public RayProvider(Vertx vertx, RaySettings settings) {
     this.client = new RayClient(vertx, settings);
     RayJobs jobs = new RayJobs(client);
-    RaySandboxes sandboxes = new RaySandboxes();
+    RaySandboxes sandboxes = new RaySandboxes(client, jobs);
     this.parts = new Parts(new RayLifecycle(client, jobs, sandboxes), new RayExecutions(client, jobs, sandboxes),
-        new RayInventory(client, jobs, sandboxes), null, null);
+        new RayInventory(client, jobs), null, null);
   }
 
   @Override
@@ -43,7 +44,7 @@ public final class RayProvider implements Backend {
 
   @Override
   public boolean nodeBound() {
-    return true;
+    return false;
   }
 
   @Override

@@ -12,6 +12,15 @@ public interface Inventory {
   Future<List<Resource>> list();
 
   /**
+   * As {@link #list()}, given the resource ids of the sandboxes the gateway holds live on this backend (this
+   * node's, for a node-bound one): every sandbox reconciliation judges is among them. A backend that cannot list
+   * looks these up one by one instead (a resource it does not find is missing; orphans stay unseen).
+   */
+  default Future<List<Resource>> list(List<String> known) {
+    return list();
+  }
+
+  /**
    * A real, cheap check that the backend can serve (local: spawn a process; cloud: an authenticated call).
    * Fails when not healthy; the reason never leaves the adapter.
    */

@@ -15,6 +15,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
+import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
@@ -242,6 +243,49 @@ class CodeCapsulesProviderTest {
   }
 
   @Test
+  void the_sandbox_env_is_kept_in_the_sandbox_and_read_once_by_a_node_that_does_not_know_it() throws Exception {
+    String rid = await(() -> provider.lifecycle().create(request(config(null, null, 600, null,
+        Map.of("GREETING", "kept inside", "OTHER", "x")))));
+    assertThat(sim.sandboxes().get(rid).workspace().resolve(CodeCapsulesEnv.PATH)).as("written at create").exists();
+    CodeCapsulesProvider other = provider(CodeCapsulesSimulator.API_KEY);
+    try {
+      String files = "GET /v1/sandboxes/" + rid + "/files";
+      long reads = sim.requests().stream().filter(files::equals).count();
+      Recording sink = new Recording(null);
+      await(() -> other.executions().start(new ExecSandbox("sbx", "exe_other", rid, null, null,
+          "echo \"$GREETING/$OTHER\"", null, Map.of("OTHER", "mine"), null, 30, 1 << 20, false, null, null), sink));
+      assertThat(sink.await().out()).as("the execution's env on top").isEqualTo("kept inside/mine\n");
+      Recording again = new Recording(null);
+      await(() -> other.executions().start(exec(rid, "echo \"$GREETING\"", 30, false), again));
+      assertThat(again.await().out()).isEqualTo("kept inside\n");
+      assertThat(sim.requests().stream().filter(files::equals).count() - reads).as("read once, then cached")
+          .isEqualTo(1);
+    } finally {
+      await(other::close);
+    }
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", rid)));
+
+    long uploads = sim.requests().stream().filter(r -> r.startsWith("PUT ")).count();
+    String plain = create();
+    assertThat(sim.requests().stream().filter(r -> r.startsWith("PUT ")).count()).as("no env, no file")
+        .isEqualTo(uploads);
+    Recording none = run(exec(plain, "echo \"${GREETING:-unset}\"", 30, false));
+    assertThat(none.out()).isEqualTo("unset\n");
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", plain)));
+  }
+
+  @Test
+  void a_sandbox_whose_env_cannot_be_written_is_deleted() {
+    int deletes = sim.deletes();
+    sim.faults().status(HttpMethod.PUT, "/v1/sandboxes/", 500, Map.of(), null, 1);
+    ProviderError e = providerError(catchThrowable(() -> await(() -> provider.lifecycle().create(request(config(null,
+        null, 600, null, Map.of("K", "v")))))));
+    assertThat(e.op()).isEqualTo("create");
+    assertThat(e.context()).containsEntry("cleanup_status", "deleted");
+    assertThat(sim.deletes()).isEqualTo(deletes + 1);
+  }
+
+  @Test
   void stdin_is_sent_whole_with_the_command_once_closed() throws Exception {
     String rid = create();
     Recording sink = new Recording(null);
@@ -426,6 +470,27 @@ class CodeCapsulesProviderTest {
       await(wrong::close);
       sim.clearViolations();
     }
+  }
+
+  @Test
+  void reconciliation_looks_up_the_known_sandboxes_one_by_one() {
+    CreateSandbox req = request(config(null, null, 600, null, Map.of()));
+    String kept = await(() -> provider.lifecycle().create(req));
+    String gone = create();
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", gone)));
+    List<Resource> listed = await(() -> provider.inventory().list(List.of(kept, gone, kept)));
+    assertThat(listed).as("the vanished one is left out, so it is found missing")
+        .containsExactly(new Resource(kept, req.sandboxId(), "running", null));
+    assertThat(await(() -> provider.inventory().list(List.of()))).isEmpty();
+    assertThat(CodeCapsulesLifecycle.status("starting")).isEqualTo("provisioning");
+    assertThat(CodeCapsulesLifecycle.status("stopped")).isEqualTo("terminated");
+    assertThat(CodeCapsulesLifecycle.status("error")).isEqualTo("failed");
+
+    sim.faults().status(HttpMethod.GET, "/v1/sandboxes/" + kept, 503, Map.of(), null, 1);
+    ProviderError outage = providerError(catchThrowable(() -> await(() -> provider.inventory().list(List.of(kept)))));
+    assertThat(outage.retryable()).isTrue();
+    assertThat(outage.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", kept)));
   }
 
   @Test

@@ -169,12 +169,22 @@ class RayProviderTest {
   }
 
   @Test
-  void create_checks_the_cluster_once_and_refuses_what_ray_cannot_give_before_any_call() {
-    long versions = sim.count(HttpMethod.GET, "/api/version");
+  void create_submits_one_anchor_job_and_refuses_what_ray_cannot_give_before_any_call() {
     long submits = sim.count(HttpMethod.POST, "/api/jobs/");
-    assertThat(ray.create(create("sbx_plain", config(null)))).isEqualTo("sbx_plain");
-    assertThat(sim.count(HttpMethod.GET, "/api/version") - versions).isEqualTo(1);
-    assertThat(sim.count(HttpMethod.POST, "/api/jobs/")).as("a sandbox is no job").isEqualTo(submits);
+    CreateSandbox request = create("sbx_plain", config(Map.of("SECRET_ISH", "v a l")));
+    assertThat(ray.create(request)).isEqualTo("sbx_plain");
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/") - submits).as("the anchor").isEqualTo(1);
+    String anchorId = RaySandboxes.anchorId("sbx_plain");
+    JsonObject anchor = sim.submitted(anchorId);
+    assertThat(anchor.getString("entrypoint")).isEqualTo("true");
+    assertThat(anchor.fieldNames()).as("the anchor holds no resources")
+        .doesNotContain("entrypoint_num_cpus", "entrypoint_memory", "entrypoint_num_gpus");
+    assertThat(anchor.getJsonObject("runtime_env").getJsonObject("env_vars").getMap())
+        .isEqualTo(Map.of("SECRET_ISH", "v a l"));
+    assertThat(anchor.getJsonObject("metadata").getMap()).isEqualTo(Map.of("bespokelabs.ai/managed", "true",
+        "bespokelabs.ai/sandbox-id", "sbx_plain", "bespokelabs.ai/role", "sandbox",
+        "bespokelabs.ai/organization-id", "org_test", "bespokelabs.ai/create-token", request.createToken(),
+        "bespokelabs.ai/cpus", "1.5", "bespokelabs.ai/memory-bytes", String.valueOf(512L << 20)));
     long before = sim.requests().size();
     SandboxConfig image = new SandboxConfig(null, null, null, null, null, null, "python:3.12", null, null, null, null,
         null, null, null, null);
@@ -186,6 +196,57 @@ class RayProviderTest {
         .hasMessageContaining("allow_internet");
     assertThat(sim.requests()).hasSize((int) before);
     assertThat(ray.destroy("sbx_plain")).isFalse();
+    assertThat(sim.job(anchorId)).as("the anchor went with the sandbox").isNull();
+  }
+
+  @Test
+  void another_node_reads_the_sandbox_from_its_anchor_once() {
+    SandboxConfig c = new SandboxConfig(null, 2.0, 256, null, "1", null, null, Map.of("WHO", "anchored"), null,
+        null, null, null, null, null, null);
+    CreateSandbox request = create("sbx_shared", c);
+    ray.create(request);
+    try (Driver other = driver(TOKEN, sim.url(), Duration.ofSeconds(10))) {
+      String anchorPath = "/api/jobs/" + RaySandboxes.anchorId("sbx_shared");
+      long reads = sim.count(HttpMethod.GET, anchorPath);
+      ExecSandbox first = command("sbx_shared", "echo $WHO", 10);
+      assertThat(other.exec(first).stdout()).isEqualTo("anchored\n");
+      assertThat(other.exec(command("sbx_shared", "echo again $WHO", 10)).stdout()).isEqualTo("again anchored\n");
+      assertThat(sim.count(HttpMethod.GET, anchorPath) - reads).as("read once, then cached").isEqualTo(1);
+      JsonObject sent = sim.submitted(RayExecutions.submissionId(first));
+      assertThat(sent.getDouble("entrypoint_num_cpus")).isEqualTo(2.0);
+      assertThat(sent.getLong("entrypoint_memory")).isEqualTo(256L << 20);
+      assertThat(sent.getInteger("entrypoint_num_gpus")).isEqualTo(1);
+      assertThat(sent.getJsonObject("metadata").getMap())
+          .containsEntry("bespokelabs.ai/organization-id", "org_test")
+          .containsEntry("bespokelabs.ai/create-token", request.createToken());
+      assertThat(other.destroy("sbx_shared")).isFalse();
+    }
+    assertThat(sim.jobs()).noneMatch(j -> "sbx_shared".equals(RaySandboxes.sandboxOf(j)));
+  }
+
+  @Test
+  void a_sandbox_without_an_anchor_is_not_found_and_runs_nothing() {
+    long submits = sim.count(HttpMethod.POST, "/api/jobs/");
+    ProviderError missing = error(() -> ray.exec(command("sbx_never_created", "true", 5)));
+    assertThat(missing.code()).isEqualTo(ErrorCode.NOT_FOUND);
+    assertThat(missing.op()).isEqualTo("execute");
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/")).isEqualTo(submits);
+  }
+
+  @Test
+  void a_create_whose_answer_is_lost_is_resolved_by_its_anchor_never_a_second_submit() {
+    long submits = sim.count(HttpMethod.POST, "/api/jobs/");
+    sim.faults().loseResponse(HttpMethod.POST, "/api/jobs/", 1);
+    assertThat(ray.create(create("sbx_lost", config(Map.of("K", "v"))))).isEqualTo("sbx_lost");
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/") - submits).isEqualTo(1);
+    assertThat(ray.exec(command("sbx_lost", "echo $K", 10)).stdout()).isEqualTo("v\n");
+    assertThat(ray.destroy("sbx_lost")).isFalse();
+
+    sim.faults().drop(HttpMethod.POST, "/api/jobs/", 1);
+    ProviderError gone = error(() -> ray.create(create("sbx_dropped", config(null))));
+    assertThat(gone.code()).isEqualTo(ErrorCode.CONNECTION);
+    assertThat(gone.outcome()).isEqualTo(ProviderError.Outcome.UNKNOWN);
+    assertThat(gone.context()).containsEntry("cleanup_status", "not_found");
   }
 
   @Test
@@ -409,10 +470,21 @@ class RayProviderTest {
     String orphan = sim.submitDirectly("sleep 30", new JsonObject().put("bespokelabs.ai/managed", "true")
         .put("bespokelabs.ai/sandbox-id", "sbx_orphan"));
     String foreign = sim.submitDirectly("sleep 30", new JsonObject().put("owner", "someone else"));
+    String idleAnchor = sim.submitDirectly("true", new JsonObject().put("bespokelabs.ai/managed", "true")
+        .put("bespokelabs.ai/sandbox-id", "sbx_idle_orphan").put("bespokelabs.ai/role", "sandbox"));
+    String ended = sim.submitDirectly("true", new JsonObject().put("bespokelabs.ai/managed", "true")
+        .put("bespokelabs.ai/sandbox-id", "sbx_ended"));
+    Waits.upTo(10).until(() -> RaySandboxes.terminal(sim.job(idleAnchor).getString("status"))
+        && RaySandboxes.terminal(sim.job(ended).getString("status")));
 
     List<Resource> listed = ray.list();
     assertThat(listed).contains(new Resource("sbx_listed", "sbx_listed", "running", null),
-        new Resource("sbx_orphan", "sbx_orphan", "running", null));
+        new Resource("sbx_orphan", "sbx_orphan", "running", null),
+        new Resource("sbx_idle_orphan", "sbx_idle_orphan", "running", null),
+        new Resource("sbx_ended", "sbx_ended", "terminated", null));
+    assertThat(ray.destroy("sbx_idle_orphan")).as("its anchor was there").isFalse();
+    assertThat(sim.job(idleAnchor)).isNull();
+    assertThat(ray.destroy("sbx_ended")).isFalse();
     assertThat(listed).noneMatch(r -> r.sandboxId() == null || r.sandboxId().isEmpty());
 
     assertThat(ray.destroy("sbx_orphan")).as("jobs of it were there").isFalse();

@@ -31,7 +31,8 @@ public final class Messages {
       FileOp.class,
       FileReply.class,
       MetricsRequest.class,
-      SandboxMetrics.class);
+      SandboxMetrics.class,
+      ListResources.class);
 
   private Messages() {}
 
@@ -49,6 +50,16 @@ public final class Messages {
    * terminated, failed; {@code providerCostUsd} the provider's own total when it reports one.
    */
   public record Resource(String resourceId, String sandboxId, String status, java.math.BigDecimal providerCostUsd) {}
+
+  /**
+   * A list request: the resource ids of the sandboxes the gateway holds live on the backend (on the node, for a
+   * node-bound one), taken before listing. A backend that cannot list looks these up one by one instead.
+   */
+  public record ListResources(List<String> knownResourceIds) {
+    public ListResources {
+      knownResourceIds = List.copyOf(knownResourceIds);
+    }
+  }
 
   /** The answer to a list request. */
   public record ResourceList(List<Resource> resources) {

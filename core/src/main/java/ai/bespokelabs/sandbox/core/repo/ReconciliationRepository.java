@@ -54,6 +54,19 @@ public final class ReconciliationRepository {
         });
   }
 
+  /** The resource ids of the live sandboxes of {@code backend} on {@code nodeId} (null: any node). */
+  public Future<List<String>> liveResourceIds(String backend, String nodeId) {
+    return pool.preparedQuery("SELECT provider_resource_id FROM sandboxes"
+            + " WHERE backend = $1 AND ($2::text IS NULL OR node_id = $2) AND status IN ('creating', 'running', 'stopping')"
+            + " AND provider_resource_id IS NOT NULL")
+        .execute(Tuple.of(backend, nodeId))
+        .map(rows -> {
+          List<String> out = new ArrayList<>();
+          rows.forEach(r -> out.add(r.getString(0)));
+          return out;
+        });
+  }
+
   /**
    * In one transaction: locks the organization's sandboxes of {@code backend} on {@code nodeId} (null: any node)
    * that were running before {@code runningBefore} (live ones, and ended ones whose resource is known), asks

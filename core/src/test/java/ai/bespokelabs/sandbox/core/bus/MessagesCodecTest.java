@@ -13,6 +13,7 @@ import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecStarted;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
+import ai.bespokelabs.sandbox.core.bus.Messages.ListResources;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
@@ -85,6 +86,7 @@ class MessagesCodecTest {
       new ResourceList(List.of(new Resource("res_1", "sbx_1", "running", new BigDecimal("0.012300")),
           new Resource("res_2", null, "terminated", null))),
       new ResourceList(List.of()),
+      new ListResources(List.of("res_1", "res_2")),
       new SnapshotSandbox("sbx_1", "org_1", "res_1"),
       new SnapshotTaken("snap_1"),
       new SetTimeout("sbx_1", "res_1", 3600),
