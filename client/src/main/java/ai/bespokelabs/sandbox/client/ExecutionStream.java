@@ -14,6 +14,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,6 +33,7 @@ public final class ExecutionStream implements Flow.Publisher<StreamEvent> {
   private final Transport transport;
   private final String path;
   private final int maxReconnects;
+  private final java.time.Duration heartbeat;
   private final Queue<StreamEvent> queue = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
   private final AtomicLong demand = new AtomicLong();
@@ -47,12 +49,14 @@ public final class ExecutionStream implements Flow.Publisher<StreamEvent> {
   private volatile Throwable failure;
   private int failedTries;
 
-  ExecutionStream(Transport transport, String sandboxId, String executionId, long after, int maxReconnects) {
+  ExecutionStream(Transport transport, String sandboxId, String executionId, long after, int maxReconnects,
+      java.time.Duration heartbeat) {
     this.transport = transport;
     this.path = "/v1/sandboxes/" + Transport.segment(sandboxId) + "/executions/" + Transport.segment(executionId)
         + "/ws";
     this.lastSeq = after;
     this.maxReconnects = maxReconnects;
+    this.heartbeat = heartbeat;
   }
 
   /**
@@ -252,63 +256,118 @@ public final class ExecutionStream implements Flow.Publisher<StreamEvent> {
     } while (wip.decrementAndGet() != 0);
   }
 
+  /**
+   * One connection. It ends once (by a close, an error, a failed ping or silence) and then asks for the next:
+   * pings every heartbeat find a connection that died without a word (a cut cable, a proxy that dropped it),
+   * which the JDK's WebSocket does not always report.
+   */
   private final class Listener implements WebSocket.Listener {
     private final StringBuilder text = new StringBuilder();
+    private final AtomicBoolean gone = new AtomicBoolean();
+    private volatile long lastHeard = System.nanoTime();
+    private volatile CompletableFuture<WebSocket> ping = CompletableFuture.completedFuture(null);
+    private WebSocket ws;
 
     @Override
-    public void onOpen(WebSocket ws) {
-      socket = ws;
+    public void onOpen(WebSocket webSocket) {
+      ws = webSocket;
+      socket = webSocket;
       if (cancelled) {
-        ws.abort();
+        webSocket.abort();
         return;
       }
-      ws.request(1);
+      webSocket.request(1);
+      later(this::beat);
     }
 
     @Override
-    public CompletionStage<?> onText(WebSocket ws, CharSequence data, boolean last) {
+    public CompletionStage<?> onText(WebSocket webSocket, CharSequence data, boolean last) {
+      lastHeard = System.nanoTime();
       text.append(data);
-      if (last && ws == socket) {
+      if (last) {
         JsonNode f = Json.tree(text.toString());
         text.setLength(0);
-        frame(f);
+        if (!gone.get()) {
+          frame(f);
+        }
       }
-      more(ws);
+      more(webSocket);
       return null;
     }
 
     @Override
-    public CompletionStage<?> onBinary(WebSocket ws, ByteBuffer data, boolean last) {
-      more(ws);
+    public CompletionStage<?> onBinary(WebSocket webSocket, ByteBuffer data, boolean last) {
+      lastHeard = System.nanoTime();
+      more(webSocket);
       return null;
     }
 
     @Override
-    public CompletionStage<?> onClose(WebSocket ws, int statusCode, String reason) {
-      if (ws == socket && !done) {
-        reconnect(new java.io.IOException("closed with " + statusCode + " " + reason));
-      }
+    public CompletionStage<?> onPong(WebSocket webSocket, ByteBuffer message) {
+      lastHeard = System.nanoTime();
+      more(webSocket);
       return null;
     }
 
     @Override
-    public void onError(WebSocket ws, Throwable error) {
-      if (ws == socket && !done) {
-        reconnect(error);
+    public CompletionStage<?> onClose(WebSocket webSocket, int statusCode, String reason) {
+      drop(new java.io.IOException("closed with " + statusCode + " " + reason));
+      return null;
+    }
+
+    @Override
+    public void onError(WebSocket webSocket, Throwable error) {
+      drop(error);
+    }
+
+    private void beat() {
+      if (gone.get() || done || cancelled) {
+        return;
+      }
+      if (paused == ws) {
+        lastHeard = System.nanoTime(); // not reading on purpose: the subscriber is behind
+      } else if (System.nanoTime() - lastHeard > 3 * heartbeat.toNanos()) {
+        drop(new java.io.IOException("no answer from the gateway for " + 3 * heartbeat.toMillis() + " ms"));
+        return;
+      }
+      if (ping.isDone()) {
+        ping = ws.sendPing(ByteBuffer.allocate(0)).whenComplete((w, e) -> {
+          if (e != null) {
+            drop(e);
+          }
+        });
+      }
+      later(this::beat);
+    }
+
+    private void later(Runnable task) {
+      CompletableFuture.delayedExecutor(heartbeat.toMillis(), TimeUnit.MILLISECONDS).execute(task);
+    }
+
+    /** Ends this connection, once, and resumes on a new one unless the stream is over. */
+    private void drop(Throwable cause) {
+      if (!gone.compareAndSet(false, true)) {
+        return;
+      }
+      if (ws != null) {
+        ws.abort();
+      }
+      if (!done && !cancelled) {
+        reconnect(cause);
       }
     }
 
-    private void more(WebSocket ws) {
-      if (done || cancelled) {
+    private void more(WebSocket webSocket) {
+      if (done || cancelled || gone.get()) {
         return;
       }
       if (queued.get() < HIGH_WATER) {
-        ws.request(1);
+        webSocket.request(1);
       } else {
-        paused = ws;
-        if (queued.get() < LOW_WATER && paused == ws) {
+        paused = webSocket;
+        if (queued.get() < LOW_WATER && paused == webSocket) {
           paused = null;
-          ws.request(1);
+          webSocket.request(1);
         }
       }
     }

@@ -41,10 +41,12 @@ public final class SandboxClient {
 
   private final Transport t;
   private final int streamReconnects;
+  private final Duration streamHeartbeat;
 
-  private SandboxClient(Transport transport, int streamReconnects) {
+  private SandboxClient(Transport transport, int streamReconnects, Duration streamHeartbeat) {
     this.t = transport;
     this.streamReconnects = streamReconnects;
+    this.streamHeartbeat = streamHeartbeat;
   }
 
   public static Builder builder() {
@@ -59,6 +61,7 @@ public final class SandboxClient {
     private Duration connectTimeout = Duration.ofSeconds(10);
     private Retry retry = Retry.DEFAULT;
     private int streamReconnects = 10;
+    private Duration streamHeartbeat = Duration.ofSeconds(5);
     private HttpClient http;
 
     /** The gateway's base URL, such as {@code http://127.0.0.1:8000}. */
@@ -96,6 +99,15 @@ public final class SandboxClient {
       return this;
     }
 
+    /**
+     * How often a stream pings the gateway (5 s by default); a connection silent for three of these is taken
+     * for dropped and resumed on a new one.
+     */
+    public Builder streamHeartbeat(Duration value) {
+      this.streamHeartbeat = value;
+      return this;
+    }
+
     /** An HTTP client of your own (its executor, proxy, TLS settings); otherwise one is made. */
     public Builder httpClient(HttpClient value) {
       this.http = value;
@@ -108,7 +120,8 @@ public final class SandboxClient {
       }
       HttpClient client = http != null ? http : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
           .connectTimeout(connectTimeout).followRedirects(HttpClient.Redirect.NEVER).build();
-      return new SandboxClient(new Transport(client, url, apiKey, timeout, retry), streamReconnects);
+      return new SandboxClient(new Transport(client, url, apiKey, timeout, retry), streamReconnects,
+          streamHeartbeat);
     }
   }
 
@@ -212,7 +225,7 @@ public final class SandboxClient {
 
   /** The execution's events after sequence number {@code afterSeq}. */
   public ExecutionStream stream(String sandboxId, String executionId, long afterSeq) {
-    return new ExecutionStream(t, sandboxId, executionId, afterSeq, streamReconnects);
+    return new ExecutionStream(t, sandboxId, executionId, afterSeq, streamReconnects, streamHeartbeat);
   }
 
   /** Writes bytes to the stdin of an execution started with {@code stdin} true. */

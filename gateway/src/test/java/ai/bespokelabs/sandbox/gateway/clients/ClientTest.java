@@ -26,6 +26,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -50,7 +51,7 @@ class ClientTest {
   static void setUp() {
     key = gw.bootstrap("client-test");
     proxy = new CuttingProxy(URI.create(gw.base).getPort());
-    client = SandboxClient.builder().url(proxy.url()).apiKey(key).build();
+    client = SandboxClient.builder().url(proxy.url()).apiKey(key).streamHeartbeat(Duration.ofSeconds(1)).build();
   }
 
   @Test
@@ -74,11 +75,17 @@ class ClientTest {
     assertThat(catStream.result().get(30, TimeUnit.SECONDS).exitCode()).isZero();
     assertThat(catOut.stdout()).isEqualTo("hello\ndone\n");
 
-    // a stream cut in the middle resumes where it was: every line exactly once, in order
-    Execution lines = client.start(sbx.id(),
-        ExecuteRequest.shell("for i in $(seq 1 400); do echo line $i; sleep 0.005; done"));
+    // a stream cut in the middle resumes where it was: every line exactly once, in order. The program prints
+    // half its lines, waits for a file the test writes once it cut the connection, then prints the rest.
+    Execution lines = client.start(sbx.id(), ExecuteRequest.shell("for i in $(seq 1 200); do echo line $i; done;"
+        + " while [ ! -f go ]; do sleep 0.05; done; for i in $(seq 201 400); do echo line $i; done"));
     ExecutionStream stream = client.stream(sbx.id(), lines.id());
-    Collector out = Collector.subscribe(stream, c -> c.chunks == 40 ? proxy::cut : null);
+    SandboxClient direct = SandboxClient.builder().url(gw.base).apiKey(key).build();
+    Collector out = Collector.subscribe(stream, c -> c.stdout.toString(StandardCharsets.UTF_8).endsWith("line 200\n")
+        ? () -> {
+          proxy.cut();
+          direct.upload(sbx.id(), "go", new ByteArrayInputStream(new byte[0]), false);
+        } : null);
     ExecutionResult result = stream.result().get(60, TimeUnit.SECONDS);
     assertThat(out.done.await(10, TimeUnit.SECONDS)).isTrue();
     assertThat(result.exitCode()).isZero();
@@ -133,6 +140,17 @@ class ClientTest {
           assertThat(e.status()).isEqualTo(404);
           assertThat(e.getMessage()).isEqualTo("sandbox not found");
         });
+    Sandbox sbx = client.create(CreateSandbox.on("local"), "same-launch");
+    assertThat(client.create(CreateSandbox.on("local"), "same-launch").id()).isEqualTo(sbx.id());
+    ExecutionStream unknown = client.stream(sbx.id(), "exe_00000000000000000000000000000000");
+    Collector.subscribe(unknown, null);
+    assertThatThrownBy(() -> unknown.result().get(30, TimeUnit.SECONDS)).cause()
+        .isInstanceOfSatisfying(SandboxException.class, e -> {
+          assertThat(e.status()).isEqualTo(404);
+          assertThat(e.getMessage()).isEqualTo("execution not found");
+        });
+    client.destroy(sbx.id());
+
     assertThat(gw.post("/v1/presets", key, new JsonObject().put("name", "broken")
         .put("setup_commands", new JsonArray().add("exit 3"))).status()).isEqualTo(201);
 
