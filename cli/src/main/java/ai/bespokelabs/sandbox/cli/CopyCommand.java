@@ -78,6 +78,9 @@ final class CopyCommand implements Callable<Integer> {
         Progress p = new Progress(ctx.err, "download " + file.name(), file.size(), !ctx.json);
         bytes = download(target, out -> client.download(id, path, p.wrap(out)));
         p.finish();
+        if (file.mode() != null && (Integer.parseInt(file.mode(), 8) & 0111) != 0) {
+          target.toFile().setExecutable(true);
+        }
       }
     }
     if (ctx.json) {

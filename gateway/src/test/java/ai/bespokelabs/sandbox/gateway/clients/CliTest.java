@@ -138,12 +138,14 @@ class CliTest {
     String id = create();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     CompletableFuture<Run> running = CompletableFuture.supplyAsync(() -> run(env(true), "", out, "exec", id,
-        "--no-stdin", "--", "for i in $(seq 1 300); do echo line $i; sleep 0.01; done"));
+        "--no-stdin", "--", "for i in $(seq 1 150); do echo line $i; done; while [ ! -f go ]; do sleep 0.05; done;"
+        + " for i in $(seq 151 300); do echo line $i; done"));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (!out.toString(StandardCharsets.UTF_8).contains("line 30\n") && System.nanoTime() < deadline) {
+    while (!out.toString(StandardCharsets.UTF_8).contains("line 150\n") && System.nanoTime() < deadline) {
       Thread.sleep(5);
     }
     proxy.cut();
+    assertThat(gw.send("PUT", "/v1/sandboxes/" + id + "/files/content?path=go", key, "").status()).isEqualTo(201);
     Run r = running.get(60, TimeUnit.SECONDS);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out().lines().toList())
@@ -190,6 +192,10 @@ class CliTest {
     assertThat(new JsonObject(back.out()).getString("kind")).isEqualTo("directory");
     assertThat(Files.readString(tmp.resolve("copy/sub/a.txt"))).isEqualTo("alpha\n");
     assertThat(Files.isExecutable(tmp.resolve("copy/run.sh"))).isTrue();
+    assertThat(run("", "cp", id + ":work/run.sh", tmp.resolve("one.sh").toString()).code()).isZero();
+    assertThat(Files.readString(tmp.resolve("one.sh"))).isEqualTo("#!/bin/sh\necho ran\n");
+    assertThat(Files.isExecutable(tmp.resolve("one.sh"))).isTrue();
+    assertThat(Files.isExecutable(tmp.resolve("back.bin"))).isFalse();
   }
 
   @Test
