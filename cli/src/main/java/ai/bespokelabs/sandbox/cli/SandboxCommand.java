@@ -95,7 +95,8 @@ public final class SandboxCommand implements Runnable {
           + ", limit " + p.limit() + ", HTTP " + p.status() + ")";
     }
     if (t instanceof SandboxException s) {
-      return s.getMessage() + (s.code() != null ? " (code " + s.code() + ", HTTP " : " (HTTP ") + s.status() + ")";
+      String status = s.status() > 0 ? "HTTP " + s.status() : "stream error";
+      return s.getMessage() + (s.code() != null ? " (code " + s.code() + ", " : " (") + status + ")";
     }
     if (t instanceof CliException) {
       return t.getMessage();

@@ -191,7 +191,7 @@ public final class ExecutionStream implements Flow.Publisher<StreamEvent> {
       }
       case "error" -> {
         if (seq < 0) {
-          fail(new SandboxException(0, f.path("message").asText("stream error"), "stream_error", false, f));
+          fail(new SandboxException(0, f.path("message").asText("stream error"), null, false, f));
         }
         // with a seq the gateway dropped this client for reading too slowly: the close that follows resumes
       }

@@ -7,7 +7,8 @@ import java.util.Map;
  * An error answer of the gateway ({@code {"detail": ...}}), with its HTTP status. A plain message detail (401,
  * 403, 404, 409, 422) gives this class with {@link #code()} null; a provider failure gives
  * {@link ProviderException}, a policy refusal {@link PolicyDeniedException}, and a FastAPI-style validation
- * list this class with the list as {@link #detail()}.
+ * list this class with the list as {@link #detail()} (and its messages joined as the message). An {@code error}
+ * event that ends a stream gives this class with status 0.
  */
 public class SandboxException extends RuntimeException {
   private static final long serialVersionUID = 1L;
@@ -25,7 +26,7 @@ public class SandboxException extends RuntimeException {
     this.detail = detail;
   }
 
-  /** The HTTP status of the answer. */
+  /** The HTTP status of the answer (0 for an error event of a stream). */
   public int status() {
     return status;
   }
@@ -73,7 +74,7 @@ public class SandboxException extends RuntimeException {
           m.append(" (").append(e.path("loc").toString()).append(')');
         }
       }
-      return new SandboxException(status, m.toString(), "validation_error", false, detail);
+      return new SandboxException(status, m.toString(), null, false, detail);
     }
     if ("policy_denied".equals(detail.path("code").asText())) {
       return new PolicyDeniedException(status, detail);

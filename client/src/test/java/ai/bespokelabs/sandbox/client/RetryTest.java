@@ -122,6 +122,24 @@ class RetryTest {
   }
 
   @Test
+  void aValidationListJoinsItsMessages() {
+    failuresLeft.set(1);
+    failureStatus = 422;
+    failure = """
+        {"detail":[{"type":"int_parsing","loc":["body","timeout_secs"],"msg":"Input should be a valid integer",
+        "input":"x"}]}""";
+
+    assertThatThrownBy(() -> client().create(CreateSandbox.on("local")))
+        .isExactlyInstanceOf(SandboxException.class)
+        .hasMessage("Input should be a valid integer ([\"body\",\"timeout_secs\"])")
+        .satisfies(e -> {
+          assertThat(((SandboxException) e).status()).isEqualTo(422);
+          assertThat(((SandboxException) e).code()).isNull();
+          assertThat(((SandboxException) e).detail().isArray()).isTrue();
+        });
+  }
+
+  @Test
   void aPolicyRefusalIsAPolicyDeniedException() {
     failuresLeft.set(1);
     failureStatus = 403;
