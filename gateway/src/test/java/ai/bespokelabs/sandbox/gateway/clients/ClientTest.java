@@ -119,6 +119,56 @@ class ClientTest {
   }
 
   @Test
+  void aSubscriberThatWaitsLosesNothingAndBytesArriveAsTheyWere() throws Exception {
+    Sandbox sbx = client.create(CreateSandbox.on("local"));
+    Execution lines = client.start(sbx.id(), ExecuteRequest.shell(
+        "for i in $(seq 1 2000); do echo line $i; done; printf '\\000\\001\\377' >&2"));
+    ExecutionStream stream = client.stream(sbx.id(), lines.id());
+    List<StreamEvent> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+    CountDownLatch subscribed = new CountDownLatch(1);
+    Flow.Subscription[] subscription = new Flow.Subscription[1];
+    stream.subscribe(new Flow.Subscriber<>() {
+      @Override
+      public void onSubscribe(Flow.Subscription s) {
+        subscription[0] = s;
+        subscribed.countDown();
+      }
+
+      @Override
+      public void onNext(StreamEvent e) {
+        events.add(e);
+      }
+
+      @Override
+      public void onError(Throwable t) {
+      }
+
+      @Override
+      public void onComplete() {
+      }
+    });
+    assertThat(subscribed.await(10, TimeUnit.SECONDS)).isTrue();
+    Thread.sleep(4000); // four heartbeats without a request: the stream must wait, not drop and resume
+    subscription[0].request(Long.MAX_VALUE);
+    ExecutionResult result = stream.result().get(60, TimeUnit.SECONDS);
+
+    assertThat(result.exitCode()).isZero();
+    assertThat(stream.connections()).isEqualTo(1);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    for (StreamEvent e : events) {
+      if (e instanceof StreamEvent.OutputChunk c) {
+        (c.isStderr() ? err : out).writeBytes(c.data());
+      }
+    }
+    assertThat(out.toString(StandardCharsets.UTF_8).lines().toList())
+        .containsExactlyElementsOf(IntStream.rangeClosed(1, 2000).mapToObj(i -> "line " + i).toList());
+    assertThat(err.toByteArray()).containsExactly(0, 1, 0xff);
+    assertThat(events.get(events.size() - 1)).isInstanceOf(StreamEvent.Exit.class);
+    client.destroy(sbx.id());
+  }
+
+  @Test
   void listingPagesThroughEverySandbox() {
     String own = gw.bootstrap("client-paging");
     SandboxClient c = SandboxClient.builder().url(gw.base).apiKey(own).build();
