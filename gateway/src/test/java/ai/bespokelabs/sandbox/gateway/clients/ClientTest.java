@@ -74,6 +74,10 @@ class ClientTest {
     Collector catOut = Collector.subscribe(catStream, null);
     assertThat(catStream.result().get(30, TimeUnit.SECONDS).exitCode()).isZero();
     assertThat(catOut.stdout()).isEqualTo("hello\ndone\n");
+    Execution ended = client.execution(sbx.id(), cat.id());
+    assertThat(ended.status()).isEqualTo("completed");
+    assertThat(ended.exitCode()).isZero();
+    assertThat(ended.stdin()).isTrue();
 
     // a stream cut in the middle resumes where it was: every line exactly once, in order. The program prints
     // half its lines, waits for a file the test writes once it cut the connection, then prints the rest.
