@@ -279,6 +279,18 @@ await check("compose.yaml: every variable it needs is in .env.example, which hol
   assert(Object.values(services).some((s) => s.env_file === ".env"), "the gateways read deploy/.env");
 });
 
+await check("proxy/haproxy.cfg passes haproxy -c", () => {
+  const haproxy = onPath("haproxy") ? "haproxy" : ["/usr/sbin/haproxy"].find((p) => existsSync(p));
+  if (!haproxy) {
+    return "skipped: no haproxy";
+  }
+  const r = run(haproxy, ["-c", "-f", join(deploy, "proxy/haproxy.cfg")]);
+  // the servers' names resolve only on the compose network
+  const said = (r.stdout + r.stderr).split("\n")
+    .filter((l) => /\[(WARNING|ALERT)\]/.test(l) && !/could not resolve address 'gateway-\d+'/.test(l));
+  assert(r.status === 0 && said.length === 0, said.join("; ") || `exit ${r.status}`);
+});
+
 // ---------------------------------------------------------------- Dockerfile and systemd
 await check("docker/Dockerfile: copies what exists, runs the jar as non-root on a JRE 21+, checks /healthz", () => {
   const text = read(join(deploy, "docker/Dockerfile")).replace(/\\\n/g, " ");
