@@ -73,6 +73,13 @@ function onPath(command) {
   return run("sh", ["-c", `command -v ${command}`]).status === 0;
 }
 
+/** In a container the host backends would run tenants' programs as the gateway's own user. */
+function assertCloudOnly(allowed, where) {
+  const list = (allowed ?? "").split(",").map((b) => b.trim());
+  assert(allowed && !list.some((b) => ["local", "bwrap", "safehouse"].includes(b)),
+    `${where} must set BESPOKE_ALLOWED_BACKENDS to cloud backends only (it is ${allowed})`);
+}
+
 const matches = (selector, labels) =>
   Object.entries(selector ?? {}).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
@@ -173,6 +180,7 @@ await check("kubernetes: settings are the gateway's, per-pod ones from the downw
   assert(env.BESPOKE_NODE_ID === "metadata.name", "BESPOKE_NODE_ID must be the pod name");
   assert(config.HOST === "0.0.0.0", "HOST must be 0.0.0.0 so the probes and Services reach the pod");
   assert(config.BESPOKE_CLUSTER === "true" && config.BESPOKE_CLUSTER_KUBERNETES === "true", "clustering is off");
+  assertCloudOnly(config.BESPOKE_ALLOWED_BACKENDS, "the ConfigMap");
   for (const key of ["BESPOKE_DATABASE_URL", "BESPOKE_API_KEY_PEPPER", "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN"]) {
     assert(secret.stringData?.[key], `the Secret template lacks ${key}`);
     assert(!(key in config), `${key} is a secret, not a ConfigMap entry`);
@@ -277,6 +285,7 @@ await check("compose.yaml: every variable it needs is in .env.example, which hol
   const filled = Object.entries(given).filter(([k, v]) => /PASSWORD|PEPPER|TOKEN|KEY|SECRET/.test(k) && v !== "");
   assert(filled.length === 0, `${filled.map(([k]) => k)} must be left empty`);
   assert(Object.values(services).some((s) => s.env_file === ".env"), "the gateways read deploy/.env");
+  assertCloudOnly(given.BESPOKE_ALLOWED_BACKENDS, ".env.example");
 });
 
 await check("proxy/haproxy.cfg passes haproxy -c", () => {
