@@ -1,7 +1,7 @@
 // Checks deploy/ without a cluster or a container engine: every YAML file parses (strictly: no duplicate
-// keys), every Kubernetes object validates against the schema of its kind (kubernetes-models), the compose
-// file against the Compose specification (dclint), the systemd unit with systemd-analyze when there is one,
-// and the files agree with each other and with the gateway (setting names, probes, ports, labels, grace
+// keys), every Kubernetes object validates against the schema of its kind (kubernetes-models, and no field
+// its kind lacks), the compose file against the Compose specification (dclint), the proxy's configuration
+// with haproxy -c and the systemd unit with systemd-analyze when they are there, and the files agree with each other and with the gateway (setting names, probes, ports, labels, grace
 // periods). Prints one line per check and "deploy: N passed, N failed"; exits 1 when any failed.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
+import { unknownFields } from "./unknown-fields.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const deploy = join(here, "..");
@@ -106,6 +107,8 @@ for (const { file, doc } of objects.filter((o) => o.doc.kind !== "Kustomization"
       throw new Error(`unknown kind ${doc.apiVersion} ${doc.kind}`);
     }
     new model(doc).validate();
+    const unknown = unknownFields(doc);
+    assert(unknown.length === 0, unknown.join("; "));
     assert(doc.metadata?.name, "metadata.name is required");
   });
 }
