@@ -1,8 +1,9 @@
 // Checks deploy/ without a cluster or a container engine: every YAML file parses (strictly: no duplicate
 // keys), every Kubernetes object validates against the schema of its kind (kubernetes-models, and no field
 // its kind lacks), the compose file against the Compose specification (dclint), the proxy's configuration
-// with haproxy -c and the systemd unit with systemd-analyze when they are there, and the files agree with each other and with the gateway (setting names, probes, ports, labels, grace
-// periods). Prints one line per check and "deploy: N passed, N failed"; exits 1 when any failed.
+// with haproxy -c and the systemd unit with systemd-analyze when they are there, and the files agree with
+// each other and with the gateway (setting names, probes, ports, labels, grace periods). Prints one line
+// per check and "deploy: N passed, N failed"; exits 1 when any failed.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
