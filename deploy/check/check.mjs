@@ -17,8 +17,8 @@ const deploy = join(here, "..");
 const root = join(deploy, "..");
 const kube = join(deploy, "kubernetes");
 
-// The clustering settings (issue "many nodes, one gateway"), read by the gateway besides the names of
-// core/.../config/Variables.java.
+// The clustering settings, accepted as long as core/.../config/Variables.java names none of them (they are
+// being added there); once it has BESPOKE_CLUSTER, only its own table counts, so a name that differs fails.
 const CLUSTER_SETTINGS = ["BESPOKE_CLUSTER", "BESPOKE_CLUSTER_HOST", "BESPOKE_CLUSTER_PORT", "BESPOKE_CLUSTER_MEMBERS",
   "BESPOKE_CLUSTER_KUBERNETES", "BESPOKE_CLUSTER_SERVICE", "BESPOKE_DRAIN_SECS"];
 
@@ -59,7 +59,7 @@ function knownSettings() {
   const source = read(join(root, "core/src/main/java/ai/bespokelabs/sandbox/core/config/Variables.java"));
   const names = [...source.matchAll(/"([A-Z][A-Z0-9_]+)", "[a-zA-Z.]+"/g)].map((m) => m[1]);
   assert(names.includes("BESPOKE_DATABASE_URL"), "cannot read the setting names of Variables.java");
-  return new Set([...names, ...CLUSTER_SETTINGS]);
+  return new Set(names.includes("BESPOKE_CLUSTER") ? names : [...names, ...CLUSTER_SETTINGS]);
 }
 
 function assertKnown(names, where, known) {
