@@ -323,6 +323,15 @@ await check("docker/Dockerfile: copies what exists, runs the jar as non-root on 
   assert(jar && lines.some((l) => l.startsWith("ENTRYPOINT") && l.includes(jar)), "the ENTRYPOINT does not run the copied jar");
 });
 
+await check("the env templates name only settings the gateway reads", () => {
+  const known = knownSettings();
+  for (const file of [".env.example", "systemd/sandbox-gateway.env.example"]) {
+    const names = [...read(join(deploy, file)).matchAll(/^(?:# )?([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]);
+    assert(names.length > 0, `${file} names no setting`);
+    assertKnown(names, file, known);
+  }
+});
+
 await check("systemd/sandbox-gateway.service passes systemd-analyze verify", () => {
   if (!onPath("systemd-analyze")) {
     return "skipped: no systemd-analyze";
