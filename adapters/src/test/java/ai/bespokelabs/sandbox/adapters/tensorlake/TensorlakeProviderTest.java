@@ -10,8 +10,11 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -26,6 +29,7 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -84,6 +88,11 @@ class TensorlakeProviderTest {
   static ExecSandbox command(String command, int timeoutSecs, boolean keepStdin) {
     return new ExecSandbox("sbx_main", "exe_" + UUID.randomUUID().toString().replace("-", ""), sandbox, null, null,
         command, null, Map.of(), null, timeoutSecs, 1 << 20, keepStdin, null, null);
+  }
+
+  static ExecSandbox commandIn(String resourceId, String command) {
+    return new ExecSandbox("sbx_other", "exe_" + UUID.randomUUID().toString().replace("-", ""), resourceId, null,
+        null, command, null, Map.of(), null, 10, 1 << 20, false, null, null);
   }
 
   static FileOp op(String kind, String path, boolean recursive) {
@@ -317,5 +326,91 @@ class TensorlakeProviderTest {
         .containsExactly("sbx_orphan");
     sim.vanish(orphan);
     sim.vanish(foreign);
+  }
+
+  @Test
+  void output_arrives_as_the_daemons_text_lines_not_as_bytes() {
+    // the daemon has no byte-exact output: a line is a JSON string, so what is not UTF-8 arrives replaced
+    // (U+FFFD in the simulator) and a last line without a newline gains one
+    ExecResult r = provider.exec(command("printf 'a\\377b\\nlast'; printf 'e\\376' >&2", 10, false));
+    assertThat(r.stdout()).isEqualTo("a\uFFFDb\nlast\n");
+    assertThat(r.stderr()).isEqualTo("e\uFFFD\n");
+    assertThat(r.exitCode()).isZero();
+  }
+
+  @Test
+  void readiness_is_polled_at_once_then_after_pauses_doubling_from_two_ms_to_a_second() {
+    List<Long> pauses = new ArrayList<>();
+    long pause = 0;
+    for (int i = 0; i < 12; i++) {
+      pause = TensorlakeLifecycle.nextPause(pause);
+      pauses.add(pause);
+    }
+    assertThat(pauses).containsExactly(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1000L, 1000L, 1000L);
+    long gets = sim.count(HttpMethod.GET, "/sandboxes/tl-.*");
+    String id = provider.create(create("sbx_quick", config(null)));
+    assertThat(sim.count(HttpMethod.GET, "/sandboxes/" + id)).as("polled until running").isGreaterThanOrEqualTo(1);
+    assertThat(sim.count(HttpMethod.GET, "/sandboxes/tl-.*")).isGreaterThan(gets);
+    provider.destroy(new DestroySandbox("sbx_quick", id));
+  }
+
+  @Test
+  void metrics_are_tensorlakes_resources_and_the_daemons_process_count() throws Exception {
+    SandboxConfig sized = new SandboxConfig(null, 2.0, 2048, 4096, null, 600, null, Map.of(), false, null, null,
+        null, null, null, null);
+    String id = provider.create(create("sbx_metrics", sized));
+    MetricsRequest req = new MetricsRequest("sbx_metrics", id, 2048, 4096);
+    assertThat(provider.metrics(req)).as("nothing runs yet; Tensorlake reports no use")
+        .isEqualTo(new SandboxMetrics(null, null, 2048.0, null, 4096.0, 0));
+    Slow sink = new Slow();
+    BlockingTensorlake.Handle h = provider.start(new ExecSandbox("sbx_metrics", "exe_sleep", id, null, null,
+        "sleep 20", null, Map.of(), null, 30, 1 << 20, false, null, null), sink);
+    assertThat(provider.metrics(req).processes()).isEqualTo(1);
+    assertThat(sim.count(HttpMethod.GET, "/daemon/api/v1/info")).isGreaterThanOrEqualTo(2);
+    h.signal("KILL");
+    sink.await();
+
+    sim.suspendDirectly(id);
+    assertThatThrownBy(() -> provider.metrics(req)).isInstanceOf(ApiException.class)
+        .hasMessageContaining("not running at Tensorlake");
+    sim.terminateDirectly(id);
+    assertThat(error(() -> provider.metrics(req)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    sim.vanish(id);
+    ProviderError gone = error(() -> provider.metrics(req));
+    assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+    assertThat(gone.op()).isEqualTo("metrics");
+  }
+
+  @Test
+  void adopt_attaches_a_fresh_adapter_resumes_a_suspended_sandbox_and_refuses_what_is_not_ours() {
+    CreateSandbox req = create("sbx_adopt", config(null));
+    String id = provider.create(req);
+    try (BlockingTensorlake restarted = provider(KEY)) {
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(restarted.exec(commandIn(id, "echo $GREETING")).stdout()).as("the env vars kept in the sandbox")
+          .isEqualTo("hi there\n");
+
+      sim.suspendDirectly(id);
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.count(HttpMethod.POST, "/sandboxes/" + id + "/resume")).isOne();
+      assertThat(sim.sandbox(id).getString("status")).as("resumed and awaited").isEqualTo("running");
+      assertThat(restarted.exec(commandIn(id, "echo back")).stdout()).isEqualTo("back\n");
+
+      for (CreateSandbox foreign : List.of(new CreateSandbox("sbx_else", "org_test", "tensorlake", "ctk_x",
+          config(null)), new CreateSandbox("sbx_adopt", "org_other", "tensorlake", "ctk_x", config(null)))) {
+        ProviderError e = error(() -> restarted.adopt(foreign, id));
+        assertThat(e.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(e.op()).isEqualTo("adopt");
+      }
+      String unmarked = sim.createDirectly("someone-elses");
+      assertThat(error(() -> restarted.adopt(req, unmarked)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      sim.vanish(unmarked);
+
+      sim.terminateDirectly(id);
+      assertThat(error(() -> restarted.adopt(req, id)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      sim.vanish(id);
+      assertThat(error(() -> restarted.adopt(req, id)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(sim.count(HttpMethod.DELETE, "/sandboxes/" + id)).as("adopt deletes nothing").isZero();
+    }
   }
 }
