@@ -26,6 +26,10 @@ import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
@@ -412,5 +416,29 @@ class TensorlakeProviderTest {
       assertThat(error(() -> restarted.adopt(req, id)).code()).isEqualTo(ErrorCode.NOT_FOUND);
       assertThat(sim.count(HttpMethod.DELETE, "/sandboxes/" + id)).as("adopt deletes nothing").isZero();
     }
+  }
+
+  /** One request straight to the simulator, with the key; the answer's status. */
+  static int raw(String method, String url, String body) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + KEY)
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+    if (body != null) {
+      b.header("Content-Type", "application/json");
+    }
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      return http.send(b.build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+    }
+  }
+
+  @Test
+  void the_simulator_refuses_what_the_described_api_does_not_have() throws Exception {
+    String control = sim.url() + "/sandboxes/" + sandbox;
+    assertThat(raw("PATCH", control, "{\"timeout_secs\": 60}")).as("no call moves a sandbox's lifetime")
+        .isEqualTo(400);
+    assertThat(raw("POST", control + "/resume", "{}")).as("resume takes no body").isEqualTo(400);
+    assertThat(raw("GET", sim.daemonUrl() + "/api/v1/info", null)).as("the daemon needs the sandbox header")
+        .isEqualTo(400);
+    assertThat(sim.violations()).hasSize(3);
+    sim.clearViolations();
   }
 }
