@@ -441,4 +441,18 @@ class TensorlakeProviderTest {
     assertThat(sim.violations()).hasSize(3);
     sim.clearViolations();
   }
+
+  @Test
+  void many_small_uploads_each_end_their_request_before_the_file_is_closed() {
+    // an answer arriving before the upload's pipe saw the file's end used to close the file under the pipe,
+    // reset the finished request and leave the next request on its connection without an answer
+    for (int i = 0; i < 40; i++) {
+      BlockingTensorlake.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "many/f" + i,
+          null, null, i % 2 == 0, false));
+      up.write(("file " + i + "\n").getBytes(StandardCharsets.UTF_8));
+      assertThat(up.commit().size()).isEqualTo(("file " + i + "\n").length());
+    }
+    assertThat(provider.listFiles(op("list", "many", false))).hasSize(40);
+    provider.deleteFile(op("delete", "many", true));
+  }
 }
