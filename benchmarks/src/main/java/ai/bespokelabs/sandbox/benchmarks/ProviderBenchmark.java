@@ -56,7 +56,7 @@ import java.util.stream.Collectors;
  * the same load. Both paths are warmed up first ({@value #WARMUP_ROUNDS} rounds at least), as a serving
  * gateway is. The simulators share the machine's cores with the gateway and its database, so the time each
  * took to answer the requests of an operation (arrival to end of response) is printed for both paths too
- * (for the simulators that count it: not ray, codecapsules and runpod).
+ * (for the simulators that count it: not runpod; ray's counts HTTP requests, not its log tail's WebSocket).
  * Destroys are done for both paths but not reported. The simulators validate every request against the
  * provider's spec; the run fails if any request, direct or the gateway's, did not conform. The simulators are
  * test code, so this lives in the test sources; {@code bin/benchmark providers} runs it on the gateway
@@ -129,10 +129,10 @@ public final class ProviderBenchmark {
           run(gw, "modal", modalDirect, modal::answeringNanos, n);
         }
         if (only.contains("ray")) {
-          run(gw, "ray", new RayDirect(ray), null, n);
+          run(gw, "ray", new RayDirect(ray), ray::answeringNanos, n);
         }
         if (only.contains("codecapsules")) {
-          run(gw, "codecapsules", new CodeCapsulesDirect(codecapsules), null, n);
+          run(gw, "codecapsules", new CodeCapsulesDirect(codecapsules), codecapsules::answeringNanos, n);
         }
         if (only.contains("runpod")) {
           run(gw, "runpod", runpodDirect, null, n);

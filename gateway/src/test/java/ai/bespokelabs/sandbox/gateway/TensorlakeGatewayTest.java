@@ -270,4 +270,58 @@ class TensorlakeGatewayTest {
     assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
     assertThat(sim.sandbox(created.json().getString("provider_resource_id"))).isNull();
   }
+
+  @Test
+  void metrics_adopt_and_a_moved_deadline_and_output_as_text_lines() {
+    JsonObject tensorlake = seen(gw.get("/v1/providers", key)).json().getJsonArray("items").stream()
+        .map(JsonObject.class::cast).filter(p -> p.getString("backend").equals("tensorlake")).findFirst().orElseThrow();
+    assertThat(tensorlake.getJsonArray("capabilities").getList())
+        .containsExactly("adopt", "files", "metrics", "snapshot");
+
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake")
+        .put("memory_mb", 1024).put("disk_mb", 3072).put("env_vars", new JsonObject().put("WHO", "adopted"))));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    String resource = created.json().getString("provider_resource_id");
+
+    // output is the daemon's text lines: not UTF-8 arrives replaced, a last line gains its newline
+    Resp printed = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key,
+        new JsonObject().put("command", "printf 'a\\377b\\nlast'")));
+    assertThat(printed.json().getString("stdout")).isEqualTo("a\uFFFDb\nlast\n");
+
+    Resp m = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
+    assertThat(m.status()).as(m.body()).isEqualTo(200);
+    assertThat(m.json().getDouble("memory_limit_mb")).isEqualTo(1024.0);
+    assertThat(m.json().getDouble("disk_limit_mb")).isEqualTo(3072.0);
+    assertThat(m.json().getInteger("processes")).isZero();
+    assertThat(m.json().getValue("cpu_percent")).isNull();
+    assertThat(m.json().getValue("memory_used_mb")).isNull();
+
+    // Tensorlake cannot move a sandbox's lifetime: only the gateway's deadline moves, nothing is sent
+    long before = sim.count(HttpMethod.PATCH, ".*") + sim.count(HttpMethod.POST, "/sandboxes/.*");
+    Resp longer = seen(gw.post("/v1/sandboxes/" + sbx + "/timeout", key, new JsonObject().put("timeout_secs", 1800)));
+    assertThat(longer.status()).as(longer.body()).isEqualTo(200);
+    assertThat(sim.count(HttpMethod.PATCH, ".*") + sim.count(HttpMethod.POST, "/sandboxes/.*")).isEqualTo(before);
+
+    JsonObject state = seen(gw.get("/v1/sandboxes/" + sbx + "/session-state", key)).json();
+    sim.suspendDirectly(resource);
+    Resp suspended = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
+    assertThat(suspended.status()).isEqualTo(409);
+    assertThat(suspended.json().getString("detail")).isEqualTo("sandbox is not running at Tensorlake");
+    gw = gw.restarted();
+    Resp adopted = seen(gw.post("/v1/sandboxes/adopt", key, state));
+    assertThat(adopted.status()).as(adopted.body()).isEqualTo(200);
+    assertThat(adopted.json().getString("status")).isEqualTo("running");
+    assertThat(sim.sandbox(resource).getString("status")).as("resumed at Tensorlake").isEqualTo("running");
+    assertThat(seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key, new JsonObject().put("command", "echo $WHO")))
+        .json().getString("stdout")).isEqualTo("adopted\n");
+
+    sim.terminateDirectly(resource);
+    Resp gone = seen(gw.post("/v1/sandboxes/adopt", key, state));
+    assertThat(gone.status()).as(gone.body()).isEqualTo(502);
+    assertThat(gone.json().getJsonObject("detail").getString("code")).isEqualTo("not_found");
+    assertThat(gone.json().getJsonObject("detail").getString("op")).isEqualTo("adopt");
+    assertThat(sim.sandbox(resource)).as("adopt deletes nothing").isNotNull();
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+  }
 }

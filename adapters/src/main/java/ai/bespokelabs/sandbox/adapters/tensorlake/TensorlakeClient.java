@@ -181,7 +181,11 @@ final class TensorlakeClient {
     return bounded;
   }
 
-  /** A PUT of the file {@code file} ({@code size} bytes) streamed from disk with backpressure; closed on every path. */
+  /**
+   * A PUT of the file {@code file} ({@code size} bytes) streamed from disk with backpressure; closed on every path,
+   * but only once the pipe is done with it: the answer may come before the pipe read the file's end, and closing
+   * the file then would fail the pipe and leave the request unended on a connection the pool hands out again.
+   */
   Future<Resp> putFile(String op, String url, Daemon daemon, String file, long size, long timeoutMs) {
     Future<Resp> f = onContext(() -> vertx.fileSystem().open(file, new OpenOptions().setRead(true).setWrite(false))
         .compose(in -> http.request(options(HttpMethod.PUT, url, requestTimeoutMs(), daemon)
@@ -189,10 +193,11 @@ final class TensorlakeClient {
                 .putHeader(HttpHeaders.CONTENT_LENGTH, String.valueOf(size)))
             .compose(req -> {
               Future<HttpClientResponse> answer = req.response();
-              in.pipe().endOnComplete(false).to(req).compose(v -> req.end()).onFailure(t -> req.reset(0, t));
-              return answer;
+              Future<Void> sent = in.pipe().endOnComplete(false).to(req).compose(v -> req.end());
+              sent.onFailure(t -> req.reset(0, t));
+              return answer.compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
+                  .eventually(() -> sent.otherwiseEmpty());
             })
-            .compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
             .eventually(() -> in.close())));
     return mapTransport(f, op, true, timeoutMs);
   }

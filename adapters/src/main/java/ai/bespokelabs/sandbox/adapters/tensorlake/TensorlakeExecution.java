@@ -24,9 +24,11 @@ import java.util.concurrent.TimeUnit;
  * <p>Flow control: the SSE response is parsed through a {@link RecordParser} that is paused while the sink
  * has not taken the last line ({@link OutputSink#output}'s future), so a slow client slows the stream.
  *
- * <p>The daemon reports output in lines: each is delivered with a {@code \n} (a last line without one gains
- * it). When the stream ends or breaks, the lines the daemon kept ({@code GET .../stdout}, {@code .../stderr})
- * are polled and those not yet delivered are, until the process ended: nothing is lost or repeated.
+ * <p>The daemon reports output in lines, each a JSON string ({@code line}); it has no byte-exact output. Each
+ * line is delivered with a {@code \n}: a last line without one gains it, and bytes that are not UTF-8 arrive
+ * as the daemon replaced them. When the stream ends or breaks, the lines the daemon kept
+ * ({@code GET .../stdout}, {@code .../stderr}) are polled and those not yet delivered are, until the process
+ * ended: nothing is lost or repeated.
  *
  * <p>A timeout sends {@code KILL} and ends the run with exit code 124 and {@code timedOut}; a process ended
  * by a signal exits 128 + the signal.

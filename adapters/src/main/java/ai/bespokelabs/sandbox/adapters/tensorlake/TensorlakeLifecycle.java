@@ -21,14 +21,17 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * Creating, destroying and snapshotting Tensorlake sandboxes.
+ * Creating, destroying, adopting and snapshotting Tensorlake sandboxes.
  *
  * <p>create: {@code POST /sandboxes} with resources (cpus, memory_mb, disk_mb), the image or snapshot, the
  * network setting, the provider's lifetime ({@code timeout_secs}) and our marks in the name; then polls
- * {@code GET /sandboxes/{id}} until {@code running}. A 504, or an answer lost after the request was sent,
- * may still be creating: the list is polled for the name carrying this create's token within the create
- * timeout, and what is found is used — never a second create. Other 5xx answers delete what carries the
- * token. Tensorlake has no sandbox-level environment: env vars go to every process started in it.
+ * {@code GET /sandboxes/{id}} until {@code running} ({@link #nextPause}). A 504, or an answer lost after the
+ * request was sent, may still be creating: the list is polled for the name carrying this create's token within
+ * the create timeout, and what is found is used — never a second create. Other 5xx answers delete what carries
+ * the token. Tensorlake has no sandbox-level environment: env vars go to every process started in it.
+ *
+ * <p>Tensorlake has no call that moves a sandbox's lifetime ({@code PATCH /sandboxes/{id}} takes a name, ports,
+ * a network policy and resources only), so {@code extendTimeout} is not offered.
  */
 final class TensorlakeLifecycle implements Lifecycle {
   private static final Pattern IMAGE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}");
@@ -40,6 +43,8 @@ final class TensorlakeLifecycle implements Lifecycle {
   /** Resources when the request names none (the SDK's defaults). */
   private static final double DEFAULT_CPUS = 1.0;
   private static final int DEFAULT_MEMORY_MB = 1024;
+  static final long FIRST_PAUSE_MS = 2;
+  static final long MAX_PAUSE_MS = 1_000;
 
   private final TensorlakeClient client;
   private final TensorlakeSandboxes sandboxes;
@@ -99,7 +104,16 @@ final class TensorlakeLifecycle implements Lifecycle {
           return id == null ? maybeCreating(request, client.badResponse("create", true).error(), deadline)
               : Future.succeededFuture(id);
         })
-        .compose(id -> awaitRunning(id, deadline, 20).compose(v -> writeEnv(id, request)).map(id));
+        .compose(id -> awaitRunning(id, deadline, 0).compose(v -> writeEnv(id, request)).map(id));
+  }
+
+  /**
+   * The pause before the next readiness poll after {@code pause}: the first poll is made at once, then
+   * {@value #FIRST_PAUSE_MS} ms doubling up to {@value #MAX_PAUSE_MS} ms, so a sandbox that is ready quickly
+   * is seen quickly and a slow one costs one request a second.
+   */
+  static long nextPause(long pause) {
+    return pause <= 0 ? FIRST_PAUSE_MS : Math.min(MAX_PAUSE_MS, pause * 2);
   }
 
   /** Keeps the create's env vars in the sandbox ({@link TensorlakeEnv}); a sandbox without them is deleted. */
@@ -223,7 +237,8 @@ final class TensorlakeLifecycle implements Lifecycle {
         return withCleanup(ProviderError.of(ErrorCode.TIMEOUT, BACKEND, "create", true,
             ProviderError.Outcome.FAILED), id);
       }
-      return client.delay(pause).compose(v -> awaitRunning(id, deadline, Math.min(1_000, pause * 3 / 2)));
+      long next = nextPause(pause);
+      return client.delay(next).compose(v -> awaitRunning(id, deadline, next));
     });
   }
 
@@ -258,6 +273,52 @@ final class TensorlakeLifecycle implements Lifecycle {
   private Future<String> deleteQuietly(String id) {
     return sandboxes.delete(id, "create").transform(ar -> Future.succeededFuture(ar.failed() ? "unknown"
         : ar.result() ? "not_found" : "deleted"));
+  }
+
+  /**
+   * Attaches to a sandbox after a restart: {@code GET /sandboxes/{id}} must carry this sandbox's and its
+   * organization's marks in its name ({@code not_found} otherwise: nothing is done to a sandbox that is not
+   * ours), and not be terminated ({@code not_found}). A running one is attached as it is; a suspended one is
+   * resumed once with {@code POST /sandboxes/{id}/resume}; until it runs it is polled as at create, within the
+   * create timeout ({@code timeout}). Nothing is deleted on failure: the sandbox stays the gateway's.
+   */
+  @Override
+  public Future<String> adopt(CreateSandbox request, String resourceId) {
+    if (resourceId == null || resourceId.isBlank()) {
+      return Future.failedFuture(TensorlakeClient.notFound("adopt"));
+    }
+    long deadline = createDeadline();
+    return client.expect("adopt", false, HttpMethod.GET, sandboxes.url(resourceId), null, null).compose(r -> {
+      JsonObject s = client.json("adopt", r, false);
+      TensorlakeMarks marks = TensorlakeMarks.parse(s.getValue("name") instanceof String n ? n : null);
+      if (marks == null || !marks.sandboxId().equals(request.sandboxId())
+          || !marks.organizationId().equals(request.organizationId())) {
+        throw TensorlakeClient.notFound("adopt");
+      }
+      return attach(resourceId, s, deadline, 0, false);
+    }).map(resourceId);
+  }
+
+  private Future<Void> attach(String id, JsonObject s, long deadline, long pause, boolean resumed) {
+    String status = s.getValue("status") instanceof String st ? st : "unknown";
+    if ("running".equals(status)) {
+      sandboxes.remember(id, s);
+      return Future.succeededFuture();
+    }
+    if (TensorlakeSandboxes.GONE.contains(status)) {
+      return Future.failedFuture(TensorlakeClient.notFound("adopt"));
+    }
+    if (System.nanoTime() > deadline) {
+      return Future.failedFuture(new ProviderException(ProviderError.of(ErrorCode.TIMEOUT, BACKEND, "adopt", true,
+          ProviderError.Outcome.FAILED).withContext("provider_resource_id", id)));
+    }
+    boolean resume = !resumed && TensorlakeSandboxes.SUSPENDED.equals(status);
+    Future<Void> sent = resume ? client.expect("adopt", true, HttpMethod.POST, sandboxes.url(id) + "/resume", null,
+        null).mapEmpty() : Future.succeededFuture();
+    long next = nextPause(pause);
+    return sent.compose(v -> client.delay(next))
+        .compose(v -> client.expect("adopt", false, HttpMethod.GET, sandboxes.url(id), null, null))
+        .compose(r -> attach(id, client.json("adopt", r, false), deadline, next, resumed || resume));
   }
 
   /** Deletes the sandbox by resource id; without one, whatever carries the sandbox's id in its name. */

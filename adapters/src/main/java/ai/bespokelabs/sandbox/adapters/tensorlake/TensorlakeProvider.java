@@ -13,11 +13,12 @@ import java.util.Set;
  * non-blocking end to end (the Vert.x HTTP client, on the adapter's context).
  *
  * <ul>
- *   <li>lifecycle: create (a 504 resolved by polling for the create's token), destroy, snapshots
- *       ({@link TensorlakeLifecycle}).
+ *   <li>lifecycle: create (a 504 resolved by polling for the create's token), destroy, adopt, snapshots
+ *       ({@link TensorlakeLifecycle}); Tensorlake cannot move a sandbox's lifetime, so no provider timeout.
  *   <li>executions: daemon processes followed over SSE ({@link TensorlakeExecutions}, {@link TensorlakeExecution}).
  *   <li>inventory: reconciliation by the marks in the sandbox name, and health ({@link TensorlakeInventory}).
  *   <li>files: the daemon's files API, archives built on it ({@link TensorlakeFiles}).
+ *   <li>metrics: the sandbox's resources and the daemon's process count ({@link TensorlakeMetrics}).
  * </ul>
  */
 public final class TensorlakeProvider implements Backend {
@@ -32,7 +33,7 @@ public final class TensorlakeProvider implements Backend {
     TensorlakeEnv env = new TensorlakeEnv(client);
     this.parts = new Parts(new TensorlakeLifecycle(client, sandboxes, env),
         new TensorlakeExecutions(client, sandboxes, env), new TensorlakeInventory(client, sandboxes),
-        new TensorlakeFiles(vertx, client, sandboxes), null);
+        new TensorlakeFiles(vertx, client, sandboxes), new TensorlakeMetrics(client, sandboxes));
   }
 
   @Override
@@ -52,7 +53,7 @@ public final class TensorlakeProvider implements Backend {
 
   @Override
   public Set<Capability> capabilities() {
-    return EnumSet.of(Capability.FILES, Capability.SNAPSHOT);
+    return EnumSet.of(Capability.FILES, Capability.SNAPSHOT, Capability.METRICS, Capability.ADOPT);
   }
 
   @Override

@@ -21,7 +21,8 @@ import java.util.function.Predicate;
  */
 final class TensorlakeSandboxes {
   static final Set<String> PROVISIONING = Set.of("pending");
-  static final Set<String> STOPPED = Set.of("suspending", "suspended");
+  static final String SUSPENDED = "suspended";
+  static final Set<String> STOPPED = Set.of("suspending", SUSPENDED);
   static final Set<String> GONE = Set.of("terminated");
 
   private final TensorlakeClient client;

@@ -71,6 +71,7 @@ public final class RaySimulator implements AutoCloseable {
   private final AtomicLong streamed = new AtomicLong();
   private final AtomicLong drainWaits = new AtomicLong();
   private final AtomicLong seq = new AtomicLong();
+  private final AtomicLong answering = new AtomicLong();
 
   private RaySimulator(Vertx vertx, String token, Path root, SpecValidator spec, HttpServer server) {
     this.vertx = vertx;
@@ -162,6 +163,15 @@ public final class RaySimulator implements AutoCloseable {
     return streamed.get();
   }
 
+  /**
+   * Nanoseconds spent answering HTTP requests so far, each from its arrival to the end of its response (a
+   * benchmark reads it around a call to see how long the simulator itself took); the log tail's WebSocket,
+   * which lasts as long as its job, is not counted.
+   */
+  public long answeringNanos() {
+    return answering.get();
+  }
+
   /** How often a tail waited for its socket to drain. */
   public long drainWaits() {
     return drainWaits.get();
@@ -189,6 +199,10 @@ public final class RaySimulator implements AutoCloseable {
     req.pause();
     String path = req.path();
     boolean upgrade = "websocket".equalsIgnoreCase(req.getHeader("Upgrade"));
+    if (!upgrade) {
+      long t0 = System.nanoTime();
+      req.response().endHandler(v -> answering.addAndGet(System.nanoTime() - t0));
+    }
     String specPath = path.equals("/api/jobs/") ? "/api/jobs" : path;
     if (path.equals("/api/jobs")) {
       violations.add(req.method() + " /api/jobs: the dashboard serves the collection as /api/jobs/");

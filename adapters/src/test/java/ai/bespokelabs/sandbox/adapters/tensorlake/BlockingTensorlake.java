@@ -13,6 +13,8 @@ import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import io.vertx.core.Context;
@@ -46,6 +48,14 @@ final class BlockingTensorlake implements AutoCloseable {
 
   SandboxDestroyed destroy(DestroySandbox request) {
     return on(() -> backend.lifecycle().destroy(request));
+  }
+
+  String adopt(CreateSandbox request, String resourceId) {
+    return on(() -> backend.lifecycle().adopt(request, resourceId));
+  }
+
+  SandboxMetrics metrics(MetricsRequest request) {
+    return on(() -> backend.metrics().sample(request));
   }
 
   String snapshot(SnapshotSandbox request) {

@@ -10,8 +10,11 @@ import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
+import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -23,9 +26,14 @@ import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -84,6 +92,11 @@ class TensorlakeProviderTest {
   static ExecSandbox command(String command, int timeoutSecs, boolean keepStdin) {
     return new ExecSandbox("sbx_main", "exe_" + UUID.randomUUID().toString().replace("-", ""), sandbox, null, null,
         command, null, Map.of(), null, timeoutSecs, 1 << 20, keepStdin, null, null);
+  }
+
+  static ExecSandbox commandIn(String resourceId, String command) {
+    return new ExecSandbox("sbx_other", "exe_" + UUID.randomUUID().toString().replace("-", ""), resourceId, null,
+        null, command, null, Map.of(), null, 10, 1 << 20, false, null, null);
   }
 
   static FileOp op(String kind, String path, boolean recursive) {
@@ -317,5 +330,129 @@ class TensorlakeProviderTest {
         .containsExactly("sbx_orphan");
     sim.vanish(orphan);
     sim.vanish(foreign);
+  }
+
+  @Test
+  void output_arrives_as_the_daemons_text_lines_not_as_bytes() {
+    // the daemon has no byte-exact output: a line is a JSON string, so what is not UTF-8 arrives replaced
+    // (U+FFFD in the simulator) and a last line without a newline gains one
+    ExecResult r = provider.exec(command("printf 'a\\377b\\nlast'; printf 'e\\376' >&2", 10, false));
+    assertThat(r.stdout()).isEqualTo("a\uFFFDb\nlast\n");
+    assertThat(r.stderr()).isEqualTo("e\uFFFD\n");
+    assertThat(r.exitCode()).isZero();
+  }
+
+  @Test
+  void readiness_is_polled_at_once_then_after_pauses_doubling_from_two_ms_to_a_second() {
+    List<Long> pauses = new ArrayList<>();
+    long pause = 0;
+    for (int i = 0; i < 12; i++) {
+      pause = TensorlakeLifecycle.nextPause(pause);
+      pauses.add(pause);
+    }
+    assertThat(pauses).containsExactly(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1000L, 1000L, 1000L);
+    long gets = sim.count(HttpMethod.GET, "/sandboxes/tl-.*");
+    String id = provider.create(create("sbx_quick", config(null)));
+    assertThat(sim.count(HttpMethod.GET, "/sandboxes/" + id)).as("polled until running").isGreaterThanOrEqualTo(1);
+    assertThat(sim.count(HttpMethod.GET, "/sandboxes/tl-.*")).isGreaterThan(gets);
+    provider.destroy(new DestroySandbox("sbx_quick", id));
+  }
+
+  @Test
+  void metrics_are_tensorlakes_resources_and_the_daemons_process_count() throws Exception {
+    SandboxConfig sized = new SandboxConfig(null, 2.0, 2048, 4096, null, 600, null, Map.of(), false, null, null,
+        null, null, null, null);
+    String id = provider.create(create("sbx_metrics", sized));
+    MetricsRequest req = new MetricsRequest("sbx_metrics", id, 2048, 4096);
+    assertThat(provider.metrics(req)).as("nothing runs yet; Tensorlake reports no use")
+        .isEqualTo(new SandboxMetrics(null, null, 2048.0, null, 4096.0, 0));
+    Slow sink = new Slow();
+    BlockingTensorlake.Handle h = provider.start(new ExecSandbox("sbx_metrics", "exe_sleep", id, null, null,
+        "sleep 20", null, Map.of(), null, 30, 1 << 20, false, null, null), sink);
+    assertThat(provider.metrics(req).processes()).isEqualTo(1);
+    assertThat(sim.count(HttpMethod.GET, "/daemon/api/v1/info")).isGreaterThanOrEqualTo(2);
+    h.signal("KILL");
+    sink.await();
+
+    sim.suspendDirectly(id);
+    assertThatThrownBy(() -> provider.metrics(req)).isInstanceOf(ApiException.class)
+        .hasMessageContaining("not running at Tensorlake");
+    sim.terminateDirectly(id);
+    assertThat(error(() -> provider.metrics(req)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+    sim.vanish(id);
+    ProviderError gone = error(() -> provider.metrics(req));
+    assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+    assertThat(gone.op()).isEqualTo("metrics");
+  }
+
+  @Test
+  void adopt_attaches_a_fresh_adapter_resumes_a_suspended_sandbox_and_refuses_what_is_not_ours() {
+    CreateSandbox req = create("sbx_adopt", config(null));
+    String id = provider.create(req);
+    try (BlockingTensorlake restarted = provider(KEY)) {
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(restarted.exec(commandIn(id, "echo $GREETING")).stdout()).as("the env vars kept in the sandbox")
+          .isEqualTo("hi there\n");
+
+      sim.suspendDirectly(id);
+      assertThat(restarted.adopt(req, id)).isEqualTo(id);
+      assertThat(sim.count(HttpMethod.POST, "/sandboxes/" + id + "/resume")).isOne();
+      assertThat(sim.sandbox(id).getString("status")).as("resumed and awaited").isEqualTo("running");
+      assertThat(restarted.exec(commandIn(id, "echo back")).stdout()).isEqualTo("back\n");
+
+      for (CreateSandbox foreign : List.of(new CreateSandbox("sbx_else", "org_test", "tensorlake", "ctk_x",
+          config(null)), new CreateSandbox("sbx_adopt", "org_other", "tensorlake", "ctk_x", config(null)))) {
+        ProviderError e = error(() -> restarted.adopt(foreign, id));
+        assertThat(e.code()).isEqualTo(ErrorCode.NOT_FOUND);
+        assertThat(e.op()).isEqualTo("adopt");
+      }
+      String unmarked = sim.createDirectly("someone-elses");
+      assertThat(error(() -> restarted.adopt(req, unmarked)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      sim.vanish(unmarked);
+
+      sim.terminateDirectly(id);
+      assertThat(error(() -> restarted.adopt(req, id)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      sim.vanish(id);
+      assertThat(error(() -> restarted.adopt(req, id)).code()).isEqualTo(ErrorCode.NOT_FOUND);
+      assertThat(sim.count(HttpMethod.DELETE, "/sandboxes/" + id)).as("adopt deletes nothing").isZero();
+    }
+  }
+
+  /** One request straight to the simulator, with the key; the answer's status. */
+  static int raw(String method, String url, String body) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).header("Authorization", "Bearer " + KEY)
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+    if (body != null) {
+      b.header("Content-Type", "application/json");
+    }
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      return http.send(b.build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+    }
+  }
+
+  @Test
+  void the_simulator_refuses_what_the_described_api_does_not_have() throws Exception {
+    String control = sim.url() + "/sandboxes/" + sandbox;
+    assertThat(raw("PATCH", control, "{\"timeout_secs\": 60}")).as("no call moves a sandbox's lifetime")
+        .isEqualTo(400);
+    assertThat(raw("POST", control + "/resume", "{}")).as("resume takes no body").isEqualTo(400);
+    assertThat(raw("GET", sim.daemonUrl() + "/api/v1/info", null)).as("the daemon needs the sandbox header")
+        .isEqualTo(400);
+    assertThat(sim.violations()).hasSize(3);
+    sim.clearViolations();
+  }
+
+  @Test
+  void many_small_uploads_each_end_their_request_before_the_file_is_closed() {
+    // an answer arriving before the upload's pipe saw the file's end used to close the file under the pipe,
+    // reset the finished request and leave the next request on its connection without an answer
+    for (int i = 0; i < 40; i++) {
+      BlockingTensorlake.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "many/f" + i,
+          null, null, i % 2 == 0, false));
+      up.write(("file " + i + "\n").getBytes(StandardCharsets.UTF_8));
+      assertThat(up.commit().size()).isEqualTo(("file " + i + "\n").length());
+    }
+    assertThat(provider.listFiles(op("list", "many", false))).hasSize(40);
+    provider.deleteFile(op("delete", "many", true));
   }
 }

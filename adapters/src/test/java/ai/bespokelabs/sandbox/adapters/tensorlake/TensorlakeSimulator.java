@@ -10,10 +10,9 @@ import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -43,9 +42,10 @@ import java.util.stream.Stream;
  * <p>Strict: every request needs {@code Authorization: Bearer <key>} (else 401); a body with an unknown field
  * or a wrong type, an unknown route, or a daemon request without its sandbox header is refused with 400 and
  * recorded in {@link #violations()}. Sandboxes go {@code pending} to {@code running} after
- * {@link #startDelayMs}; processes are real local processes in the sandbox's directory (absolute sandbox
- * paths are resolved under it), their output kept in lines and followed over SSE; snapshots copy the
- * directory and turn {@code completed} after a delay.
+ * {@link #startDelayMs} (and again after {@code POST .../resume} of a suspended one); processes are real local
+ * processes in the sandbox's directory (absolute sandbox paths are resolved under it), their output kept in
+ * lines (text: what is not UTF-8 becomes U+FFFD) and followed over SSE; the daemon's {@code GET /api/v1/info}
+ * counts them; snapshots copy the directory and turn {@code completed} after a delay.
  *
  * <p>Faults ({@link #faults()}): any status with headers (429 with {@code Retry-After}), dropped connections,
  * lost answers, SSE streams cut after some events; and {@link #failNextCreateAfterAllocating}: the create
@@ -53,7 +53,7 @@ import java.util.stream.Stream;
  */
 public final class TensorlakeSimulator implements AutoCloseable {
   private static final String DAEMON = "/daemon";
-  private static final Pattern SANDBOX = Pattern.compile("^/sandboxes/([^/]+)(/snapshot)?$");
+  private static final Pattern SANDBOX = Pattern.compile("^/sandboxes/([^/]+)(/snapshot|/suspend|/resume)?$");
   private static final Pattern SNAPSHOT = Pattern.compile("^/snapshots/([^/]+)$");
   private static final Pattern PROCESS = Pattern.compile(
       "^/api/v1/processes/([0-9]+)(/signal|/stdin|/stdin/close|/stdout|/stderr|/output|/output/follow)?$");
@@ -80,7 +80,8 @@ public final class TensorlakeSimulator implements AutoCloseable {
       JsonObject res = body.getJsonObject("resources", new JsonObject());
       JsonObject d = new JsonObject().put("sandbox_id", id).put("namespace", "default").put("status", status)
           .put("resources", new JsonObject().put("cpus", res.getValue("cpus", 1.0))
-              .put("memory_mb", res.getValue("memory_mb", 1024)).put("ephemeral_disk_mb", 0))
+              .put("memory_mb", res.getValue("memory_mb", 1024))
+              .put("ephemeral_disk_mb", res.getValue("disk_mb", 0)))
           .put("created_at", created.toString()).put("allow_unauthenticated_access", false);
       if (body.getString("name") != null) {
         d.put("name", body.getString("name"));
@@ -121,17 +122,39 @@ public final class TensorlakeSimulator implements AutoCloseable {
       Thread.ofVirtual().start(() -> pump(process.getErrorStream(), "stderr"));
     }
 
+    /**
+     * The daemon's lines: split at {@code \n}, a {@code \r} before it dropped, a last line without one kept,
+     * each decoded as UTF-8 with what is not UTF-8 replaced by U+FFFD (a line travels as a JSON string).
+     */
     private void pump(InputStream in, String stream) {
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = r.readLine()) != null) {
-          lines.add(new String[] {stream, line, Instant.now().toString()});
+      try (in) {
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        byte[] buf = new byte[8192];
+        int n;
+        while ((n = in.read(buf)) >= 0) {
+          for (int i = 0; i < n; i++) {
+            if (buf[i] == '\n') {
+              keep(stream, line);
+            } else {
+              line.write(buf[i]);
+            }
+          }
+        }
+        if (line.size() > 0) {
+          keep(stream, line);
         }
       } catch (IOException ignored) {
         // the process is gone
       } finally {
         readersLeft.decrementAndGet();
       }
+    }
+
+    private void keep(String stream, ByteArrayOutputStream line) {
+      byte[] b = line.toByteArray();
+      int len = b.length > 0 && b[b.length - 1] == '\r' ? b.length - 1 : b.length;
+      lines.add(new String[] {stream, new String(b, 0, len, StandardCharsets.UTF_8), Instant.now().toString()});
+      line.reset();
     }
 
     boolean done() {
@@ -307,6 +330,18 @@ public final class TensorlakeSimulator implements AutoCloseable {
     return s.id;
   }
 
+  /** The sandbox is suspended, as its owner's {@code POST /sandboxes/{id}/suspend} would. */
+  public void suspendDirectly(String id) {
+    sandboxes.get(id).status = "suspended";
+  }
+
+  /** The sandbox is terminated but still listed, as Tensorlake ending it at its {@code timeout_secs} would. */
+  public void terminateDirectly(String id) {
+    Sandbox s = sandboxes.get(id);
+    s.status = "terminated";
+    s.kill();
+  }
+
   /** The sandbox disappears at once. */
   public void vanish(String id) {
     Sandbox s = sandboxes.remove(id);
@@ -461,6 +496,10 @@ public final class TensorlakeSimulator implements AutoCloseable {
       return;
     }
     Sandbox s = sandboxes.get(x.group(1));
+    if ("/suspend".equals(x.group(2)) || "/resume".equals(x.group(2))) {
+      suspendOrResume(req, s, x.group(2).equals("/resume"), body);
+      return;
+    }
     if (x.group(2) != null) {
       if (m != HttpMethod.POST) {
         violation(req, "no such route");
@@ -497,6 +536,33 @@ public final class TensorlakeSimulator implements AutoCloseable {
     } else {
       violation(req, "no such route");
     }
+  }
+
+  /** The SDK sends both with no body; resume takes a suspended sandbox, suspend a running one (else 409). */
+  private void suspendOrResume(HttpServerRequest req, Sandbox s, boolean resume, Buffer body) {
+    if (req.method() != HttpMethod.POST || body.length() != 0) {
+      violation(req, "suspend and resume are a POST without a body");
+      return;
+    }
+    if (s == null) {
+      json(req.response(), 404, new JsonObject().put("message", "not found"));
+      return;
+    }
+    if (!(resume ? "suspended" : "running").equals(s.status)) {
+      json(req.response(), 409, new JsonObject().put("message", "sandbox is " + s.status));
+      return;
+    }
+    if (resume) {
+      s.status = "pending";
+      vertx.setTimer(Math.max(1, startDelayMs), t -> {
+        if ("pending".equals(s.status)) {
+          s.status = "running";
+        }
+      });
+    } else {
+      s.status = "suspended";
+    }
+    req.response().setStatusCode(200).end();
   }
 
   private void create(HttpServerRequest req, Buffer raw) {
@@ -594,6 +660,11 @@ public final class TensorlakeSimulator implements AutoCloseable {
     HttpMethod m = req.method();
     if (path.equals("/api/v1/health") && m == HttpMethod.GET) {
       json(resp, 200, new JsonObject().put("healthy", true));
+    } else if (path.equals("/api/v1/info") && m == HttpMethod.GET) {
+      long running = s.procs.values().stream().filter(p -> p.process.isAlive()).count();
+      json(resp, 200, new JsonObject().put("version", "simulator").put("uptime_secs",
+              java.time.Duration.between(s.created, Instant.now()).toSeconds()).put("running_processes", running)
+          .put("total_processes", s.procs.size()));
     } else if (path.equals("/api/v1/processes") && m == HttpMethod.POST) {
       startProcess(req, s, body);
     } else if (path.equals("/api/v1/files/list") && m == HttpMethod.GET) {
