@@ -180,13 +180,15 @@ final class DaytonaClient {
                 .putHeader(HttpHeaders.CONTENT_LENGTH, String.valueOf(head.length() + size + tail.length())))
             .compose(req -> {
               Future<HttpClientResponse> answer = req.response();
-              req.write(head)
+              // the file is closed only once the pipe is done with it: an answer may come before the body was
+              // sent, and closing the file under the pipe would leave the request unended on a pooled connection
+              Future<Void> sent = req.write(head)
                   .compose(v -> in.pipe().endOnComplete(false).to(req))
-                  .compose(v -> req.end(tail))
-                  .onFailure(t -> req.reset(0, t));
-              return answer;
+                  .compose(v -> req.end(tail));
+              sent.onFailure(t -> req.reset(0, t));
+              return answer.compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
+                  .eventually(() -> sent.otherwiseEmpty());
             })
-            .compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b)))
             .eventually(() -> in.close())));
     return mapTransport(f, op, true, timeoutMs);
   }
