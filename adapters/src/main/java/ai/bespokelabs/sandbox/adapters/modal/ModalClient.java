@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import com.google.protobuf.Message;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpVersion;
@@ -17,8 +18,11 @@ import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.net.URI;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
 import modal.client.Api;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadRequest;
@@ -37,6 +41,9 @@ final class ModalClient {
   static final String CLIENT_TYPE = "8";
   /** The client version sent as {@code x-modal-client-version} (a version of that library). */
   static final String CLIENT_VERSION = "0.5.0";
+
+  /** The largest message taken: a file read's answer ({@link ModalFiles#MAX_READ}) with room to spare. */
+  static final long MAX_MESSAGE = 16L << 20;
 
   /** A server: where, and whether over TLS. */
   record Endpoint(SocketAddress address, boolean tls) {
@@ -70,9 +77,9 @@ final class ModalClient {
     this.vertx = vertx;
     this.settings = settings;
     this.api = Endpoint.of(settings.serverUrl());
-    this.plain = GrpcClient.client(vertx, new GrpcClientOptions(),
+    this.plain = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setHttp2ClearTextUpgrade(false));
-    this.tls = GrpcClient.client(vertx, new GrpcClientOptions(),
+    this.tls = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setSsl(true).setUseAlpn(true));
   }
 
@@ -106,6 +113,37 @@ final class ModalClient {
       authorize(req, jwt);
       req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
       return req.send(request).compose(GrpcClientResponse::last);
+    }).recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
+  }
+
+  /**
+   * A server-streaming call to the API server with the token headers, its messages collected until
+   * {@code last} says one ends the answer (the call is then cancelled) or the stream ends.
+   */
+  <Req extends Message, Resp extends Message> Future<List<Resp>> collect(String name, Req request, Resp prototype,
+      Predicate<Resp> last, long timeoutMs, String op) {
+    ServiceMethod<Resp, Req> m = method(API, name, prototype);
+    return grpc(api).request(api.address(), m).compose(req -> {
+      authorize(req, null);
+      req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
+      return req.send(request).compose(resp -> {
+        List<Resp> out = new ArrayList<>();
+        Promise<List<Resp>> done = Promise.promise();
+        resp.handler(msg -> {
+          out.add(msg);
+          if (last.test(msg) && done.tryComplete(out)) {
+            req.cancel();
+          }
+        });
+        resp.end().onComplete(ar -> {
+          if (ar.succeeded()) {
+            done.tryComplete(out);
+          } else {
+            done.tryFail(ar.cause());
+          }
+        });
+        return done.future();
+      });
     }).recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
   }
 

@@ -6,11 +6,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.bespokelabs.sandbox.adapters.sim.OnContext;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
@@ -19,6 +23,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Context;
@@ -164,11 +169,102 @@ class ModalProviderTest {
     throw new AssertionError("expected a provider error");
   }
 
+  static FileOp fileOp(String rid, String path, boolean executable, boolean recursive) {
+    return new FileOp("files", "sbx_files", rid, path, null, null, executable, recursive);
+  }
+
+  static FileEntry upload(FileWriter w, byte[] data, int chunk) {
+    for (int at = 0; at < data.length; at += chunk) {
+      Buffer b = Buffer.buffer(java.util.Arrays.copyOfRange(data, at, Math.min(data.length, at + chunk)));
+      await(() -> w.write(b));
+    }
+    return await(w::commit);
+  }
+
+  static byte[] download(FileReader r) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try {
+      Buffer b;
+      while ((b = await(() -> r.read(64 << 10))) != null) {
+        assertThat(b.length()).isLessThanOrEqualTo(64 << 10);
+        out.writeBytes(b.getBytes());
+      }
+    } finally {
+      await(r::close);
+    }
+    return out.toByteArray();
+  }
+
+  static int status(Supplier<Future<?>> work) {
+    try {
+      await(() -> work.get().map(x -> (Object) x));
+    } catch (ApiException e) {
+      return e.status();
+    }
+    return 0;
+  }
+
   @Test
-  void declares_snapshots_and_adoption() {
+  void files_upload_list_download_delete_and_archives_through_the_filesystem_calls() throws Exception {
+    String rid = create(config(null, null, null, null, null, null, null));
+    java.nio.file.Path root = sim.dir(rid);
+    FileSystem fs = provider.files();
+    byte[] blob = new byte[300_000];
+    new java.util.Random(7).nextBytes(blob);
+    FileEntry up = upload(await(() -> fs.openWrite(fileOp(rid, "tools/blob.bin", false, false))), blob, 100_000);
+    assertThat(up.size()).isEqualTo(blob.length);
+    upload(await(() -> fs.openWrite(fileOp(rid, "/tools/run.sh", true, false))),
+        "#!/bin/sh\necho ran\n".getBytes(StandardCharsets.UTF_8), 1024);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("tools/blob.bin"))).isEqualTo(blob);
+    try (var left = java.nio.file.Files.list(root.resolve("tools"))) {
+      assertThat(left.map(p -> p.getFileName().toString())).as("no temporary file left")
+          .containsExactlyInAnyOrder("blob.bin", "run.sh");
+    }
+
+    List<FileEntry> listed = await(() -> fs.list(fileOp(rid, "tools", false, false)));
+    assertThat(listed).extracting(FileEntry::name).containsExactly("blob.bin", "run.sh");
+    assertThat(listed.get(0).size()).isEqualTo(blob.length);
+    assertThat(listed.get(0).mode()).isEqualTo(0644);
+    assertThat(listed.get(1).mode()).isEqualTo(0755);
+    assertThat(listed.get(0).path()).isEqualTo("tools/blob.bin");
+    assertThat(await(() -> fs.list(fileOp(rid, ".", false, false)))).singleElement()
+        .satisfies(e -> assertThat(e.isDir()).isTrue());
+    assertThat(await(() -> fs.list(fileOp(rid, "tools/run.sh", false, false)))).singleElement()
+        .satisfies(e -> assertThat(e.path()).isEqualTo("tools/run.sh"));
+
+    assertThat(download(await(() -> fs.openRead(fileOp(rid, "tools/blob.bin", false, false))))).isEqualTo(blob);
+    assertThat(status(() -> fs.openRead(fileOp(rid, "tools", false, false)))).isEqualTo(422);
+    assertThat(status(() -> fs.openRead(fileOp(rid, "tools/none", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.openWrite(fileOp(rid, "tools", false, false))
+        .compose(w -> w.write(Buffer.buffer("x")).compose(v -> w.commit())))).as("a directory is not replaced")
+        .isEqualTo(422);
+    assertThat(root.resolve("tools")).isDirectory();
+
+    // directories as tar.gz, built on the single-file calls
+    byte[] tree = download(await(() -> fs.openArchiveRead(fileOp(rid, "tools", false, false))));
+    upload(await(() -> fs.openArchiveWrite(fileOp(rid, "copy", false, false))), tree, 50_000);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("copy/blob.bin"))).isEqualTo(blob);
+    assertThat(java.nio.file.Files.readString(root.resolve("copy/run.sh"))).isEqualTo("#!/bin/sh\necho ran\n");
+
+    assertThat(status(() -> fs.delete(fileOp(rid, "tools", false, false)))).isEqualTo(409);
+    await(() -> fs.delete(fileOp(rid, "tools/blob.bin", false, false)));
+    assertThat(root.resolve("tools/blob.bin")).doesNotExist();
+    await(() -> fs.delete(fileOp(rid, "tools", false, true)));
+    assertThat(root.resolve("tools")).doesNotExist();
+    assertThat(status(() -> fs.list(fileOp(rid, "tools", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.delete(fileOp(rid, "tools", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.delete(fileOp(rid, "/", false, true)))).isEqualTo(422);
+
+    // a path Modal refuses (outside the container's root): 403, and nothing was read
+    assertThat(status(() -> fs.openRead(fileOp(rid, "../../etc/passwd", false, false)))).isEqualTo(403);
+  }
+
+  @Test
+  void declares_files_snapshots_and_adoption() {
     assertThat(provider.name()).isEqualTo("modal");
     assertThat(provider.nodeBound()).isFalse();
-    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.SNAPSHOT, Capability.ADOPT);
+    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.FILES, Capability.SNAPSHOT,
+        Capability.ADOPT);
   }
 
   @Test

@@ -88,6 +88,7 @@ public final class ModalSimulator implements AutoCloseable {
   private final List<String> headerValues = new CopyOnWriteArrayList<>();
   private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
   private int seq;
+  private final ModalFilesSim files = new ModalFilesSim(this);
 
   /** A sandbox. */
   static final class Sbx {
@@ -150,7 +151,9 @@ public final class ModalSimulator implements AutoCloseable {
     try {
       Vertx vertx = Vertx.vertx();
       Path root = Files.createTempDirectory("modal-sim");
-      GrpcServer grpc = GrpcServer.server(vertx);
+      // Modal takes a file write of up to 16 MiB in one message
+      GrpcServer grpc = GrpcServer.server(vertx, new io.vertx.grpc.server.GrpcServerOptions()
+          .setMaxMessageSize(ModalFilesSim.MAX_WRITE + (1 << 20)));
       HttpServer http = vertx.createHttpServer(new HttpServerOptions().setPort(0).setHost("127.0.0.1"));
       ModalSimulator sim = new ModalSimulator(vertx, http, root);
       sim.register(grpc);
@@ -237,6 +240,15 @@ public final class ModalSimulator implements AutoCloseable {
     sandboxes.get(sandboxId).terminated = true;
   }
 
+  /** The directory a sandbox's files live in (its root, and the working directory of its programs). */
+  public Path dir(String sandboxId) {
+    return sandboxes.get(sandboxId).dir;
+  }
+
+  Vertx vertx() {
+    return vertx;
+  }
+
   public Api.Sandbox definition(String sandboxId) {
     return sandboxes.get(sandboxId).definition;
   }
@@ -261,7 +273,7 @@ public final class ModalSimulator implements AutoCloseable {
     }
   }
 
-  private Status invalid(String what) {
+  Status invalid(String what) {
     violations.add(what);
     return new Status(GrpcStatus.INVALID_ARGUMENT, what);
   }
@@ -284,6 +296,19 @@ public final class ModalSimulator implements AutoCloseable {
     unary(grpc, ROUTER, "TaskExecStart", TaskExecStartRequest.getDefaultInstance(), this::execStart);
     unary(grpc, ROUTER, "TaskExecStdinWrite", TaskExecStdinWriteRequest.getDefaultInstance(), this::stdinWrite);
     unary(grpc, ROUTER, "TaskExecWait", TaskExecWaitRequest.getDefaultInstance(), this::execWait);
+    unary(grpc, API, "ContainerFilesystemExec", Api.ContainerFilesystemExecRequest.getDefaultInstance(),
+        files::exec);
+    ServiceMethod<Api.ContainerFilesystemExecGetOutputRequest, Api.FilesystemRuntimeOutputBatch> output =
+        ServiceMethod.server(API, "ContainerFilesystemExecGetOutput", GrpcMessageEncoder.encoder(),
+            GrpcMessageDecoder.decoder(Api.ContainerFilesystemExecGetOutputRequest.getDefaultInstance()));
+    grpc.callHandler(output, req -> req.handler(msg -> {
+      try {
+        check(req, msg, API, "ContainerFilesystemExecGetOutput");
+        files.output(msg, req.response());
+      } catch (Status s) {
+        req.response().status(s.status).end();
+      }
+    }));
     ServiceMethod<TaskExecStdioReadRequest, TaskExecStdioReadResponse> read = ServiceMethod.server(ROUTER,
         "TaskExecStdioRead", GrpcMessageEncoder.encoder(),
         GrpcMessageDecoder.decoder(TaskExecStdioReadRequest.getDefaultInstance()));
@@ -376,7 +401,7 @@ public final class ModalSimulator implements AutoCloseable {
     }
   }
 
-  private synchronized String id(String prefix) {
+  synchronized String id(String prefix) {
     return prefix + "-" + (++seq) + UUID.randomUUID().toString().substring(0, 8);
   }
 
@@ -581,7 +606,7 @@ public final class ModalSimulator implements AutoCloseable {
 
   // ---- TaskCommandRouter -------------------------------------------------------------------------------------
 
-  private Sbx task(String taskId) {
+  Sbx task(String taskId) {
     Sbx s = tasks.get(taskId);
     if (s == null || s.terminated) {
       throw new Status(GrpcStatus.NOT_FOUND, "no such task");
