@@ -155,6 +155,70 @@ class ModalGatewayTest {
     assertThat(sim.liveSandboxes()).doesNotContain(rid, restored.getString("provider_resource_id"));
   }
 
+  static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+
+  static java.net.http.HttpResponse<byte[]> files(String method, String sbx, String endpoint, String path,
+      String extra, byte[] body) throws Exception {
+    java.net.http.HttpResponse<byte[]> r = HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(gw.base
+            + "/v1/sandboxes/" + sbx + endpoint + "?path=" + java.net.URLEncoder.encode(path, StandardCharsets.UTF_8)
+            + extra)).header("Authorization", "Bearer " + key).timeout(java.time.Duration.ofSeconds(60))
+        .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+            : java.net.http.HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+    BODIES.add(new String(r.body(), StandardCharsets.UTF_8));
+    return r;
+  }
+
+  @Test
+  void files_round_trip_through_the_files_api() throws Exception {
+    JsonObject sbx = createModal(new JsonObject());
+    String id = sbx.getString("id");
+    java.nio.file.Path root = sim.dir(sbx.getString("provider_resource_id"));
+
+    var up = files("PUT", id, "/files/content", "tools/hello.sh", "&executable=true",
+        "#!/bin/sh\necho hello from $1\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(up.statusCode()).as(new String(up.body())).isEqualTo(201);
+    assertThat(new JsonObject(new String(up.body())).getString("mode")).isEqualTo("0755");
+    Resp ran = exec(id, new JsonObject().put("command", "./tools/hello.sh modal"));
+    assertThat(ran.json().getString("stdout")).as(ran.body()).isEqualTo("hello from modal\n");
+
+    byte[] blob = new byte[700_000];
+    new java.util.Random(3).nextBytes(blob);
+    assertThat(files("PUT", id, "/files/content", "tools/blob.bin", "", blob).statusCode()).isEqualTo(201);
+    var listed = files("GET", id, "/files", "tools", "", null);
+    assertThat(listed.statusCode()).isEqualTo(200);
+    io.vertx.core.json.JsonArray entries = new JsonObject(new String(listed.body())).getJsonArray("entries");
+    assertThat(entries.stream().map(e -> ((JsonObject) e).getString("name"))).containsExactly("blob.bin", "hello.sh");
+    assertThat(entries.getJsonObject(0).getLong("size")).isEqualTo(blob.length);
+    assertThat(entries.getJsonObject(0).getString("mode")).isEqualTo("0644");
+
+    var down = files("GET", id, "/files/content", "tools/blob.bin", "", null);
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.headers().firstValueAsLong("Content-Length")).hasValue(blob.length);
+    assertThat(down.body()).isEqualTo(blob);
+
+    var tree = files("GET", id, "/files/archive", "tools", "", null);
+    assertThat(tree.statusCode()).isEqualTo(200);
+    var copied = files("PUT", id, "/files/archive", "copy", "", tree.body());
+    assertThat(copied.statusCode()).as(new String(copied.body())).isEqualTo(201);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("copy/blob.bin"))).isEqualTo(blob);
+    assertThat(files("PUT", id, "/files/archive", "broken", "",
+        java.util.Arrays.copyOf(tree.body(), tree.body().length / 2)).statusCode()).isEqualTo(422);
+    assertThat(root.resolve("broken")).doesNotExist();
+
+    assertThat(files("DELETE", id, "/files", "tools", "", null).statusCode()).isEqualTo(409);
+    assertThat(files("DELETE", id, "/files", "tools/blob.bin", "", null).statusCode()).isEqualTo(204);
+    assertThat(files("GET", id, "/files/content", "tools/blob.bin", "", null).statusCode()).isEqualTo(404);
+    assertThat(files("GET", id, "/files/content", "tools", "", null).statusCode()).isEqualTo(422);
+    assertThat(files("DELETE", id, "/files", "tools", "&recursive=true", null).statusCode()).isEqualTo(204);
+    assertThat(root.resolve("tools")).doesNotExist();
+
+    // a path Modal refuses (outside the container's root) maps to 403
+    var refused = files("GET", id, "/files/content", "../../etc/passwd", "", null);
+    assertThat(refused.statusCode()).as(new String(refused.body())).isEqualTo(403);
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
   @Test
   void a_dropped_output_stream_resumes_without_loss_or_duplication() {
     String id = createModal(new JsonObject()).getString("id");
