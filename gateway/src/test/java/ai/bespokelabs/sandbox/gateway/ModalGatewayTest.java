@@ -219,6 +219,47 @@ class ModalGatewayTest {
     keep(gw.delete("/v1/sandboxes/" + id, key));
   }
 
+  /** Starts {@code command}, signals it once its output reached {@code ready}; the output and the exit event. */
+  static JsonObject signalled(String id, String command, String signal, StringBuilder out) throws Exception {
+    Resp started = keep(gw.post("/v1/sandboxes/" + id + "/executions", key, new JsonObject().put("command", command)));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String execution = "/v1/sandboxes/" + id + "/executions/" + started.json().getString("id");
+    boolean sent = false;
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput() && e.name().equals("stdout")) {
+          out.append(new String(e.bytes(), StandardCharsets.UTF_8));
+          if (!sent && out.toString().contains("ready\n")) {
+            sent = true;
+            Resp sig = keep(gw.post(execution + "/signal", key, new JsonObject().put("signal", signal)));
+            assertThat(sig.status()).as(sig.body()).isEqualTo(204);
+          }
+        } else if (e.name().equals("exit")) {
+          return e.data();
+        }
+      }
+    }
+    throw new AssertionError("no exit event");
+  }
+
+  @Test
+  void signals_reach_a_running_program_over_rest() throws Exception {
+    String id = createModal(new JsonObject()).getString("id");
+    StringBuilder out = new StringBuilder();
+    JsonObject exit = signalled(id, "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
+        "TERM", out);
+    assertThat(out.toString()).isEqualTo("ready\ngot TERM\n");
+    assertThat(exit.getInteger("exit_code")).as(exit.encode()).isEqualTo(3);
+    assertThat(exit.getString("status")).isEqualTo("cancelled");
+
+    StringBuilder killedOut = new StringBuilder();
+    JsonObject killed = signalled(id, "trap '' TERM; echo ready; sleep 30", "KILL", killedOut);
+    assertThat(killed.getInteger("exit_code")).as(killed.encode()).isEqualTo(137);
+    assertThat(killed.getString("status")).isEqualTo("cancelled");
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
   @Test
   void a_dropped_output_stream_resumes_without_loss_or_duplication() {
     String id = createModal(new JsonObject()).getString("id");

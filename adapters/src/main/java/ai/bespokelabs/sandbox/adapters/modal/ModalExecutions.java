@@ -55,7 +55,7 @@ final class ModalExecutions implements Executions {
   private Future<Execution> startOn(ExecSandbox request, OutputSink sink, List<String> argv, String execId) {
     return client.router(request.providerResourceId(), "execute").compose(router -> {
       TaskExecStartRequest.Builder start = TaskExecStartRequest.newBuilder().setTaskId(router.taskId())
-          .setExecId(execId).addAllCommandArgs(argv)
+          .setExecId(execId).addAllCommandArgs(ProcessGroup.lead(execId, argv))
           .setStdoutConfig(TaskExecStdoutConfig.TASK_EXEC_STDOUT_CONFIG_PIPE)
           .setStderrConfig(TaskExecStderrConfig.TASK_EXEC_STDERR_CONFIG_PIPE)
           .setTimeoutSecs(request.timeoutSecs()).putAllEnv(request.env());

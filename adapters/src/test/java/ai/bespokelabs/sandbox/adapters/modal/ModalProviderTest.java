@@ -121,6 +121,7 @@ class ModalProviderTest {
     volatile int exits;
 
     volatile boolean splitCharacter;
+    volatile boolean cancelled;
 
     @Override
     public synchronized Future<Void> output(Stream stream, byte[] data) {
@@ -133,6 +134,7 @@ class ModalProviderTest {
 
     @Override
     public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      this.cancelled = cancelled;
       this.exitCode = exitCode;
       this.timedOut = timedOut;
       exits++;
@@ -257,6 +259,34 @@ class ModalProviderTest {
 
     // a path Modal refuses (outside the container's root): 403, and nothing was read
     assertThat(status(() -> fs.openRead(fileOp(rid, "../../etc/passwd", false, false)))).isEqualTo(403);
+  }
+
+  @Test
+  void signals_reach_the_programs_process_group_through_a_helper_exec() throws Exception {
+    String rid = create(config(null, null, null, null, null, null, null));
+    Recording trapped = new Recording();
+    Execution term = await(() -> provider.executions().start(exec(rid,
+        "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.1; done", false, 60), trapped));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> trapped.out().equals("ready\n"));
+    await(() -> term.signal("TERM"));
+    trapped.await();
+    assertThat(trapped.out()).isEqualTo("ready\ngot TERM\n");
+    assertThat(trapped.exitCode).isEqualTo(3);
+    assertThat(trapped.cancelled).isTrue();
+
+    Recording killed = new Recording();
+    Execution kill = await(() -> provider.executions().start(exec(rid,
+        "trap '' TERM; sleep 30 & echo $! > child.pid; echo ready; wait", false, 60), killed));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> killed.out().equals("ready\n"));
+    long child = Long.parseLong(java.nio.file.Files.readString(sim.dir(rid).resolve("child.pid")).trim());
+    await(() -> kill.signal("KILL"));
+    killed.await();
+    assertThat(killed.exitCode).as("128 + SIGKILL").isEqualTo(137);
+    assertThat(killed.cancelled).isTrue();
+    assertThat(killed.timedOut).isFalse();
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(5).until(() -> ProcessHandle.of(child).map(h -> !h.isAlive())
+        .orElse(true));
+    await(() -> kill.signal("TERM")); // after its end: nothing to do
   }
 
   @Test
