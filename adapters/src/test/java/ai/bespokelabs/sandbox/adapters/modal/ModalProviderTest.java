@@ -290,6 +290,43 @@ class ModalProviderTest {
   }
 
   @Test
+  void the_auth_token_is_renewed_before_it_expires_and_once_after_the_server_calls_it_expired() throws Exception {
+    ModalProvider own = provider(ModalSimulator.TOKEN_SECRET);
+    sim.authTokenLifetime(Duration.ofSeconds(3));
+    try {
+      int fetched = sim.calls("AuthTokenGet");
+      int refused = sim.expiredRefusals();
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 1);
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).as("reused while fresh").isEqualTo(fetched + 1);
+
+      // the token's last half of life began between two calls: renewed before use, never refused
+      Thread.sleep(2_200);
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 2);
+      assertThat(sim.expiredRefusals()).isEqualTo(refused);
+
+      // the server calls the token expired (a clock jump, a revocation): renewed, and the call sent once more
+      sim.expireAuthTokens();
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.expiredRefusals()).isEqualTo(refused + 1);
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 3);
+
+      // expired again right after renewal: one retry only, then the contract's authentication error
+      sim.authTokenLifetime(Duration.ZERO);
+      sim.expireAuthTokens();
+      assertThatThrownBy(() -> await(() -> own.inventory().checkHealth())).isInstanceOfSatisfying(
+          ProviderException.class, e -> assertThat(e.error().code()).isEqualTo(ErrorCode.AUTHENTICATION));
+      assertThat(sim.expiredRefusals()).isEqualTo(refused + 3);
+      assertThat(sim.headerValues()).anyMatch(h -> h.startsWith("x-modal-auth-token: "));
+    } finally {
+      sim.authTokenLifetime(Duration.ofMinutes(20));
+      await(own::close);
+    }
+  }
+
+  @Test
   void declares_files_snapshots_and_adoption() {
     assertThat(provider.name()).isEqualTo("modal");
     assertThat(provider.nodeBound()).isFalse();

@@ -88,6 +88,9 @@ public final class ModalSimulator implements AutoCloseable {
   private final List<String> headerValues = new CopyOnWriteArrayList<>();
   private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
   private int seq;
+  private final Map<String, Long> authTokens = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicInteger expiredRefusals = new java.util.concurrent.atomic.AtomicInteger();
+  private volatile long authLifetimeMs = 20 * 60_000L;
   private final ModalFilesSim files = new ModalFilesSim(this);
 
   /** A sandbox. */
@@ -197,6 +200,21 @@ public final class ModalSimulator implements AutoCloseable {
     drops.put("stdout", bytes);
   }
 
+  /** Auth tokens handed out from now on expire this long after they were issued. */
+  public void authTokenLifetime(java.time.Duration lifetime) {
+    authLifetimeMs = lifetime.toMillis();
+  }
+
+  /** Every auth token handed out so far has expired (as after a clock jump or a revocation). */
+  public void expireAuthTokens() {
+    authTokens.replaceAll((t, exp) -> 0L);
+  }
+
+  /** Calls refused because their auth token had expired. */
+  public int expiredRefusals() {
+    return expiredRefusals.get();
+  }
+
   /** Every router token handed out so far stops working (as an expired JWT). */
   public void expireRouterTokens() {
     jwts.replaceAll((task, jwt) -> "expired." + UUID.randomUUID());
@@ -282,6 +300,7 @@ public final class ModalSimulator implements AutoCloseable {
 
   private void register(GrpcServer grpc) {
     unary(grpc, API, "AppGetOrCreate", Api.AppGetOrCreateRequest.getDefaultInstance(), this::appGetOrCreate);
+    unary(grpc, API, "AuthTokenGet", Api.AuthTokenGetRequest.getDefaultInstance(), this::authTokenGet);
     unary(grpc, API, "ImageGetOrCreate", Api.ImageGetOrCreateRequest.getDefaultInstance(), this::imageGetOrCreate);
     unary(grpc, API, "SecretGetOrCreate", Api.SecretGetOrCreateRequest.getDefaultInstance(), this::secretGetOrCreate);
     unary(grpc, API, "SandboxCreate", Api.SandboxCreateRequest.getDefaultInstance(), this::sandboxCreate);
@@ -306,7 +325,7 @@ public final class ModalSimulator implements AutoCloseable {
         check(req, msg, API, "ContainerFilesystemExecGetOutput");
         files.output(msg, req.response());
       } catch (Status s) {
-        req.response().status(s.status).end();
+        req.response().status(s.status).statusMessage(s.getMessage()).end();
       }
     }));
     ServiceMethod<TaskExecStdioReadRequest, TaskExecStdioReadResponse> read = ServiceMethod.server(ROUTER,
@@ -318,7 +337,7 @@ public final class ModalSimulator implements AutoCloseable {
         check(req, msg, ROUTER, "TaskExecStdioRead");
         stdioRead(msg, req.response(), t0);
       } catch (Status s) {
-        req.response().status(s.status).end();
+        req.response().status(s.status).statusMessage(s.getMessage()).end();
       }
     }));
   }
@@ -344,7 +363,7 @@ public final class ModalSimulator implements AutoCloseable {
         } else if (ar.succeeded()) {
           resp.end(ar.result());
         } else if (ar.cause() instanceof Status s) {
-          resp.status(s.status).end();
+          resp.status(s.status).statusMessage(s.getMessage()).end();
         } else {
           resp.status(GrpcStatus.INTERNAL).end();
         }
@@ -369,6 +388,17 @@ public final class ModalSimulator implements AutoCloseable {
       }
       if (h.get("x-modal-client-type") == null || h.get("x-modal-client-version") == null) {
         throw invalid(name + ": missing x-modal-client-type or x-modal-client-version");
+      }
+      String auth = h.get("x-modal-auth-token");
+      if (auth != null && !name.equals("AuthTokenGet")) {
+        Long exp = authTokens.get(auth);
+        if (exp == null) {
+          throw new Status(GrpcStatus.UNAUTHENTICATED, "invalid auth token");
+        }
+        if (exp <= System.currentTimeMillis()) {
+          expiredRefusals.incrementAndGet();
+          throw new Status(GrpcStatus.UNAUTHENTICATED, "auth token expired");
+        }
       }
     } else {
       String taskId = (String) msg.getField(msg.getDescriptorForType().findFieldByName("task_id"));
@@ -416,6 +446,17 @@ public final class ModalSimulator implements AutoCloseable {
     }
     String id = apps.computeIfAbsent(r.getEnvironmentName() + "/" + r.getAppName(), k -> id("ap"));
     return Future.succeededFuture(Api.AppGetOrCreateResponse.newBuilder().setAppId(id).build());
+  }
+
+  /** A JWT whose {@code exp} claim (seconds) says when it expires; the simulator refuses it from then on. */
+  private Future<Api.AuthTokenGetResponse> authTokenGet(Api.AuthTokenGetRequest r) {
+    long exp = System.currentTimeMillis() + authLifetimeMs;
+    java.util.Base64.Encoder b64 = java.util.Base64.getUrlEncoder().withoutPadding();
+    String token = b64.encodeToString("{\"alg\":\"HS256\",\"typ\":\"JWT\"}".getBytes()) + "."
+        + b64.encodeToString(("{\"exp\":" + exp / 1000 + ",\"jti\":\"" + id("jt") + "\"}").getBytes()) + "."
+        + b64.encodeToString(UUID.randomUUID().toString().getBytes());
+    authTokens.put(token, exp);
+    return Future.succeededFuture(Api.AuthTokenGetResponse.newBuilder().setToken(token).build());
   }
 
   private void knownApp(String appId, String where) {
