@@ -261,6 +261,41 @@ class ModalGatewayTest {
   }
 
   @Test
+  void a_gpu_sandbox_is_charged_its_gpu_time_in_the_cost_endpoints() throws Exception {
+    String org = gw.bootstrap("Modal GPU costs");
+    JsonObject gpu = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal").put("gpu", "A100")))
+        .json();
+    JsonObject plain = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    long created = System.nanoTime();
+    Thread.sleep(1_500);
+    long asked = System.nanoTime();
+    Resp r = keep(gw.post("/v1/reconciliation/modal", org, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    // an A100 at conf/pricing.json's 2.10 USD an hour, for at least the time since both were created (the ledger
+    // takes the reconciliation's observation asynchronously)
+    java.math.BigDecimal floor = new java.math.BigDecimal("2.10").multiply(java.math.BigDecimal.valueOf(
+        (asked - created) / 1e9)).divide(java.math.BigDecimal.valueOf(3600), java.math.MathContext.DECIMAL64);
+    JsonObject cost = ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> gw.get("/v1/sandboxes/"
+        + gpu.getString("id") + "/detail", org).json().getJsonObject("cost"), c -> c != null
+        && "reconciled".equals(c.getString("cost_state")) && c.getString("provider_reported_cost_usd") != null
+        && new java.math.BigDecimal(c.getString("provider_reported_cost_usd")).compareTo(floor) >= 0);
+    java.math.BigDecimal reported = new java.math.BigDecimal(cost.getString("provider_reported_cost_usd"));
+    JsonObject plainCost = keep(gw.get("/v1/sandboxes/" + plain.getString("id") + "/detail", org)).json()
+        .getJsonObject("cost");
+    assertThat(plainCost.getString("cost_state")).isEqualTo("reconciled");
+    assertThat(reported).as("GPU time dominates").isGreaterThan(new java.math.BigDecimal(
+        plainCost.getString("provider_reported_cost_usd")).multiply(java.math.BigDecimal.TEN));
+
+    java.math.BigDecimal charged = ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> new java.math.BigDecimal(
+        gw.get("/v1/costs", org).json().getJsonArray("items").stream().map(JsonObject.class::cast)
+            .filter(i -> i.getString("key").equals(gpu.getString("id"))).findFirst().orElseThrow()
+            .getString("provider_cost_usd")), c -> c.compareTo(floor) >= 0);
+    assertThat(charged).as("GET /v1/costs charges the GPU time").isGreaterThanOrEqualTo(floor);
+    keep(gw.delete("/v1/sandboxes/" + gpu.getString("id"), org));
+    keep(gw.delete("/v1/sandboxes/" + plain.getString("id"), org));
+  }
+
+  @Test
   void a_dropped_output_stream_resumes_without_loss_or_duplication() {
     String id = createModal(new JsonObject()).getString("id");
     sim.dropStdoutAfter(2000);

@@ -49,6 +49,7 @@ import org.junit.jupiter.api.Timeout;
 /** The Modal adapter against the gRPC simulator, which refuses what Modal's protos and API do not allow. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ModalProviderTest {
+  static final java.math.BigDecimal GPU_RATE = new java.math.BigDecimal("2.10");
   static ModalSimulator sim;
   static Vertx vertx;
   static ModalProvider provider;
@@ -67,7 +68,7 @@ class ModalProviderTest {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
         new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)),
         new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
-            new java.math.BigDecimal("0.0098")))));
+            new java.math.BigDecimal("0.0098"))), Map.of("modal", Map.of("A100", GPU_RATE))));
   }
 
   @AfterEach
@@ -489,6 +490,31 @@ class ModalProviderTest {
         .isTrue();
     assertThat(await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), "sb-unknown")))
         .alreadyGone()).isTrue();
+  }
+
+  @Test
+  void gpu_time_modal_reports_is_priced_at_the_catalogs_rate_for_its_type() throws Exception {
+    long t0 = System.nanoTime();
+    String gpu = create(config(null, null, "A100:2", null, null, null, null));
+    long created = System.nanoTime();
+    String unpriced = create(config(null, null, "H100", null, null, null, null));
+    Thread.sleep(1_000);
+    long asked = System.nanoTime();
+    List<Resource> listed = await(() -> provider.inventory().list());
+    long answered = System.nanoTime();
+    java.math.BigDecimal cost = listed.stream().filter(r -> r.resourceId().equals(gpu)).findFirst().orElseThrow()
+        .providerCostUsd();
+    // two A100s for at least the time between the create's answer and the listing, at most the whole span
+    java.math.BigDecimal perSecond = GPU_RATE.multiply(java.math.BigDecimal.TWO)
+        .divide(java.math.BigDecimal.valueOf(3600), java.math.MathContext.DECIMAL64);
+    assertThat(cost).isGreaterThanOrEqualTo(perSecond.multiply(java.math.BigDecimal.valueOf((asked - created) / 1e9)));
+    assertThat(cost).isLessThanOrEqualTo(perSecond.add(new java.math.BigDecimal("0.001"))
+        .multiply(java.math.BigDecimal.valueOf((answered - t0) / 1e9 + 1)));
+    assertThat(listed).filteredOn(r -> r.resourceId().equals(unpriced)).singleElement()
+        .satisfies(r -> assertThat(r.providerCostUsd()).as("a GPU type the catalog does not price: no cost")
+            .isNull());
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", gpu, null)));
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", unpriced, null)));
   }
 
   @Test

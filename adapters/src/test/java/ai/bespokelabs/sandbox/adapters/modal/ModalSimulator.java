@@ -577,14 +577,22 @@ public final class ModalSimulator implements AutoCloseable {
     return Future.succeededFuture(b.build());
   }
 
-  /** Usage as Modal bills it: the reserved CPU (at least 1/8 core) and memory (at least 128 MiB) since creation. */
+  /**
+   * Usage as Modal bills it: the reserved CPU (at least 1/8 core), memory (at least 128 MiB) and GPUs since
+   * creation.
+   */
   private Future<Api.SandboxGetResourceUsageResponse> resourceUsage(Api.SandboxGetResourceUsageRequest r) {
     Sbx s = sandbox(r.getSandboxId());
     double secs = Math.max(0, System.currentTimeMillis() / 1000.0 - s.createdAt);
     double cores = Math.max(0.125, s.definition.getResources().getMilliCpu() / 1000.0);
     double gib = Math.max(0.125, s.definition.getResources().getMemoryMb() / 1024.0);
-    return Future.succeededFuture(Api.SandboxGetResourceUsageResponse.newBuilder()
-        .setCpuCoreNanosecs((long) (secs * cores * 1e9)).setMemGibNanosecs((long) (secs * gib * 1e9)).build());
+    Api.SandboxGetResourceUsageResponse.Builder b = Api.SandboxGetResourceUsageResponse.newBuilder()
+        .setCpuCoreNanosecs((long) (secs * cores * 1e9)).setMemGibNanosecs((long) (secs * gib * 1e9));
+    if (s.definition.getResources().hasGpuConfig()) {
+      Api.GPUConfig g = s.definition.getResources().getGpuConfig();
+      b.setGpuNanosecs((long) (secs * g.getCount() * 1e9)).setGpuType(g.getGpuType());
+    }
+    return Future.succeededFuture(b.build());
   }
 
   private Future<Api.SandboxListResponse> sandboxList(Api.SandboxListRequest r) {
