@@ -33,6 +33,17 @@ final class ModalCommand {
 
   private ModalCommand() {}
 
+  /**
+   * Runs {@code argv} on the sandbox's router; once more on a router looked up afresh when the remembered one's
+   * address or token went stale.
+   */
+  static Future<Result> run(ModalClient client, String sandboxId, List<String> argv, String workdir, String op) {
+    return client.router(sandboxId, op).compose(r -> run(client, r, argv, workdir, op))
+        .recover(t -> ModalExecutions.stale(t) && client.forgetRouter(sandboxId)
+            ? client.router(sandboxId, op).compose(r -> run(client, r, argv, workdir, op))
+            : Future.failedFuture(t));
+  }
+
   /** Runs {@code argv} in {@code workdir} (null: the image's) on the router and waits for its end. */
   static Future<Result> run(ModalClient client, Router router, List<String> argv, String workdir, String op) {
     String execId = UUID.randomUUID().toString();

@@ -181,7 +181,7 @@ final class ModalExecution implements Execution {
       return Future.failedFuture(ApiException.invalid("unsupported signal"));
     }
     signalled = true;
-    return ModalCommand.run(client, router, argv, null, "signal").compose(r -> r.exitCode() == 0
+    return ModalCommand.run(client, request.providerResourceId(), argv, null, "signal").compose(r -> r.exitCode() == 0
         || done || exitCode != null ? Future.succeededFuture()
         : Future.failedFuture(ModalErrors.of(ErrorCode.EXECUTION_FAILED, "signal", true, Outcome.FAILED)));
   }

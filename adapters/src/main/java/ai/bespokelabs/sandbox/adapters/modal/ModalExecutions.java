@@ -45,7 +45,7 @@ final class ModalExecutions implements Executions {
   }
 
   /** A failure a stale router address or token explains. */
-  private static boolean stale(Throwable t) {
+  static boolean stale(Throwable t) {
     return t instanceof ProviderException p && switch (p.error().code()) {
       case AUTHENTICATION, CONNECTION, NOT_FOUND -> true;
       default -> false;

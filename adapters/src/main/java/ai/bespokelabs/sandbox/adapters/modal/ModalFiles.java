@@ -122,7 +122,7 @@ final class ModalFiles implements FileSystem {
     return path.substring(path.lastIndexOf('/') + 1);
   }
 
-  private record Target(String path, Router router) {}
+  private record Target(String path, Router router, String sandboxId) {}
 
   private Future<Target> target(FileOp op, boolean rootAllowed) {
     String path;
@@ -134,7 +134,7 @@ final class ModalFiles implements FileSystem {
     if (!rootAllowed && (path.equals("/") || path.equals("."))) {
       return Future.failedFuture(ApiException.invalid("path must name something inside the sandbox"));
     }
-    return client.router(op.providerResourceId(), OP).map(r -> new Target(path, r));
+    return client.router(op.providerResourceId(), OP).map(r -> new Target(path, r, op.providerResourceId()));
   }
 
   /** One file operation: its exec id and descriptor, then its whole output (or its error, as {@link FsError}). */
@@ -202,19 +202,19 @@ final class ModalFiles implements FileSystem {
   @Override
   public Future<List<FileEntry>> list(FileOp op) {
     return answer(target(op, true).compose(t -> ls(t.router(), t.path())
-        .compose(names -> describe(t.router(), t.path(), names, 0, new ArrayList<>()))
+        .compose(names -> describe(t.sandboxId(), t.path(), names, 0, new ArrayList<>()))
         .recover(e -> {
           if (!(e instanceof FsError f) || f.code != SystemErrorCode.SYSTEM_ERROR_CODE_NOTDIR) {
             return Future.failedFuture(e);
           }
-          return describe(t.router(), parent(t.path()), List.of(name(t.path())), 0, new ArrayList<>())
+          return describe(t.sandboxId(), parent(t.path()), List.of(name(t.path())), 0, new ArrayList<>())
               .map(one -> one.stream().map(x -> new FileEntry(x.name(), t.path(), x.isDir(), x.size(), x.mode(),
                   x.modified(), x.type())).toList());
         }))).map(entries -> entries.stream().sorted(Comparator.comparing(FileEntry::name)).toList());
   }
 
   /** {@code stat} of {@code names} in {@code dir}, in batches; a name gone meanwhile is left out. */
-  private Future<List<FileEntry>> describe(Router router, String dir, List<String> names, int from,
+  private Future<List<FileEntry>> describe(String sandboxId, String dir, List<String> names, int from,
       List<FileEntry> out) {
     if (from >= names.size()) {
       return Future.succeededFuture(out);
@@ -222,7 +222,7 @@ final class ModalFiles implements FileSystem {
     List<String> batch = names.subList(from, Math.min(names.size(), from + STAT_BATCH));
     List<String> argv = new ArrayList<>(List.of("stat", "-c", "%s/%a/%Y/%F/%n", "--"));
     argv.addAll(batch);
-    return ModalCommand.run(client, router, argv, dir, OP).compose(r -> {
+    return ModalCommand.run(client, sandboxId, argv, dir, OP).compose(r -> {
       Set<String> asked = Set.copyOf(batch);
       for (String line : r.stdout().toString(StandardCharsets.UTF_8).split("\n")) {
         FileEntry e = statLine(dir, line);
@@ -230,7 +230,7 @@ final class ModalFiles implements FileSystem {
           out.add(e);
         }
       }
-      return describe(router, dir, names, from + STAT_BATCH, out);
+      return describe(sandboxId, dir, names, from + STAT_BATCH, out);
     });
   }
 
@@ -262,7 +262,7 @@ final class ModalFiles implements FileSystem {
   @Override
   public Future<FileReader> openRead(FileOp op) {
     return answer(target(op, true).compose(t -> open(t.router(), t.path(), "rb").compose(fd ->
-        describe(t.router(), parent(t.path()), List.of(name(t.path())), 0, new ArrayList<>())
+        describe(t.sandboxId(), parent(t.path()), List.of(name(t.path())), 0, new ArrayList<>())
             .<FileReader>map(found -> new Download(t.router(), fd, found.isEmpty() ? -1 : found.get(0).size()))
             .recover(e -> close(t.router(), fd).transform(closed -> Future.failedFuture(e))))));
   }
@@ -329,10 +329,12 @@ final class ModalFiles implements FileSystem {
       return Future.failedFuture(SandboxPaths.isDirectory());
     }
     return SpooledWriter.open(client.vertx().fileSystem(), "modal-upload-", (spool, size) ->
-        answer(target(op, false).compose(t -> upload(t.router(), t.path(), spool, size, mode))));
+        answer(target(op, false).compose(t -> upload(t, spool, size, mode))));
   }
 
-  private Future<FileEntry> upload(Router router, String path, Path spool, long size, int mode) {
+  private Future<FileEntry> upload(Target t, Path spool, long size, int mode) {
+    Router router = t.router();
+    String path = t.path();
     String dir = parent(path);
     String temp = "." + name(path) + ".bsk-" + UUID.randomUUID().toString().substring(0, 8) + ".part";
     Future<Void> parents = dir.equals(".") || dir.equals("/") ? Future.succeededFuture()
@@ -342,7 +344,7 @@ final class ModalFiles implements FileSystem {
         .open(spool.toString(), new OpenOptions().setRead(true).setWrite(false).setCreate(false))
         .compose(file -> send(router, fd, file, 0, size).eventually(file::close))
         .eventually(() -> close(router, fd))
-        .compose(sent -> ModalCommand.run(client, router, List.of("sh", "-c", PLACE, "bsk",
+        .compose(sent -> ModalCommand.run(client, t.sandboxId(), List.of("sh", "-c", PLACE, "bsk",
             String.format("%04o", mode), temp, name(path)), dir, OP))
         .compose(placed -> {
           if (placed.exitCode() == TARGET_IS_DIRECTORY) {
@@ -353,7 +355,7 @@ final class ModalFiles implements FileSystem {
           }
           return Future.succeededFuture(new FileEntry(name(path), path, false, size, mode, Instant.now()));
         })
-        .recover(t -> rm(router, child(dir, temp), false).transform(any -> Future.failedFuture(t))));
+        .recover(e -> rm(router, child(dir, temp), false).transform(any -> Future.failedFuture(e))));
   }
 
   /** The spool from {@code pos} on, one {@code file_write_request} after the other. */

@@ -8,8 +8,8 @@ import java.util.regex.Pattern;
  * How a program started through the command router can be signalled, since the router has no signal call: every
  * program starts under a small {@code sh} that writes its pid to a file named after the exec id (in the sandbox's
  * temporary directory) and execs the program, first making it lead a process group of its own with
- * {@code setsid} when it does not already (a process that is not a group leader gets a new session without a
- * fork, so the pid stays the one written). A signal is a second, helper exec that sends it to that process group
+ * {@code setsid} when {@code /proc} shows it does not already (a process that is not a group leader gets a new
+ * session without a fork, so the pid stays the one written). A signal is a second, helper exec that sends it to that process group
  * (or, should there be no such group, to the program alone). Everything travels as argv, never as a shell line
  * built from user input.
  */
@@ -19,7 +19,7 @@ final class ProcessGroup {
   /** $1: exec id; the rest: the program's argv. */
   static final String LEAD = "f=\"${TMPDIR:-/tmp}/.bsk-$1.pid\"; shift; g=; "
       + "read -r _ _ _ _ g _ 2>/dev/null < /proc/$$/stat; "
-      + "if [ \"$g\" != \"$$\" ] && command -v setsid >/dev/null 2>&1; then "
+      + "if [ -n \"$g\" ] && [ \"$g\" != \"$$\" ] && command -v setsid >/dev/null 2>&1; then "
       + "exec setsid sh -c 'echo $$ > \"$0\" && exec \"$@\"' \"$f\" \"$@\"; fi; "
       + "echo $$ > \"$f\" && exec \"$@\"";
   /** $1: exec id, $2: signal name. */

@@ -258,6 +258,10 @@ class ModalProviderTest {
     assertThat(status(() -> fs.delete(fileOp(rid, "tools", false, false)))).isEqualTo(404);
     assertThat(status(() -> fs.delete(fileOp(rid, "/", false, true)))).isEqualTo(422);
 
+    // the helper programs (stat) look the router up again when its token expired
+    sim.expireRouterTokens();
+    assertThat(await(() -> fs.list(fileOp(rid, ".", false, false)))).extracting(FileEntry::name).contains("copy");
+
     // a path Modal refuses (outside the container's root): 403, and nothing was read
     assertThat(status(() -> fs.openRead(fileOp(rid, "../../etc/passwd", false, false)))).isEqualTo(403);
   }
