@@ -155,6 +155,146 @@ class ModalGatewayTest {
     assertThat(sim.liveSandboxes()).doesNotContain(rid, restored.getString("provider_resource_id"));
   }
 
+  static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+
+  static java.net.http.HttpResponse<byte[]> files(String method, String sbx, String endpoint, String path,
+      String extra, byte[] body) throws Exception {
+    java.net.http.HttpResponse<byte[]> r = HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(gw.base
+            + "/v1/sandboxes/" + sbx + endpoint + "?path=" + java.net.URLEncoder.encode(path, StandardCharsets.UTF_8)
+            + extra)).header("Authorization", "Bearer " + key).timeout(java.time.Duration.ofSeconds(60))
+        .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+            : java.net.http.HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+    BODIES.add(new String(r.body(), StandardCharsets.UTF_8));
+    return r;
+  }
+
+  @Test
+  void files_round_trip_through_the_files_api() throws Exception {
+    JsonObject sbx = createModal(new JsonObject());
+    String id = sbx.getString("id");
+    java.nio.file.Path root = sim.dir(sbx.getString("provider_resource_id"));
+
+    var up = files("PUT", id, "/files/content", "tools/hello.sh", "&executable=true",
+        "#!/bin/sh\necho hello from $1\n".getBytes(StandardCharsets.UTF_8));
+    assertThat(up.statusCode()).as(new String(up.body())).isEqualTo(201);
+    assertThat(new JsonObject(new String(up.body())).getString("mode")).isEqualTo("0755");
+    Resp ran = exec(id, new JsonObject().put("command", "./tools/hello.sh modal"));
+    assertThat(ran.json().getString("stdout")).as(ran.body()).isEqualTo("hello from modal\n");
+
+    byte[] blob = new byte[700_000];
+    new java.util.Random(3).nextBytes(blob);
+    assertThat(files("PUT", id, "/files/content", "tools/blob.bin", "", blob).statusCode()).isEqualTo(201);
+    var listed = files("GET", id, "/files", "tools", "", null);
+    assertThat(listed.statusCode()).isEqualTo(200);
+    io.vertx.core.json.JsonArray entries = new JsonObject(new String(listed.body())).getJsonArray("entries");
+    assertThat(entries.stream().map(e -> ((JsonObject) e).getString("name"))).containsExactly("blob.bin", "hello.sh");
+    assertThat(entries.getJsonObject(0).getLong("size")).isEqualTo(blob.length);
+    assertThat(entries.getJsonObject(0).getString("mode")).isEqualTo("0644");
+
+    var down = files("GET", id, "/files/content", "tools/blob.bin", "", null);
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.headers().firstValueAsLong("Content-Length")).hasValue(blob.length);
+    assertThat(down.body()).isEqualTo(blob);
+
+    var tree = files("GET", id, "/files/archive", "tools", "", null);
+    assertThat(tree.statusCode()).isEqualTo(200);
+    var copied = files("PUT", id, "/files/archive", "copy", "", tree.body());
+    assertThat(copied.statusCode()).as(new String(copied.body())).isEqualTo(201);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("copy/blob.bin"))).isEqualTo(blob);
+    assertThat(files("PUT", id, "/files/archive", "broken", "",
+        java.util.Arrays.copyOf(tree.body(), tree.body().length / 2)).statusCode()).isEqualTo(422);
+    assertThat(root.resolve("broken")).doesNotExist();
+
+    assertThat(files("DELETE", id, "/files", "tools", "", null).statusCode()).isEqualTo(409);
+    assertThat(files("DELETE", id, "/files", "tools/blob.bin", "", null).statusCode()).isEqualTo(204);
+    assertThat(files("GET", id, "/files/content", "tools/blob.bin", "", null).statusCode()).isEqualTo(404);
+    assertThat(files("GET", id, "/files/content", "tools", "", null).statusCode()).isEqualTo(422);
+    assertThat(files("DELETE", id, "/files", "tools", "&recursive=true", null).statusCode()).isEqualTo(204);
+    assertThat(root.resolve("tools")).doesNotExist();
+
+    // a path Modal refuses (outside the container's root) maps to 403
+    var refused = files("GET", id, "/files/content", "../../etc/passwd", "", null);
+    assertThat(refused.statusCode()).as(new String(refused.body())).isEqualTo(403);
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  /** Starts {@code command}, signals it once its output reached {@code ready}; the output and the exit event. */
+  static JsonObject signalled(String id, String command, String signal, StringBuilder out) throws Exception {
+    Resp started = keep(gw.post("/v1/sandboxes/" + id + "/executions", key, new JsonObject().put("command", command)));
+    assertThat(started.status()).as(started.body()).isEqualTo(202);
+    String execution = "/v1/sandboxes/" + id + "/executions/" + started.json().getString("id");
+    boolean sent = false;
+    try (SseClient sse = SseClient.open(gw.base + execution + "/stream?after=0", key, "GET", null)) {
+      Event e;
+      while ((e = sse.next()) != null) {
+        if (e.isOutput() && e.name().equals("stdout")) {
+          out.append(new String(e.bytes(), StandardCharsets.UTF_8));
+          if (!sent && out.toString().contains("ready\n")) {
+            sent = true;
+            Resp sig = keep(gw.post(execution + "/signal", key, new JsonObject().put("signal", signal)));
+            assertThat(sig.status()).as(sig.body()).isEqualTo(204);
+          }
+        } else if (e.name().equals("exit")) {
+          return e.data();
+        }
+      }
+    }
+    throw new AssertionError("no exit event");
+  }
+
+  @Test
+  void signals_reach_a_running_program_over_rest() throws Exception {
+    String id = createModal(new JsonObject()).getString("id");
+    StringBuilder out = new StringBuilder();
+    JsonObject exit = signalled(id, "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
+        "TERM", out);
+    assertThat(out.toString()).isEqualTo("ready\ngot TERM\n");
+    assertThat(exit.getInteger("exit_code")).as(exit.encode()).isEqualTo(3);
+    assertThat(exit.getString("status")).isEqualTo("cancelled");
+
+    StringBuilder killedOut = new StringBuilder();
+    JsonObject killed = signalled(id, "trap '' TERM; echo ready; sleep 30", "KILL", killedOut);
+    assertThat(killed.getInteger("exit_code")).as(killed.encode()).isEqualTo(137);
+    assertThat(killed.getString("status")).isEqualTo("cancelled");
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  @Test
+  void a_gpu_sandbox_is_charged_its_gpu_time_in_the_cost_endpoints() throws Exception {
+    String org = gw.bootstrap("Modal GPU costs");
+    JsonObject gpu = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal").put("gpu", "A100")))
+        .json();
+    JsonObject plain = keep(gw.post("/v1/sandboxes", org, new JsonObject().put("backend", "modal"))).json();
+    long created = System.nanoTime();
+    Thread.sleep(1_500);
+    long asked = System.nanoTime();
+    Resp r = keep(gw.post("/v1/reconciliation/modal", org, null));
+    assertThat(r.status()).as(r.body()).isEqualTo(200);
+    // an A100 at conf/pricing.json's 2.10 USD an hour, for at least the time since both were created (the ledger
+    // takes the reconciliation's observation asynchronously)
+    java.math.BigDecimal floor = new java.math.BigDecimal("2.10").multiply(java.math.BigDecimal.valueOf(
+        (asked - created) / 1e9)).divide(java.math.BigDecimal.valueOf(3600), java.math.MathContext.DECIMAL64);
+    JsonObject cost = ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> gw.get("/v1/sandboxes/"
+        + gpu.getString("id") + "/detail", org).json().getJsonObject("cost"), c -> c != null
+        && "reconciled".equals(c.getString("cost_state")) && c.getString("provider_reported_cost_usd") != null
+        && new java.math.BigDecimal(c.getString("provider_reported_cost_usd")).compareTo(floor) >= 0);
+    java.math.BigDecimal reported = new java.math.BigDecimal(cost.getString("provider_reported_cost_usd"));
+    JsonObject plainCost = keep(gw.get("/v1/sandboxes/" + plain.getString("id") + "/detail", org)).json()
+        .getJsonObject("cost");
+    assertThat(plainCost.getString("cost_state")).isEqualTo("reconciled");
+    assertThat(reported).as("GPU time dominates").isGreaterThan(new java.math.BigDecimal(
+        plainCost.getString("provider_reported_cost_usd")).multiply(java.math.BigDecimal.TEN));
+
+    java.math.BigDecimal charged = ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> new java.math.BigDecimal(
+        gw.get("/v1/costs", org).json().getJsonArray("items").stream().map(JsonObject.class::cast)
+            .filter(i -> i.getString("key").equals(gpu.getString("id"))).findFirst().orElseThrow()
+            .getString("provider_cost_usd")), c -> c.compareTo(floor) >= 0);
+    assertThat(charged).as("GET /v1/costs charges the GPU time").isGreaterThanOrEqualTo(floor);
+    keep(gw.delete("/v1/sandboxes/" + gpu.getString("id"), org));
+    keep(gw.delete("/v1/sandboxes/" + plain.getString("id"), org));
+  }
+
   @Test
   void a_dropped_output_stream_resumes_without_loss_or_duplication() {
     String id = createModal(new JsonObject()).getString("id");

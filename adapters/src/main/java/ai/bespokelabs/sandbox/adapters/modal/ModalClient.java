@@ -4,6 +4,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import com.google.protobuf.Message;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpVersion;
@@ -14,11 +15,16 @@ import io.vertx.grpc.client.GrpcClientRequest;
 import io.vertx.grpc.client.GrpcClientResponse;
 import io.vertx.grpc.common.GrpcMessageDecoder;
 import io.vertx.grpc.common.GrpcMessageEncoder;
+import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.net.URI;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
 import modal.client.Api;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadRequest;
@@ -37,6 +43,9 @@ final class ModalClient {
   static final String CLIENT_TYPE = "8";
   /** The client version sent as {@code x-modal-client-version} (a version of that library). */
   static final String CLIENT_VERSION = "0.5.0";
+
+  /** The largest message taken: a file read's answer ({@link ModalFiles#MAX_READ}) with room to spare. */
+  static final long MAX_MESSAGE = 16L << 20;
 
   /** A server: where, and whether over TLS. */
   record Endpoint(SocketAddress address, boolean tls) {
@@ -62,6 +71,7 @@ final class ModalClient {
   private final Endpoint api;
   private final GrpcClient plain;
   private final GrpcClient tls;
+  private final ModalAuth auth;
   private final Map<String, String> apps = new HashMap<>();
   /** Routers by sandbox id; touched only on the adapter's context. */
   private final Map<String, Router> routers = new HashMap<>();
@@ -70,9 +80,10 @@ final class ModalClient {
     this.vertx = vertx;
     this.settings = settings;
     this.api = Endpoint.of(settings.serverUrl());
-    this.plain = GrpcClient.client(vertx, new GrpcClientOptions(),
+    this.auth = new ModalAuth(this::fetchAuthToken);
+    this.plain = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setHttp2ClearTextUpgrade(false));
-    this.tls = GrpcClient.client(vertx, new GrpcClientOptions(),
+    this.tls = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setSsl(true).setUseAlpn(true));
   }
 
@@ -89,24 +100,94 @@ final class ModalClient {
     return ServiceMethod.client(service, name, GrpcMessageEncoder.encoder(), GrpcMessageDecoder.decoder(prototype));
   }
 
-  /** A unary call to the API server with the token headers; failures are mapped onto the contract. */
+  /**
+   * A unary call to the API server with the token headers and the auth token; failures are mapped onto the
+   * contract.
+   */
   <Req extends Message, Resp extends Message> Future<Resp> call(String name, Req request, Resp prototype, String op) {
-    return unary(api, method(API, name, prototype), request, null, settings.requestTimeout().toMillis(), op);
+    ServiceMethod<Resp, Req> m = method(API, name, prototype);
+    return authed(token -> unary(api, m, request, null, token, settings.requestTimeout().toMillis()), op);
   }
 
   /** A unary call to a command router with its bearer token. */
   <Req extends Message, Resp extends Message> Future<Resp> route(Router router, String name, Req request,
       Resp prototype, long timeoutMs, String op) {
-    return unary(router.endpoint(), method(ROUTER, name, prototype), request, router.jwt(), timeoutMs, op);
+    return unary(router.endpoint(), method(ROUTER, name, prototype), request, router.jwt(), null, timeoutMs)
+        .recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
   }
 
+  /** The server refused the auth token as expired (only the status message tells; it is not kept). */
+  static final class TokenExpired extends RuntimeException {
+    TokenExpired() {
+      super("auth token expired", null, false, false);
+    }
+  }
+
+  static boolean expired(GrpcStatus status, String message) {
+    return status == GrpcStatus.UNAUTHENTICATED && message != null
+        && message.toLowerCase(java.util.Locale.ROOT).contains("expired");
+  }
+
+  /**
+   * Sends with the current auth token ({@link ModalAuth}); when the server refuses it as expired, once more with
+   * a fresh one. A second refusal, like any failure, is mapped onto the contract.
+   */
+  private <T> Future<T> authed(Function<String, Future<T>> send, String op) {
+    return auth.token().compose(t -> send.apply(t).recover(e -> e instanceof TokenExpired
+            ? auth.renew(t).compose(send) : Future.failedFuture(e)))
+        .recover(e -> Future.failedFuture(e instanceof TokenExpired
+            ? ModalErrors.status(GrpcStatus.UNAUTHENTICATED, op) : ModalErrors.map(e, op)));
+  }
+
+  /** {@code AuthTokenGet}, with the token id and secret alone. */
+  private Future<String> fetchAuthToken() {
+    return unary(api, method(API, "AuthTokenGet", Api.AuthTokenGetResponse.getDefaultInstance()),
+        Api.AuthTokenGetRequest.getDefaultInstance(), null, null, settings.requestTimeout().toMillis())
+        .compose(r -> r.getToken().isBlank()
+            ? Future.failedFuture(ModalErrors.of(ErrorCode.AUTHENTICATION, "auth", false, Outcome.FAILED))
+            : Future.succeededFuture(r.getToken()));
+  }
+
+  /** One unary call, unmapped; a refusal of {@code authToken} as expired fails with {@link TokenExpired}. */
   private <Req extends Message, Resp extends Message> Future<Resp> unary(Endpoint to, ServiceMethod<Resp, Req> m,
-      Req request, String jwt, long timeoutMs, String op) {
+      Req request, String jwt, String authToken, long timeoutMs) {
     return grpc(to).request(to.address(), m).compose(req -> {
-      authorize(req, jwt);
+      authorize(req, jwt, authToken);
       req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
-      return req.send(request).compose(GrpcClientResponse::last);
-    }).recover(t -> Future.failedFuture(ModalErrors.map(t, op)));
+      return req.send(request).compose(resp -> resp.last().recover(e -> Future.failedFuture(
+          authToken != null && expired(resp.status(), resp.statusMessage()) ? new TokenExpired() : e)));
+    });
+  }
+
+  /**
+   * A server-streaming call to the API server with the token headers and the auth token, its messages collected
+   * until {@code last} says one ends the answer (the call is then cancelled) or the stream ends.
+   */
+  <Req extends Message, Resp extends Message> Future<List<Resp>> collect(String name, Req request, Resp prototype,
+      Predicate<Resp> last, long timeoutMs, String op) {
+    ServiceMethod<Resp, Req> m = method(API, name, prototype);
+    return authed(token -> grpc(api).request(api.address(), m).compose(req -> {
+      authorize(req, null, token);
+      req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
+      return req.send(request).compose(resp -> {
+        List<Resp> out = new ArrayList<>();
+        Promise<List<Resp>> done = Promise.promise();
+        resp.handler(msg -> {
+          out.add(msg);
+          if (last.test(msg) && done.tryComplete(out)) {
+            req.cancel();
+          }
+        });
+        resp.end().onComplete(ar -> {
+          if (ar.succeeded()) {
+            done.tryComplete(out);
+          } else {
+            done.tryFail(expired(resp.status(), resp.statusMessage()) ? new TokenExpired() : ar.cause());
+          }
+        });
+        return done.future();
+      });
+    }), op);
   }
 
   /** An open {@code TaskExecStdioRead}: the call (to cancel it) and its paused response. */
@@ -119,7 +200,7 @@ final class ModalClient {
         method(ROUTER, "TaskExecStdioRead", TaskExecStdioReadResponse.getDefaultInstance());
     Endpoint to = router.endpoint();
     return grpc(to).request(to.address(), m).compose(req -> {
-      authorize(req, router.jwt());
+      authorize(req, router.jwt(), null);
       return req.send(request).map(resp -> {
         resp.pause();
         return new Stdio(req, resp);
@@ -131,10 +212,13 @@ final class ModalClient {
     return to.tls() ? tls : plain;
   }
 
-  private void authorize(GrpcClientRequest<?, ?> req, String jwt) {
+  private void authorize(GrpcClientRequest<?, ?> req, String jwt, String authToken) {
     if (jwt != null) {
       req.headers().set("authorization", "Bearer " + jwt);
       return;
+    }
+    if (authToken != null) {
+      req.headers().set("x-modal-auth-token", authToken);
     }
     req.headers().set("x-modal-token-id", settings.tokenId().reveal())
         .set("x-modal-token-secret", settings.tokenSecret().reveal())

@@ -19,6 +19,7 @@ import io.vertx.grpc.client.GrpcClientRequest;
 import io.vertx.grpc.client.GrpcClientResponse;
 import io.vertx.grpc.common.GrpcStatus;
 import java.util.Arrays;
+import java.util.List;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStartRequest;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStartResponse;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdinWriteRequest;
@@ -43,6 +44,8 @@ import org.slf4j.LoggerFactory;
  * <p>Stdin: {@code TaskExecStdinWrite} at the running offset, one write at a time; {@code eof} closes it.
  * The end: {@code TaskExecWait} answers the exit code or the signal (reported as {@code 128 + signal}); the
  * router enforces {@code timeout_secs} itself, and a run that outlived it is reported as timed out (124).
+ * Signals go to the program's process group through a helper exec ({@link ProcessGroup}); a signalled run that
+ * did not exit 0 is reported as cancelled.
  */
 final class ModalExecution implements Execution {
   static final int MAX_RESUMES = 5;
@@ -70,6 +73,7 @@ final class ModalExecution implements Execution {
   private boolean stdinClosed;
   private Integer exitCode;
   private boolean timedOut;
+  private boolean signalled;
   private boolean done;
   private boolean abandoned;
 
@@ -161,10 +165,25 @@ final class ModalExecution implements Execution {
     return next;
   }
 
-  /** The router offers no signal call: a running command ends by its timeout or with its sandbox. */
+  /**
+   * The router offers no signal call: a helper exec sends the signal to the program's process group
+   * ({@link ProcessGroup}). A program that already ended needs none.
+   */
   @Override
   public Future<Void> signal(String signal) {
-    return Future.failedFuture(ModalErrors.of(ErrorCode.FEATURE_NOT_SUPPORTED, "signal", false, Outcome.FAILED));
+    if (done || exitCode != null) {
+      return Future.succeededFuture();
+    }
+    List<String> argv;
+    try {
+      argv = ProcessGroup.signal(execId, signal);
+    } catch (IllegalArgumentException e) {
+      return Future.failedFuture(ApiException.invalid("unsupported signal"));
+    }
+    signalled = true;
+    return ModalCommand.run(client, request.providerResourceId(), argv, null, "signal").compose(r -> r.exitCode() == 0
+        || done || exitCode != null ? Future.succeededFuture()
+        : Future.failedFuture(ModalErrors.of(ErrorCode.EXECUTION_FAILED, "signal", true, Outcome.FAILED)));
   }
 
   /** Stops reading; the sink gets nothing more. */
@@ -186,7 +205,7 @@ final class ModalExecution implements Execution {
     if (!abandoned) {
       long ms = (System.nanoTime() - t0) / 1_000_000;
       boolean late = timedOut && exitCode != 0;
-      sink.exited(late ? TIMED_OUT : exitCode, late, false, ms);
+      sink.exited(late ? TIMED_OUT : exitCode, late, signalled && !late && exitCode != 0, ms);
     }
   }
 

@@ -45,7 +45,7 @@ final class ModalExecutions implements Executions {
   }
 
   /** A failure a stale router address or token explains. */
-  private static boolean stale(Throwable t) {
+  static boolean stale(Throwable t) {
     return t instanceof ProviderException p && switch (p.error().code()) {
       case AUTHENTICATION, CONNECTION, NOT_FOUND -> true;
       default -> false;
@@ -55,7 +55,7 @@ final class ModalExecutions implements Executions {
   private Future<Execution> startOn(ExecSandbox request, OutputSink sink, List<String> argv, String execId) {
     return client.router(request.providerResourceId(), "execute").compose(router -> {
       TaskExecStartRequest.Builder start = TaskExecStartRequest.newBuilder().setTaskId(router.taskId())
-          .setExecId(execId).addAllCommandArgs(argv)
+          .setExecId(execId).addAllCommandArgs(ProcessGroup.lead(execId, argv))
           .setStdoutConfig(TaskExecStdoutConfig.TASK_EXEC_STDOUT_CONFIG_PIPE)
           .setStderrConfig(TaskExecStderrConfig.TASK_EXEC_STDERR_CONFIG_PIPE)
           .setTimeoutSecs(request.timeoutSecs()).putAllEnv(request.env());

@@ -253,8 +253,8 @@ final class ModalLifecycle implements Lifecycle, Inventory {
 
   /**
    * The default app's running sandboxes that carry our sandbox-id tag, each with its cost so far when a pricing
-   * catalog is given: the CPU and memory Modal reports it used ({@code SandboxGetResourceUsage}) at the
-   * catalog's rates (GPU time is not priced); no cost when that call fails.
+   * catalog is given: the CPU, memory and GPU time Modal reports it used ({@code SandboxGetResourceUsage}) at the
+   * catalog's rates; no cost when that call fails.
    */
   @Override
   public Future<List<Resource>> list() {
@@ -270,7 +270,11 @@ final class ModalLifecycle implements Lifecycle, Inventory {
         });
   }
 
-  /** The sandbox's cost so far from its reported usage, or null without a catalog or an answer. */
+  /**
+   * The sandbox's cost so far from its reported usage: CPU and memory at the catalog's rates, GPU time at the
+   * catalog's rate for the GPU type Modal reports. Null without a catalog or an answer, and when GPU time was
+   * used on a type the catalog does not price (no cost rather than too low a one).
+   */
   private Future<BigDecimal> cost(String sandboxId) {
     if (pricing == null) {
       return Future.succeededFuture(null);
@@ -278,15 +282,25 @@ final class ModalLifecycle implements Lifecycle, Inventory {
     return client.call("SandboxGetResourceUsage", Api.SandboxGetResourceUsageRequest.newBuilder()
         .setSandboxId(sandboxId).build(), Api.SandboxGetResourceUsageResponse.getDefaultInstance(), "list")
         .map(u -> {
-          BigDecimal cpuHours = new BigDecimal(Long.toUnsignedString(u.getCpuCoreNanosecs())).divide(NANOS_PER_HOUR,
-              MathContext.DECIMAL64);
-          BigDecimal gibHours = new BigDecimal(Long.toUnsignedString(u.getMemGibNanosecs())).divide(NANOS_PER_HOUR,
-              MathContext.DECIMAL64);
-          return pricing.hourlyRate(ModalProvider.BACKEND, 1.0, 0).multiply(cpuHours)
-              .add(pricing.hourlyRate(ModalProvider.BACKEND, 0.0, 1024).multiply(gibHours))
-              .setScale(9, RoundingMode.HALF_UP).stripTrailingZeros();
+          BigDecimal usd = pricing.hourlyRate(ModalProvider.BACKEND, 1.0, 0).multiply(hours(u.getCpuCoreNanosecs()))
+              .add(pricing.hourlyRate(ModalProvider.BACKEND, 0.0, 1024).multiply(hours(u.getMemGibNanosecs())));
+          if (u.getGpuNanosecs() != 0) {
+            BigDecimal gpu = pricing.gpuHourlyRate(ModalProvider.BACKEND, u.hasGpuType()
+                ? u.getGpuType().toUpperCase(java.util.Locale.ROOT) : null);
+            if (gpu == null) {
+              LOG.warn("modal sandbox {} used GPU time on a type the pricing catalog does not price", sandboxId);
+              return null;
+            }
+            usd = usd.add(gpu.multiply(hours(u.getGpuNanosecs())));
+          }
+          return usd.setScale(9, RoundingMode.HALF_UP).stripTrailingZeros();
         })
         .otherwiseEmpty();
+  }
+
+  /** Unsigned nanoseconds (core-, GiB- or GPU-) in hours. */
+  private static BigDecimal hours(long nanos) {
+    return new BigDecimal(Long.toUnsignedString(nanos)).divide(NANOS_PER_HOUR, MathContext.DECIMAL64);
   }
 
   /** {@code SandboxList} of running sandboxes with all of {@code tags}, paged by creation time. */

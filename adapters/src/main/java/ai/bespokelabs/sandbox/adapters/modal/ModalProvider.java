@@ -30,7 +30,7 @@ public final class ModalProvider implements Backend {
     this.client = new ModalClient(vertx, settings);
     ModalLifecycle lifecycle = new ModalLifecycle(client, pricing);
     this.executions = new ModalExecutions(client);
-    this.parts = new Parts(lifecycle, executions, lifecycle, null, null);
+    this.parts = new Parts(lifecycle, executions, lifecycle, new ModalFiles(client), null);
   }
 
   @Override
@@ -48,10 +48,10 @@ public final class ModalProvider implements Backend {
     return false;
   }
 
-  /** Snapshots and adoption; files, metrics and the provider's own timeout are not offered (yet). */
+  /** Files, snapshots and adoption; metrics and the provider's own timeout are not offered. */
   @Override
   public Set<Capability> capabilities() {
-    return EnumSet.of(Capability.SNAPSHOT, Capability.ADOPT);
+    return EnumSet.of(Capability.FILES, Capability.SNAPSHOT, Capability.ADOPT);
   }
 
   @Override

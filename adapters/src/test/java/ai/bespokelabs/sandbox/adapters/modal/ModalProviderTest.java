@@ -6,11 +6,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.bespokelabs.sandbox.adapters.sim.OnContext;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
+import ai.bespokelabs.sandbox.adapters.spi.FileReader;
+import ai.bespokelabs.sandbox.adapters.spi.FileSystem;
+import ai.bespokelabs.sandbox.adapters.spi.FileWriter;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
@@ -19,6 +23,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.Context;
@@ -44,6 +49,7 @@ import org.junit.jupiter.api.Timeout;
 /** The Modal adapter against the gRPC simulator, which refuses what Modal's protos and API do not allow. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ModalProviderTest {
+  static final java.math.BigDecimal GPU_RATE = new java.math.BigDecimal("2.10");
   static ModalSimulator sim;
   static Vertx vertx;
   static ModalProvider provider;
@@ -62,7 +68,7 @@ class ModalProviderTest {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
         new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)),
         new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
-            new java.math.BigDecimal("0.0098")))));
+            new java.math.BigDecimal("0.0098"))), Map.of("modal", Map.of("A100", GPU_RATE))));
   }
 
   @AfterEach
@@ -116,6 +122,7 @@ class ModalProviderTest {
     volatile int exits;
 
     volatile boolean splitCharacter;
+    volatile boolean cancelled;
 
     @Override
     public synchronized Future<Void> output(Stream stream, byte[] data) {
@@ -128,6 +135,7 @@ class ModalProviderTest {
 
     @Override
     public void exited(int exitCode, boolean timedOut, boolean cancelled, long durationMs) {
+      this.cancelled = cancelled;
       this.exitCode = exitCode;
       this.timedOut = timedOut;
       exits++;
@@ -164,11 +172,171 @@ class ModalProviderTest {
     throw new AssertionError("expected a provider error");
   }
 
+  static FileOp fileOp(String rid, String path, boolean executable, boolean recursive) {
+    return new FileOp("files", "sbx_files", rid, path, null, null, executable, recursive);
+  }
+
+  static FileEntry upload(FileWriter w, byte[] data, int chunk) {
+    for (int at = 0; at < data.length; at += chunk) {
+      Buffer b = Buffer.buffer(java.util.Arrays.copyOfRange(data, at, Math.min(data.length, at + chunk)));
+      await(() -> w.write(b));
+    }
+    return await(w::commit);
+  }
+
+  static byte[] download(FileReader r) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try {
+      Buffer b;
+      while ((b = await(() -> r.read(64 << 10))) != null) {
+        assertThat(b.length()).isLessThanOrEqualTo(64 << 10);
+        out.writeBytes(b.getBytes());
+      }
+    } finally {
+      await(r::close);
+    }
+    return out.toByteArray();
+  }
+
+  static int status(Supplier<Future<?>> work) {
+    try {
+      await(() -> work.get().map(x -> (Object) x));
+    } catch (ApiException e) {
+      return e.status();
+    }
+    return 0;
+  }
+
   @Test
-  void declares_snapshots_and_adoption() {
+  void files_upload_list_download_delete_and_archives_through_the_filesystem_calls() throws Exception {
+    String rid = create(config(null, null, null, null, null, null, null));
+    java.nio.file.Path root = sim.dir(rid);
+    FileSystem fs = provider.files();
+    byte[] blob = new byte[300_000];
+    new java.util.Random(7).nextBytes(blob);
+    FileEntry up = upload(await(() -> fs.openWrite(fileOp(rid, "tools/blob.bin", false, false))), blob, 100_000);
+    assertThat(up.size()).isEqualTo(blob.length);
+    upload(await(() -> fs.openWrite(fileOp(rid, "/tools/run.sh", true, false))),
+        "#!/bin/sh\necho ran\n".getBytes(StandardCharsets.UTF_8), 1024);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("tools/blob.bin"))).isEqualTo(blob);
+    try (var left = java.nio.file.Files.list(root.resolve("tools"))) {
+      assertThat(left.map(p -> p.getFileName().toString())).as("no temporary file left")
+          .containsExactlyInAnyOrder("blob.bin", "run.sh");
+    }
+
+    List<FileEntry> listed = await(() -> fs.list(fileOp(rid, "tools", false, false)));
+    assertThat(listed).extracting(FileEntry::name).containsExactly("blob.bin", "run.sh");
+    assertThat(listed.get(0).size()).isEqualTo(blob.length);
+    assertThat(listed.get(0).mode()).isEqualTo(0644);
+    assertThat(listed.get(1).mode()).isEqualTo(0755);
+    assertThat(listed.get(0).path()).isEqualTo("tools/blob.bin");
+    assertThat(await(() -> fs.list(fileOp(rid, ".", false, false)))).singleElement()
+        .satisfies(e -> assertThat(e.isDir()).isTrue());
+    assertThat(await(() -> fs.list(fileOp(rid, "tools/run.sh", false, false)))).singleElement()
+        .satisfies(e -> assertThat(e.path()).isEqualTo("tools/run.sh"));
+
+    assertThat(download(await(() -> fs.openRead(fileOp(rid, "tools/blob.bin", false, false))))).isEqualTo(blob);
+    assertThat(status(() -> fs.openRead(fileOp(rid, "tools", false, false)))).isEqualTo(422);
+    assertThat(status(() -> fs.openRead(fileOp(rid, "tools/none", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.openWrite(fileOp(rid, "tools", false, false))
+        .compose(w -> w.write(Buffer.buffer("x")).compose(v -> w.commit())))).as("a directory is not replaced")
+        .isEqualTo(422);
+    assertThat(root.resolve("tools")).isDirectory();
+
+    // directories as tar.gz, built on the single-file calls
+    byte[] tree = download(await(() -> fs.openArchiveRead(fileOp(rid, "tools", false, false))));
+    upload(await(() -> fs.openArchiveWrite(fileOp(rid, "copy", false, false))), tree, 50_000);
+    assertThat(java.nio.file.Files.readAllBytes(root.resolve("copy/blob.bin"))).isEqualTo(blob);
+    assertThat(java.nio.file.Files.readString(root.resolve("copy/run.sh"))).isEqualTo("#!/bin/sh\necho ran\n");
+
+    assertThat(status(() -> fs.delete(fileOp(rid, "tools", false, false)))).isEqualTo(409);
+    await(() -> fs.delete(fileOp(rid, "tools/blob.bin", false, false)));
+    assertThat(root.resolve("tools/blob.bin")).doesNotExist();
+    await(() -> fs.delete(fileOp(rid, "tools", false, true)));
+    assertThat(root.resolve("tools")).doesNotExist();
+    assertThat(status(() -> fs.list(fileOp(rid, "tools", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.delete(fileOp(rid, "tools", false, false)))).isEqualTo(404);
+    assertThat(status(() -> fs.delete(fileOp(rid, "/", false, true)))).isEqualTo(422);
+
+    // the helper programs (stat) look the router up again when its token expired
+    sim.expireRouterTokens();
+    assertThat(await(() -> fs.list(fileOp(rid, ".", false, false)))).extracting(FileEntry::name).contains("copy");
+
+    // a path Modal refuses (outside the container's root): 403, and nothing was read
+    assertThat(status(() -> fs.openRead(fileOp(rid, "../../etc/passwd", false, false)))).isEqualTo(403);
+  }
+
+  @Test
+  void signals_reach_the_programs_process_group_through_a_helper_exec() throws Exception {
+    String rid = create(config(null, null, null, null, null, null, null));
+    Recording trapped = new Recording();
+    Execution term = await(() -> provider.executions().start(exec(rid,
+        "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.1; done", false, 60), trapped));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> trapped.out().equals("ready\n"));
+    await(() -> term.signal("TERM"));
+    trapped.await();
+    assertThat(trapped.out()).isEqualTo("ready\ngot TERM\n");
+    assertThat(trapped.exitCode).isEqualTo(3);
+    assertThat(trapped.cancelled).isTrue();
+
+    Recording killed = new Recording();
+    Execution kill = await(() -> provider.executions().start(exec(rid,
+        "trap '' TERM; sleep 30 & echo $! > child.pid; echo ready; wait", false, 60), killed));
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(10).until(() -> killed.out().equals("ready\n"));
+    long child = Long.parseLong(java.nio.file.Files.readString(sim.dir(rid).resolve("child.pid")).trim());
+    await(() -> kill.signal("KILL"));
+    killed.await();
+    assertThat(killed.exitCode).as("128 + SIGKILL").isEqualTo(137);
+    assertThat(killed.cancelled).isTrue();
+    assertThat(killed.timedOut).isFalse();
+    ai.bespokelabs.sandbox.testkit.Waits.upTo(5).until(() -> ProcessHandle.of(child).map(h -> !h.isAlive())
+        .orElse(true));
+    await(() -> kill.signal("TERM")); // after its end: nothing to do
+  }
+
+  @Test
+  void the_auth_token_is_renewed_before_it_expires_and_once_after_the_server_calls_it_expired() throws Exception {
+    ModalProvider own = provider(ModalSimulator.TOKEN_SECRET);
+    sim.authTokenLifetime(Duration.ofSeconds(3));
+    try {
+      int fetched = sim.calls("AuthTokenGet");
+      int refused = sim.expiredRefusals();
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 1);
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).as("reused while fresh").isEqualTo(fetched + 1);
+
+      // the token's last half of life began between two calls: renewed before use, never refused
+      Thread.sleep(2_200);
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 2);
+      assertThat(sim.expiredRefusals()).isEqualTo(refused);
+
+      // the server calls the token expired (a clock jump, a revocation): renewed, and the call sent once more
+      sim.expireAuthTokens();
+      await(() -> own.inventory().checkHealth());
+      assertThat(sim.expiredRefusals()).isEqualTo(refused + 1);
+      assertThat(sim.calls("AuthTokenGet")).isEqualTo(fetched + 3);
+
+      // expired again right after renewal: one retry only, then the contract's authentication error
+      sim.authTokenLifetime(Duration.ZERO);
+      sim.expireAuthTokens();
+      assertThatThrownBy(() -> await(() -> own.inventory().checkHealth())).isInstanceOfSatisfying(
+          ProviderException.class, e -> assertThat(e.error().code()).isEqualTo(ErrorCode.AUTHENTICATION));
+      assertThat(sim.expiredRefusals()).isEqualTo(refused + 3);
+      assertThat(sim.headerValues()).anyMatch(h -> h.startsWith("x-modal-auth-token: "));
+    } finally {
+      sim.authTokenLifetime(Duration.ofMinutes(20));
+      await(own::close);
+    }
+  }
+
+  @Test
+  void declares_files_snapshots_and_adoption() {
     assertThat(provider.name()).isEqualTo("modal");
     assertThat(provider.nodeBound()).isFalse();
-    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.SNAPSHOT, Capability.ADOPT);
+    assertThat(provider.capabilities()).containsExactlyInAnyOrder(Capability.FILES, Capability.SNAPSHOT,
+        Capability.ADOPT);
   }
 
   @Test
@@ -326,6 +494,31 @@ class ModalProviderTest {
         .isTrue();
     assertThat(await(() -> provider.lifecycle().destroy(new DestroySandbox(req.sandboxId(), "sb-unknown")))
         .alreadyGone()).isTrue();
+  }
+
+  @Test
+  void gpu_time_modal_reports_is_priced_at_the_catalogs_rate_for_its_type() throws Exception {
+    long t0 = System.nanoTime();
+    String gpu = create(config(null, null, "A100:2", null, null, null, null));
+    long created = System.nanoTime();
+    String unpriced = create(config(null, null, "H100", null, null, null, null));
+    Thread.sleep(1_000);
+    long asked = System.nanoTime();
+    List<Resource> listed = await(() -> provider.inventory().list());
+    long answered = System.nanoTime();
+    java.math.BigDecimal cost = listed.stream().filter(r -> r.resourceId().equals(gpu)).findFirst().orElseThrow()
+        .providerCostUsd();
+    // two A100s for at least the time between the create's answer and the listing, at most the whole span
+    java.math.BigDecimal perSecond = GPU_RATE.multiply(java.math.BigDecimal.TWO)
+        .divide(java.math.BigDecimal.valueOf(3600), java.math.MathContext.DECIMAL64);
+    assertThat(cost).isGreaterThanOrEqualTo(perSecond.multiply(java.math.BigDecimal.valueOf((asked - created) / 1e9)));
+    assertThat(cost).isLessThanOrEqualTo(perSecond.add(new java.math.BigDecimal("0.001"))
+        .multiply(java.math.BigDecimal.valueOf((answered - t0) / 1e9 + 1)));
+    assertThat(listed).filteredOn(r -> r.resourceId().equals(unpriced)).singleElement()
+        .satisfies(r -> assertThat(r.providerCostUsd()).as("a GPU type the catalog does not price: no cost")
+            .isNull());
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", gpu, null)));
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", unpriced, null)));
   }
 
   @Test

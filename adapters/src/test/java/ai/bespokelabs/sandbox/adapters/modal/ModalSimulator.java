@@ -88,6 +88,10 @@ public final class ModalSimulator implements AutoCloseable {
   private final List<String> headerValues = new CopyOnWriteArrayList<>();
   private final java.util.concurrent.atomic.AtomicLong answering = new java.util.concurrent.atomic.AtomicLong();
   private int seq;
+  private final Map<String, Long> authTokens = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicInteger expiredRefusals = new java.util.concurrent.atomic.AtomicInteger();
+  private volatile long authLifetimeMs = 20 * 60_000L;
+  private final ModalFilesSim files = new ModalFilesSim(this);
 
   /** A sandbox. */
   static final class Sbx {
@@ -150,7 +154,9 @@ public final class ModalSimulator implements AutoCloseable {
     try {
       Vertx vertx = Vertx.vertx();
       Path root = Files.createTempDirectory("modal-sim");
-      GrpcServer grpc = GrpcServer.server(vertx);
+      // Modal takes a file write of up to 16 MiB in one message
+      GrpcServer grpc = GrpcServer.server(vertx, new io.vertx.grpc.server.GrpcServerOptions()
+          .setMaxMessageSize(ModalFilesSim.MAX_WRITE + (1 << 20)));
       HttpServer http = vertx.createHttpServer(new HttpServerOptions().setPort(0).setHost("127.0.0.1"));
       ModalSimulator sim = new ModalSimulator(vertx, http, root);
       sim.register(grpc);
@@ -192,6 +198,21 @@ public final class ModalSimulator implements AutoCloseable {
   /** The next stdout read stream ends with {@code UNAVAILABLE} after {@code bytes} bytes. */
   public void dropStdoutAfter(int bytes) {
     drops.put("stdout", bytes);
+  }
+
+  /** Auth tokens handed out from now on expire this long after they were issued. */
+  public void authTokenLifetime(java.time.Duration lifetime) {
+    authLifetimeMs = lifetime.toMillis();
+  }
+
+  /** Every auth token handed out so far has expired (as after a clock jump or a revocation). */
+  public void expireAuthTokens() {
+    authTokens.replaceAll((t, exp) -> 0L);
+  }
+
+  /** Calls refused because their auth token had expired. */
+  public int expiredRefusals() {
+    return expiredRefusals.get();
   }
 
   /** Every router token handed out so far stops working (as an expired JWT). */
@@ -237,6 +258,15 @@ public final class ModalSimulator implements AutoCloseable {
     sandboxes.get(sandboxId).terminated = true;
   }
 
+  /** The directory a sandbox's files live in (its root, and the working directory of its programs). */
+  public Path dir(String sandboxId) {
+    return sandboxes.get(sandboxId).dir;
+  }
+
+  Vertx vertx() {
+    return vertx;
+  }
+
   public Api.Sandbox definition(String sandboxId) {
     return sandboxes.get(sandboxId).definition;
   }
@@ -261,7 +291,7 @@ public final class ModalSimulator implements AutoCloseable {
     }
   }
 
-  private Status invalid(String what) {
+  Status invalid(String what) {
     violations.add(what);
     return new Status(GrpcStatus.INVALID_ARGUMENT, what);
   }
@@ -270,6 +300,7 @@ public final class ModalSimulator implements AutoCloseable {
 
   private void register(GrpcServer grpc) {
     unary(grpc, API, "AppGetOrCreate", Api.AppGetOrCreateRequest.getDefaultInstance(), this::appGetOrCreate);
+    unary(grpc, API, "AuthTokenGet", Api.AuthTokenGetRequest.getDefaultInstance(), this::authTokenGet);
     unary(grpc, API, "ImageGetOrCreate", Api.ImageGetOrCreateRequest.getDefaultInstance(), this::imageGetOrCreate);
     unary(grpc, API, "SecretGetOrCreate", Api.SecretGetOrCreateRequest.getDefaultInstance(), this::secretGetOrCreate);
     unary(grpc, API, "SandboxCreate", Api.SandboxCreateRequest.getDefaultInstance(), this::sandboxCreate);
@@ -284,6 +315,19 @@ public final class ModalSimulator implements AutoCloseable {
     unary(grpc, ROUTER, "TaskExecStart", TaskExecStartRequest.getDefaultInstance(), this::execStart);
     unary(grpc, ROUTER, "TaskExecStdinWrite", TaskExecStdinWriteRequest.getDefaultInstance(), this::stdinWrite);
     unary(grpc, ROUTER, "TaskExecWait", TaskExecWaitRequest.getDefaultInstance(), this::execWait);
+    unary(grpc, API, "ContainerFilesystemExec", Api.ContainerFilesystemExecRequest.getDefaultInstance(),
+        files::exec);
+    ServiceMethod<Api.ContainerFilesystemExecGetOutputRequest, Api.FilesystemRuntimeOutputBatch> output =
+        ServiceMethod.server(API, "ContainerFilesystemExecGetOutput", GrpcMessageEncoder.encoder(),
+            GrpcMessageDecoder.decoder(Api.ContainerFilesystemExecGetOutputRequest.getDefaultInstance()));
+    grpc.callHandler(output, req -> req.handler(msg -> {
+      try {
+        check(req, msg, API, "ContainerFilesystemExecGetOutput");
+        files.output(msg, req.response());
+      } catch (Status s) {
+        req.response().status(s.status).statusMessage(s.getMessage()).end();
+      }
+    }));
     ServiceMethod<TaskExecStdioReadRequest, TaskExecStdioReadResponse> read = ServiceMethod.server(ROUTER,
         "TaskExecStdioRead", GrpcMessageEncoder.encoder(),
         GrpcMessageDecoder.decoder(TaskExecStdioReadRequest.getDefaultInstance()));
@@ -293,7 +337,7 @@ public final class ModalSimulator implements AutoCloseable {
         check(req, msg, ROUTER, "TaskExecStdioRead");
         stdioRead(msg, req.response(), t0);
       } catch (Status s) {
-        req.response().status(s.status).end();
+        req.response().status(s.status).statusMessage(s.getMessage()).end();
       }
     }));
   }
@@ -319,7 +363,7 @@ public final class ModalSimulator implements AutoCloseable {
         } else if (ar.succeeded()) {
           resp.end(ar.result());
         } else if (ar.cause() instanceof Status s) {
-          resp.status(s.status).end();
+          resp.status(s.status).statusMessage(s.getMessage()).end();
         } else {
           resp.status(GrpcStatus.INTERNAL).end();
         }
@@ -344,6 +388,17 @@ public final class ModalSimulator implements AutoCloseable {
       }
       if (h.get("x-modal-client-type") == null || h.get("x-modal-client-version") == null) {
         throw invalid(name + ": missing x-modal-client-type or x-modal-client-version");
+      }
+      String auth = h.get("x-modal-auth-token");
+      if (auth != null && !name.equals("AuthTokenGet")) {
+        Long exp = authTokens.get(auth);
+        if (exp == null) {
+          throw new Status(GrpcStatus.UNAUTHENTICATED, "invalid auth token");
+        }
+        if (exp <= System.currentTimeMillis()) {
+          expiredRefusals.incrementAndGet();
+          throw new Status(GrpcStatus.UNAUTHENTICATED, "auth token expired");
+        }
       }
     } else {
       String taskId = (String) msg.getField(msg.getDescriptorForType().findFieldByName("task_id"));
@@ -376,7 +431,7 @@ public final class ModalSimulator implements AutoCloseable {
     }
   }
 
-  private synchronized String id(String prefix) {
+  synchronized String id(String prefix) {
     return prefix + "-" + (++seq) + UUID.randomUUID().toString().substring(0, 8);
   }
 
@@ -391,6 +446,17 @@ public final class ModalSimulator implements AutoCloseable {
     }
     String id = apps.computeIfAbsent(r.getEnvironmentName() + "/" + r.getAppName(), k -> id("ap"));
     return Future.succeededFuture(Api.AppGetOrCreateResponse.newBuilder().setAppId(id).build());
+  }
+
+  /** A JWT whose {@code exp} claim (seconds) says when it expires; the simulator refuses it from then on. */
+  private Future<Api.AuthTokenGetResponse> authTokenGet(Api.AuthTokenGetRequest r) {
+    long exp = System.currentTimeMillis() + authLifetimeMs;
+    java.util.Base64.Encoder b64 = java.util.Base64.getUrlEncoder().withoutPadding();
+    String token = b64.encodeToString("{\"alg\":\"HS256\",\"typ\":\"JWT\"}".getBytes()) + "."
+        + b64.encodeToString(("{\"exp\":" + exp / 1000 + ",\"jti\":\"" + id("jt") + "\"}").getBytes()) + "."
+        + b64.encodeToString(UUID.randomUUID().toString().getBytes());
+    authTokens.put(token, exp);
+    return Future.succeededFuture(Api.AuthTokenGetResponse.newBuilder().setToken(token).build());
   }
 
   private void knownApp(String appId, String where) {
@@ -511,14 +577,22 @@ public final class ModalSimulator implements AutoCloseable {
     return Future.succeededFuture(b.build());
   }
 
-  /** Usage as Modal bills it: the reserved CPU (at least 1/8 core) and memory (at least 128 MiB) since creation. */
+  /**
+   * Usage as Modal bills it: the reserved CPU (at least 1/8 core), memory (at least 128 MiB) and GPUs since
+   * creation.
+   */
   private Future<Api.SandboxGetResourceUsageResponse> resourceUsage(Api.SandboxGetResourceUsageRequest r) {
     Sbx s = sandbox(r.getSandboxId());
     double secs = Math.max(0, System.currentTimeMillis() / 1000.0 - s.createdAt);
     double cores = Math.max(0.125, s.definition.getResources().getMilliCpu() / 1000.0);
     double gib = Math.max(0.125, s.definition.getResources().getMemoryMb() / 1024.0);
-    return Future.succeededFuture(Api.SandboxGetResourceUsageResponse.newBuilder()
-        .setCpuCoreNanosecs((long) (secs * cores * 1e9)).setMemGibNanosecs((long) (secs * gib * 1e9)).build());
+    Api.SandboxGetResourceUsageResponse.Builder b = Api.SandboxGetResourceUsageResponse.newBuilder()
+        .setCpuCoreNanosecs((long) (secs * cores * 1e9)).setMemGibNanosecs((long) (secs * gib * 1e9));
+    if (s.definition.getResources().hasGpuConfig()) {
+      Api.GPUConfig g = s.definition.getResources().getGpuConfig();
+      b.setGpuNanosecs((long) (secs * g.getCount() * 1e9)).setGpuType(g.getGpuType());
+    }
+    return Future.succeededFuture(b.build());
   }
 
   private Future<Api.SandboxListResponse> sandboxList(Api.SandboxListRequest r) {
@@ -581,7 +655,7 @@ public final class ModalSimulator implements AutoCloseable {
 
   // ---- TaskCommandRouter -------------------------------------------------------------------------------------
 
-  private Sbx task(String taskId) {
+  Sbx task(String taskId) {
     Sbx s = tasks.get(taskId);
     if (s == null || s.terminated) {
       throw new Status(GrpcStatus.NOT_FOUND, "no such task");

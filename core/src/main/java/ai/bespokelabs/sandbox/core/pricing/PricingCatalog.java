@@ -18,7 +18,8 @@ import java.util.Optional;
  * Hourly rates per backend ({@code conf/pricing.json}, or the file named by {@code BESPOKE_PRICING_FILE}).
  * A sandbox's rate is captured at create and never changes: {@code vcpu_per_hour × cpu (default 1) +
  * ram_gib_per_hour × memory_mb (default 1024) / 1024}; its pricing source is the catalog's
- * {@code last_updated}.
+ * {@code last_updated}. A backend may also price GPU time per GPU type ({@code gpu_per_hour_usd}, an object from
+ * type to hourly rate per GPU), which its adapter applies to the GPU time the provider reports.
  */
 public final class PricingCatalog {
   public static final String DEFAULT_RESOURCE = "conf/pricing.json";
@@ -28,10 +29,19 @@ public final class PricingCatalog {
 
   private final String source;
   private final Map<String, Rates> rates;
+  private final Map<String, Map<String, BigDecimal>> gpuRates;
 
   public PricingCatalog(String source, Map<String, Rates> rates) {
+    this(source, rates, Map.of());
+  }
+
+  /** @param gpuRates per backend, the hourly rate of one GPU by GPU type */
+  public PricingCatalog(String source, Map<String, Rates> rates, Map<String, Map<String, BigDecimal>> gpuRates) {
     this.source = source;
     this.rates = Map.copyOf(rates);
+    Map<String, Map<String, BigDecimal>> gpus = new HashMap<>();
+    gpuRates.forEach((backend, byType) -> gpus.put(backend, Map.copyOf(byType)));
+    this.gpuRates = Map.copyOf(gpus);
   }
 
   public static PricingCatalog load(Optional<Path> file) {
@@ -61,11 +71,20 @@ public final class PricingCatalog {
         throw new ConfigException(origin + " needs last_updated and backends");
       }
       Map<String, Rates> rates = new HashMap<>();
+      Map<String, Map<String, BigDecimal>> gpus = new HashMap<>();
       for (String name : backends.fieldNames()) {
         JsonObject b = backends.getJsonObject(name);
         rates.put(name, new Rates(decimal(b, "vcpu_per_hour_usd", origin), decimal(b, "ram_gib_per_hour_usd", origin)));
+        JsonObject gpu = b.getJsonObject("gpu_per_hour_usd");
+        if (gpu != null) {
+          Map<String, BigDecimal> byType = new HashMap<>();
+          for (String type : gpu.fieldNames()) {
+            byType.put(type, decimal(gpu, type, origin));
+          }
+          gpus.put(name, byType);
+        }
       }
-      return new PricingCatalog(source, rates);
+      return new PricingCatalog(source, rates, gpus);
     } catch (DecodeException | ClassCastException e) {
       throw new ConfigException(origin + " is not a valid pricing catalog");
     }
@@ -90,6 +109,12 @@ public final class PricingCatalog {
   /** The catalog's {@code last_updated}, recorded on every sandbox as its pricing source. */
   public String source() {
     return source;
+  }
+
+  /** The hourly rate of one GPU of {@code gpuType} on {@code backend}; null when the catalog has none. */
+  public BigDecimal gpuHourlyRate(String backend, String gpuType) {
+    Map<String, BigDecimal> byType = gpuRates.get(backend);
+    return byType == null || gpuType == null ? null : byType.get(gpuType);
   }
 
   /** The hourly rate of a sandbox; backends without an entry cost nothing. */

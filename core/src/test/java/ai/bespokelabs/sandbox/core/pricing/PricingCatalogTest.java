@@ -30,6 +30,22 @@ class PricingCatalogTest {
   }
 
   @Test
+  void gpu_time_is_priced_per_gpu_type_where_the_catalog_says() {
+    PricingCatalog c = PricingCatalog.parse("""
+        {"last_updated": "x", "backends": {
+          "modal": {"vcpu_per_hour_usd": 0.047, "gpu_per_hour_usd": {"A100": 2.10, "H100": 3.95}},
+          "e2b": {"vcpu_per_hour_usd": 0.083}}}""", "test");
+    assertThat(c.gpuHourlyRate("modal", "A100")).isEqualByComparingTo("2.10");
+    assertThat(c.gpuHourlyRate("modal", "H100")).isEqualByComparingTo("3.95");
+    assertThat(c.gpuHourlyRate("modal", "B999")).isNull();
+    assertThat(c.gpuHourlyRate("e2b", "A100")).isNull();
+    assertThat(c.hourlyRate("modal", 1.0, 0)).as("CPU and memory as before").isEqualByComparingTo("0.047");
+    assertThatThrownBy(() -> PricingCatalog.parse(
+        "{\"last_updated\":\"x\",\"backends\":{\"a\":{\"gpu_per_hour_usd\":{\"T4\":-1}}}}", "f"))
+        .hasMessageContaining("must not be negative");
+  }
+
+  @Test
   void bad_catalogs_are_refused_clearly() {
     assertThatThrownBy(() -> PricingCatalog.parse("{}", "f")).isInstanceOf(ConfigException.class)
         .hasMessageContaining("last_updated");
