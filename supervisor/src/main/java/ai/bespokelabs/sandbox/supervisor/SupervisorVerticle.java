@@ -64,6 +64,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private boolean stopping;
   private Future<?> sweepInFlight = Future.succeededFuture();
   private Future<?> reconcileInFlight = Future.succeededFuture();
+  private Future<?> rearmInFlight = Future.succeededFuture();
 
   /**
    * A backend the supervisor reconciles periodically: where to list its resources, where to destroy orphans,
@@ -117,7 +118,7 @@ public final class SupervisorVerticle extends VerticleBase {
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
     Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
-    return Future.join(closed, sweepInFlight, reconcileInFlight).otherwiseEmpty();
+    return Future.join(closed, sweepInFlight, reconcileInFlight, rearmInFlight).otherwiseEmpty();
   }
 
   Future<Void> heartbeat() {
@@ -182,14 +183,20 @@ public final class SupervisorVerticle extends VerticleBase {
     if (stopping) {
       return;
     }
-    sandboxes.nextDeadline().onSuccess(next -> {
+    var next = sandboxes.nextDeadline();
+    rearmInFlight = next;
+    next.onSuccess(found -> {
       vertx.cancelTimer(deadlineTimer);
       deadlineTimer = -1;
-      next.ifPresent(deadline -> {
+      found.ifPresent(deadline -> {
         long delay = Math.max(1, Duration.between(now(), deadline).toMillis() + 1);
         deadlineTimer = vertx.setTimer(delay, t -> sweep());
       });
-    }).onFailure(e -> LOG.warn("Reading the next deadline failed: {}", e.toString()));
+    }).onFailure(e -> {
+      if (!stopping) {
+        LOG.warn("Reading the next deadline failed: {}", e.toString());
+      }
+    });
   }
 
   /** Claims and terminates everything due, batch after batch; then re-arms the deadline timer. */
