@@ -198,6 +198,10 @@ public final class AdapterVerticle extends VerticleBase {
       // only the type and where it was thrown: provider exception texts may echo credentials
       LOG.warn("{} {} failed unexpectedly: {} at {}", provider.name(), op, cause.getClass().getName(),
           origin(cause));
+    } else if (cause instanceof ProviderException p) {
+      // the contract's error only, never the provider's own text
+      LOG.info("{} {} failed: {} (retryable {}, outcome {})", provider.name(), op, p.error().code().wire(),
+          p.error().retryable(), p.error().outcome().wire());
     }
     BusFailures.fail(msg, cause, provider.name(), op);
     return Future.failedFuture(cause);

@@ -42,6 +42,7 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import ai.bespokelabs.sandbox.core.log.LogContext;
 import ai.bespokelabs.sandbox.gateway.ops.GatewayMetrics;
 import ai.bespokelabs.sandbox.gateway.ops.MetricsServer;
 import io.vertx.core.DeploymentOptions;
@@ -166,6 +167,7 @@ public final class Gateway implements AutoCloseable {
     Wiring wiring;
     try {
       Messages.registerCodecs(vertx.eventBus());
+      LogContext.carryOver(vertx.eventBus());
       Map<String, LocalProvider> hosted = new LinkedHashMap<>();
       List<Backend> providers = backends(vertx, config, clock, hosted);
       Backends backends = Backends.of(providers, config.providers().allowed(), nodeId);

@@ -1,6 +1,10 @@
 package ai.bespokelabs.sandbox.gateway;
 
 import ai.bespokelabs.sandbox.core.config.ConfigException;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.core.joran.spi.JoranException;
+import org.slf4j.LoggerFactory;
 import ai.bespokelabs.sandbox.core.config.ConfigLoader;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import java.time.Clock;
@@ -39,9 +43,14 @@ public final class Main {
         i++;
       }
       config = ConfigLoader.fromProcess(flags);
+      if (config.operations().jsonLogs()) {
+        jsonLogs();
+      }
       Gateway gateway = Gateway.start(config, Clock.systemUTC());
       Runtime.getRuntime().addShutdownHook(new Thread(gateway::close, "gateway-shutdown"));
-      printBanner(gateway);
+      if (!config.operations().jsonLogs()) {
+        printBanner(gateway); // for a person at a terminal; JSON logs have the gateway's own start line
+      }
     } catch (ConfigException e) {
       System.err.println("sandbox-gateway: " + e.getMessage());
       System.exit(2);
@@ -67,6 +76,19 @@ public final class Main {
       }
     }
     return false;
+  }
+
+  /** Switches this process's logging to JSON lines ({@code logback-json.xml} in the jar). */
+  private static void jsonLogs() {
+    LoggerContext logging = (LoggerContext) LoggerFactory.getILoggerFactory();
+    logging.reset();
+    JoranConfigurator configurator = new JoranConfigurator();
+    configurator.setContext(logging);
+    try {
+      configurator.doConfigure(Main.class.getClassLoader().getResource("logback-json.xml"));
+    } catch (JoranException e) {
+      throw new IllegalStateException("logback-json.xml is broken", e);
+    }
   }
 
   private static String require(String flag, String value) {

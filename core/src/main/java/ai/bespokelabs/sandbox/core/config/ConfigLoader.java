@@ -186,7 +186,16 @@ public final class ConfigLoader {
         new OperationsConfig(
             nonBlank(v.get("BESPOKE_METRICS_PORT")).isEmpty() ? Optional.empty()
                 : Optional.of(intIn(v, "BESPOKE_METRICS_PORT", 0, 65535)),
-            nonBlank(v.get("BESPOKE_METRICS_TOKEN")).map(Secret::new)));
+            nonBlank(v.get("BESPOKE_METRICS_TOKEN")).map(Secret::new),
+            logFormat(value(v, "BESPOKE_LOG_FORMAT"))));
+  }
+
+  private static String logFormat(String raw) {
+    String format = raw.trim().toLowerCase(Locale.ROOT);
+    if (!format.equals("text") && !format.equals("json")) {
+      throw new ConfigException("BESPOKE_LOG_FORMAT must be text or json");
+    }
+    return format;
   }
 
   private static List<String> backendList(String raw) {

@@ -81,7 +81,8 @@ final class Variables {
       "RUNPOD_CREATE_TIMEOUT_SECS", "providers.runpod.createTimeoutSecs",
       "RUNPOD_REQUEST_TIMEOUT_SECS", "providers.runpod.requestTimeoutSecs",
       "BESPOKE_METRICS_PORT", "operations.metricsPort",
-      "BESPOKE_METRICS_TOKEN", "operations.metricsToken");
+      "BESPOKE_METRICS_TOKEN", "operations.metricsToken",
+      "BESPOKE_LOG_FORMAT", "operations.logFormat");
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",

@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway.exec;
 
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.log.LogContext;
 import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
@@ -98,6 +99,7 @@ public final class ExecutionService {
   private Future<Launch> prepare(Principal p, String sandboxId, ExecRequest req, String requestId, boolean async,
       String subscriberAddress) {
     String executionId = Ids.newId("exe");
+    LogContext.put(LogContext.EXECUTION_ID, executionId);
     String rid = requestId != null ? requestId : Ids.newId("req");
     OffsetDateTime now = now();
     return executions.start(p.organizationId(), sandboxId, executionId, rid, p.keyId(), now,

@@ -3,6 +3,8 @@ package ai.bespokelabs.sandbox.gateway.http;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.core.Ids;
+import ai.bespokelabs.sandbox.core.log.LogContext;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
@@ -20,6 +22,9 @@ import java.util.function.Function;
  * authentication and scope checks in front, and writes their {@link Reply}.
  */
 public final class Api {
+  static final String REQUEST_ID_HEADER = "X-Request-ID";
+  private static final java.util.regex.Pattern REQUEST_ID = java.util.regex.Pattern.compile("[A-Za-z0-9_.:-]{1,128}");
+  private static final org.slf4j.Logger ACCESS = org.slf4j.LoggerFactory.getLogger("ai.bespokelabs.sandbox.access");
   /** An endpoint that needs an authenticated product key. */
   @FunctionalInterface
   public interface Authed {
@@ -42,14 +47,16 @@ public final class Api {
 
   /** An endpoint open to anyone (or doing its own authentication). */
   public void open(HttpMethod method, String path, Function<RoutingContext, Future<Reply>> endpoint) {
-    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> readBody(ctx).compose(v -> endpoint.apply(ctx))));
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, path,
+        () -> readBody(ctx).compose(v -> endpoint.apply(ctx))));
   }
 
   /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
   public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
-    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx)
+    router.route(method, vertxPath(path)).handler(ctx -> run(ctx, path, () -> pauseUpgrade(ctx)
         .authenticate(ctx.request().getHeader("Authorization"))
         .compose(p -> {
+          LogContext.put(LogContext.ORGANIZATION_ID, p.organizationId());
           if (AuditTrail.audited(method, path)) {
             audit.record(ctx, p, method, path);
           }
@@ -117,7 +124,23 @@ public final class Api {
     return authenticator;
   }
 
-  private static void run(RoutingContext ctx, java.util.function.Supplier<Future<Reply>> work) {
+  /**
+   * Runs an endpoint on the request's own context: its log lines name the request (the client's
+   * {@code X-Request-ID} when it is a plain token, else a new one, echoed back), and once answered one access
+   * line says what it was ({@code ai.bespokelabs.sandbox.access}, off in the text format's defaults).
+   */
+  private static void run(RoutingContext ctx, String template, java.util.function.Supplier<Future<Reply>> work) {
+    String given = ctx.request().getHeader(REQUEST_ID_HEADER);
+    String requestId = given != null && REQUEST_ID.matcher(given).matches() ? given : Ids.newId("req");
+    LogContext.put(LogContext.REQUEST_ID, requestId);
+    LogContext.put(LogContext.SANDBOX_ID, ctx.pathParam("sandbox_id"));
+    LogContext.put(LogContext.EXECUTION_ID, ctx.pathParam("execution_id"));
+    ctx.response().putHeader(REQUEST_ID_HEADER, requestId);
+    if (ACCESS.isInfoEnabled()) {
+      long started = System.nanoTime();
+      ctx.addEndHandler(v -> ACCESS.info("{} {} {} {} ms", ctx.request().method(), template,
+          ctx.response().getStatusCode(), (System.nanoTime() - started) / 1_000_000));
+    }
     Future<Reply> f;
     try {
       f = work.get();
