@@ -9,6 +9,7 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.NodeLoss;
 import ai.bespokelabs.sandbox.core.repo.NodeRepository;
 import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
@@ -34,6 +35,7 @@ import ai.bespokelabs.sandbox.gateway.http.OperationsApi;
 import ai.bespokelabs.sandbox.gateway.http.PolicyApi;
 import ai.bespokelabs.sandbox.gateway.http.Presets;
 import ai.bespokelabs.sandbox.gateway.http.ProviderApi;
+import ai.bespokelabs.sandbox.gateway.http.ReadinessApi;
 import ai.bespokelabs.sandbox.gateway.http.SandboxApi;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import ai.bespokelabs.sandbox.ledger.Exports;
@@ -75,6 +77,7 @@ final class Wiring {
   final ProviderHealthRepository health;
   final SandboxLogRepository logs;
   final NodeRepository nodes;
+  final NodeLoss nodeLoss;
   final LifecycleCosts lifecycleCosts;
   final CostLedger ledger;
   final Exports exports;
@@ -106,6 +109,7 @@ final class Wiring {
     this.health = new ProviderHealthRepository(pool);
     this.logs = new SandboxLogRepository(pool);
     this.nodes = new NodeRepository(pool);
+    this.nodeLoss = new NodeLoss(pool);
     this.lifecycleCosts = new LifecycleCosts(config.ledger().customerMarkup());
     this.ledger = new CostLedger(pool, lifecycleCosts);
     this.exports = new Exports(pool);
@@ -136,7 +140,8 @@ final class Wiring {
         new PolicyApi(policies, ledger, backends, clock),
         new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
-        new OperationsApi(operations, alerts, ledger, clock));
+        new OperationsApi(operations, alerts, ledger, clock),
+        new ReadinessApi(backends, pool));
   }
 
   /** The router one HTTP verticle serves. */

@@ -62,6 +62,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private boolean again;
   private boolean rearmScheduled;
   private boolean stopping;
+  private ai.bespokelabs.sandbox.core.repo.NodeLoss handOver;
   private Future<?> sweepInFlight = Future.succeededFuture();
   private Future<?> reconcileInFlight = Future.succeededFuture();
 
@@ -110,14 +111,36 @@ public final class SupervisorVerticle extends VerticleBase {
         });
   }
 
-  /** Lets a sweep or reconciliation in progress finish before the pool closes. */
+  /**
+   * Lets a sweep or reconciliation in progress finish before the pool closes; with a hand-over, the
+   * terminations it claimed and could not finish are released to the other nodes' next sweep.
+   */
   @Override
   public Future<?> stop() {
     stopping = true;
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
     Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
-    return Future.join(closed, sweepInFlight, reconcileInFlight).otherwiseEmpty();
+    return Future.join(closed, sweepInFlight, reconcileInFlight).otherwiseEmpty()
+        .compose(v -> handOver == null ? Future.succeededFuture() : handOver.releaseClaims(owner)
+            .onFailure(e -> LOG.warn("Handing over this supervisor's claims failed: {}", e.toString()))
+            .otherwiseEmpty());
+  }
+
+  /**
+   * Hands this supervisor's unfinished claims over to the other nodes when it stops (a cluster member);
+   * call before deploying.
+   */
+  public SupervisorVerticle handingOverWith(ai.bespokelabs.sandbox.core.repo.NodeLoss loss) {
+    this.handOver = loss;
+    return this;
+  }
+
+  /** Sweeps soon, from any thread (another node's claims were released to this one). */
+  public void sweepSoon() {
+    if (context != null) {
+      context.runOnContext(v -> sweep());
+    }
   }
 
   Future<Void> heartbeat() {

@@ -27,10 +27,14 @@ public final class StreamSubscriber {
   private String adapterAddress;
   private final List<Message<StreamEvent>> waitingForDrain = new ArrayList<>();
   private final MessageConsumer<StreamEvent> consumer;
+  private final io.vertx.core.Context context;
   private boolean finished;
+  private long lastSeq;
+  private Runnable onFinished = () -> { };
 
   public StreamSubscriber(Vertx vertx, ClientChannel channel) {
     this.vertx = vertx;
+    this.context = vertx.getOrCreateContext();
     this.channel = channel;
     this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
     this.consumer = vertx.eventBus().consumer(address, this::onEvent);
@@ -48,6 +52,7 @@ public final class StreamSubscriber {
       return;
     }
     StreamEvent event = msg.body();
+    lastSeq = Math.max(lastSeq, event.seq());
     channel.write(event);
     if (StreamEvent.EXIT.equals(event.type()) || StreamEvent.EVICTED.equals(event.type())) {
       msg.reply(null);
@@ -69,6 +74,22 @@ public final class StreamSubscriber {
     List<Message<StreamEvent>> ready = new ArrayList<>(waitingForDrain);
     waitingForDrain.clear();
     ready.forEach(m -> m.reply(null));
+  }
+
+  /**
+   * The node running the execution was lost: the stream ends with a failed {@code exit} event (from any
+   * thread; it runs on this subscriber's context).
+   */
+  void nodeLost(String message) {
+    context.runOnContext(v -> deliverFinal(new StreamEvent(StreamEvent.EXIT, lastSeq, null, null,
+        new io.vertx.core.json.JsonObject().put("execution_id", executionId).put("status", "failed")
+            .putNull("exit_code").put("last_seq", lastSeq)
+            .put("error", new io.vertx.core.json.JsonObject().put("code", "node_lost").put("message", message)))));
+  }
+
+  /** Runs once this subscriber stops delivering (on its context). */
+  void whenFinished(Runnable action) {
+    this.onFinished = action;
   }
 
   /** Ends the stream without an exit event (the execution cannot be attached). */
@@ -108,6 +129,7 @@ public final class StreamSubscriber {
    */
   private void finish() {
     finished = true;
+    onFinished.run();
     waitingForDrain.forEach(m -> BusFailures.fail(m, new ApiException(410, "subscriber is gone")));
     waitingForDrain.clear();
     vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());

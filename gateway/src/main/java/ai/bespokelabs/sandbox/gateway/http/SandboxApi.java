@@ -204,6 +204,10 @@ public final class SandboxApi implements Endpoints {
   }
 
   private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
+    if (backends.draining() && backends.isNodeBound(req.backend())) { // an answer, not a failure: nothing broke
+      return Future.succeededFuture(Reply.of(503, new JsonObject().put("detail", "this gateway node is draining and"
+          + " takes no new " + req.backend() + " sandboxes; retry (another node takes it)")).withHeader("Retry-After", "1"));
+    }
     OffsetDateTime now = Times.now(clock);
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
