@@ -1,7 +1,5 @@
 package ai.bespokelabs.sandbox.gateway;
 
-import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
-import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
@@ -40,7 +38,6 @@ import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
-import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -194,13 +191,8 @@ public final class Gateway implements AutoCloseable {
       Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(w, clock, nodeId))
           .compose(v -> ending.endAll(true))
           .compose(v -> ending.reapLost())
-          .compose(v -> vertx.eventBus()
-          .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> w.authenticator.forget(m.body()))
-          .completion())
-          .compose(v -> vertx.eventBus()
-              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> w.routes.forget(m.body())).completion())
-          .compose(v -> vertx.eventBus()
-              .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> w.policyHints.forget(m.body())).completion());
+          .compose(v -> CacheInvalidations.listen(vertx, w.wakeups(), w.authenticator, w.policyHints, w.routes))
+          .mapEmpty();
       for (Backend provider : providers) {
         if (backends.isEnabled(provider.name())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,

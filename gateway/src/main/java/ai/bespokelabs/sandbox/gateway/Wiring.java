@@ -137,7 +137,7 @@ final class Wiring {
         new ExecutionApi(vertx, executionService),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
-        new PolicyApi(policies, ledger, backends, clock),
+        new PolicyApi(policies, ledger, backends, policyHints, clock),
         new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
         new OperationsApi(operations, alerts, ledger, clock),

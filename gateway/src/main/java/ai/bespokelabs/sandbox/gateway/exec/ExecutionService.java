@@ -330,9 +330,10 @@ public final class ExecutionService {
 
   /**
    * Node {@code nodeId} was lost (another node took it over): every stream of an execution it ran ends with a
-   * failed {@code exit} event, since no more output can come.
+   * failed {@code exit} event, since no more output can come, and no execute goes there on a remembered route.
    */
   public void nodeLost(String nodeId) {
+    routes.forgetNode(nodeId);
     watching.forEach((sub, node) -> {
       if (node.equals(nodeId)) {
         sub.nodeLost("the gateway node running this execution (" + nodeId + ") was lost; the execution failed");

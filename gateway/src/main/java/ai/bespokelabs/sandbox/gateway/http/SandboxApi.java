@@ -165,7 +165,7 @@ public final class SandboxApi implements Endpoints {
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
               ? sandboxes.adopted(org, id, ar.result().body().nodeId(), Times.now(clock))
-                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
+                  .onSuccess(v -> routes.forget(id)).map(updated -> reply(200,
                   updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
@@ -375,7 +375,7 @@ public final class SandboxApi implements Endpoints {
       if (!"stopping".equals(sbx.status())) {
         return Future.succeededFuture(reply(200, sbx));
       }
-      vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id);
+      routes.forget(id); // here at once; PostgreSQL tells the other nodes
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
       return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
