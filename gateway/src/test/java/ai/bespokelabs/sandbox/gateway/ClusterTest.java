@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -160,6 +161,21 @@ class ClusterTest {
     return null;
   }
 
+  static WsClient socket(String node, String key, String sandbox, String exec) {
+    return WsClient.connect(GW.get(node).base + "/v1/sandboxes/" + sandbox + "/executions/" + exec + "/ws", key);
+  }
+
+  /** The WebSocket's output up to its exit event, which it returns; the output goes to {@code out}. */
+  static JsonObject untilExit(WsClient ws, StringBuilder out) {
+    for (JsonObject e = ws.nextJson(); ; e = ws.nextJson()) {
+      if ("stdout".equals(e.getString("type"))) {
+        out.append(e.getString("data"));
+      } else if ("exit".equals(e.getString("type"))) {
+        return e;
+      }
+    }
+  }
+
   @Test
   void three_nodes_serve_as_one_and_survive_the_loss_of_one() throws Exception {
     String key = call("a", "POST", "/v1/organizations", null, "{\"name\":\"Acme\"}", 201)
@@ -170,7 +186,7 @@ class ClusterTest {
     String sbx = local.getString("id");
     String cat = call("b", "POST", "/v1/sandboxes/" + sbx + "/executions", key,
         "{\"command\":\"cat; echo done\",\"stdin\":true}", 202).getString("id");
-    try (SseClient sse = stream("b", key, sbx, cat)) {
+    try (SseClient sse = stream("b", key, sbx, cat); WsClient ws = socket("c", key, sbx, cat)) {
       call("c", "POST", "/v1/sandboxes/" + sbx + "/executions/" + cat + "/stdin", key, "hello over the bus\n", 204);
       call("c", "POST", "/v1/sandboxes/" + sbx + "/executions/" + cat + "/stdin?eof=true", key, null, 204);
       StringBuilder out = new StringBuilder();
@@ -178,6 +194,9 @@ class ClusterTest {
       assertThat(out.toString()).isEqualTo("hello over the bus\ndone\n");
       assertThat(exit.data().getString("status")).isEqualTo("completed");
       assertThat(exit.data().getInteger("exit_code")).isZero();
+      StringBuilder overSocket = new StringBuilder();
+      assertThat(untilExit(ws, overSocket).getString("status")).isEqualTo("completed");
+      assertThat(overSocket.toString()).as("the WebSocket through C").isEqualTo("hello over the bus\ndone\n");
     }
     // a stream resumed through C misses nothing; a signal through C reaches the program on A
     String sleeper = call("b", "POST", "/v1/sandboxes/" + sbx + "/executions", key,
@@ -202,6 +221,23 @@ class ClusterTest {
     JsonObject ran = call("c", "POST", "/v1/sandboxes/" + sbx + "/execute", key, "{\"command\":\"echo hi\"}", 200);
     assertThat(ran.getString("stdout")).isEqualTo("hi\n");
 
+    // a policy holds across nodes: 200 concurrent creates spread over the three against a cap of 5
+    String capped = call("b", "POST", "/v1/organizations", null, "{\"name\":\"Capped\"}", 201)
+        .getJsonObject("api_key").getString("secret");
+    call("c", "PUT", "/v1/policies/current", capped, "{\"max_concurrent_sandboxes\":5}", 200);
+    List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> creates = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      creates.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(GW.get(NODES.get(i % 3)).base + "/v1/sandboxes"))
+          .header("Authorization", "Bearer " + capped).header("Content-Type", "application/json")
+          .timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"e2b\"}")).build(),
+          HttpResponse.BodyHandlers.ofString()));
+    }
+    Map<Integer, Integer> statuses = new java.util.TreeMap<>();
+    for (var f : creates) {
+      statuses.merge(f.get(180, TimeUnit.SECONDS).statusCode(), 1, Integer::sum);
+    }
+    assertThat(statuses.get(201)).as(statuses.toString()).isEqualTo(5);
+
     // a cloud sandbox is served by any node
     String cloud = call("b", "POST", "/v1/sandboxes", key, "{\"backend\":\"e2b\"}", 201).getString("id");
     assertThat(call("a", "POST", "/v1/sandboxes/" + cloud + "/execute", key, "{\"command\":\"echo cloud\"}", 200)
@@ -213,7 +249,7 @@ class ClusterTest {
     long orphan;
     OffsetDateTime killedAt;
     long tookMs;
-    try (SseClient sse = stream("c", key, sbx, counter)) {
+    try (SseClient sse = stream("c", key, sbx, counter); WsClient ws = socket("b", key, sbx, counter)) {
       SseClient.Event first = sse.next();
       orphan = Long.parseLong(new String(first.bytes(), StandardCharsets.UTF_8).lines().findFirst().orElseThrow()
           .trim());
@@ -228,6 +264,9 @@ class ClusterTest {
       assertThat(exit.data().getString("status")).isEqualTo("failed");
       assertThat(exit.data().getJsonObject("error").getString("code")).isEqualTo("node_lost");
       assertThat(sse.next()).as("the stream ended after the exit").isNull();
+      JsonObject overSocket = untilExit(ws, new StringBuilder());
+      assertThat(overSocket.getString("status")).isEqualTo("failed");
+      assertThat(overSocket.getJsonObject("error").getString("code")).isEqualTo("node_lost");
     }
     assertThat(tookMs).as("the stream ended within the take-over bound").isLessThan(TAKE_OVER_SECS * 1000);
     JsonObject failed = call("b", "GET", "/v1/sandboxes/" + sbx, key, null, 200);
