@@ -71,6 +71,22 @@ class NodeWatchTest {
     assertThat(lost.get()).as("neither watcher was itself lost").isZero();
   }
 
+  /** A termination the lost node's supervisor had claimed is finished by another node at once, not once stale. */
+  @Test
+  void the_terminations_a_lost_node_claimed_are_taken_over_at_once() throws Exception {
+    String key = gw.bootstrap("Claims of a lost node");
+    String sbx = gw.sandbox(key, null).getString("id");
+    sql("INSERT INTO gateway_nodes (node_id, started_at, heartbeat_at) VALUES ('gone', now() - interval '1 minute',"
+        + " now() - interval '1 minute')");
+    sql("UPDATE sandboxes SET status = 'stopping', stopping_at = now(), supervision_owner = 'supervisor-gone-0a1b2c3d4e5f',"
+        + " supervision_claimed_at = now() WHERE id = $1", sbx);
+    gw.gateway.vertx().deployVerticle(watch("claims-watcher", () -> { }, new AtomicInteger()))
+        .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    JsonObject done = Waits.upTo(15).alias("the claim was taken over well before it went stale (60 s)").until(
+        () -> gw.get("/v1/sandboxes/" + sbx, key).json(), s -> "destroyed".equals(s.getString("status")));
+    assertThat(done.getString("termination_reason")).isEqualTo("operator");
+  }
+
   @Test
   void a_node_that_was_taken_over_cleans_up_and_registers_again() throws Exception {
     AtomicInteger lost = new AtomicInteger();
