@@ -38,6 +38,7 @@ public final class SupervisorVerticle extends VerticleBase {
   static final int BATCH = 100;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   static final long COALESCE_MS = 20;
+  static final long RECONCILE_STOP_WAIT_MS = 5_000;
   /** How long after its sandbox ended an execution may still report its own end. */
   static final Duration STRANDED_GRACE = Duration.ofSeconds(5);
 
@@ -112,7 +113,8 @@ public final class SupervisorVerticle extends VerticleBase {
   }
 
   /**
-   * Lets a sweep or reconciliation in progress finish before the pool closes; with a hand-over, the
+   * Lets a sweep (and, for up to {@link #RECONCILE_STOP_WAIT_MS}, a reconciliation) in progress finish before the
+   * pool closes; with a hand-over, the
    * terminations it claimed and could not finish are released to the other nodes' next sweep.
    */
   @Override
@@ -121,7 +123,9 @@ public final class SupervisorVerticle extends VerticleBase {
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
     Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
-    return Future.join(closed, sweepInFlight, reconcileInFlight).otherwiseEmpty()
+    // a listing can wait a minute for an adapter that went away mid-request (a lost node): not the stop
+    Future<?> reconciling = reconcileInFlight.timeout(RECONCILE_STOP_WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
+    return Future.join(closed, sweepInFlight, reconciling).otherwiseEmpty()
         .compose(v -> handOver == null ? Future.succeededFuture() : handOver.releaseClaims(owner)
             .onFailure(e -> LOG.warn("Handing over this supervisor's claims failed: {}", e.toString()))
             .otherwiseEmpty());
