@@ -20,7 +20,7 @@ const kube = join(deploy, "kubernetes");
 // The clustering settings, accepted as long as core/.../config/Variables.java names none of them (they are
 // being added there); once it has BESPOKE_CLUSTER, only its own table counts, so a name that differs fails.
 const CLUSTER_SETTINGS = ["BESPOKE_CLUSTER", "BESPOKE_CLUSTER_HOST", "BESPOKE_CLUSTER_PORT", "BESPOKE_CLUSTER_MEMBERS",
-  "BESPOKE_CLUSTER_KUBERNETES", "BESPOKE_CLUSTER_SERVICE", "BESPOKE_DRAIN_SECS"];
+  "BESPOKE_CLUSTER_KUBERNETES", "BESPOKE_CLUSTER_KUBERNETES_SERVICE", "BESPOKE_DRAIN_SECS"];
 
 let passed = 0;
 let failed = 0;
@@ -208,15 +208,15 @@ await check("kubernetes: references resolve (ConfigMap, Secret, ServiceAccount, 
   }
 });
 
-await check("kubernetes: Services and the PodDisruptionBudget select the pods; the headless one is BESPOKE_CLUSTER_SERVICE", () => {
+await check("kubernetes: Services and the PodDisruptionBudget select the pods; the headless one is BESPOKE_CLUSTER_KUBERNETES_SERVICE", () => {
   for (const service of byKind("Service")) {
     assert(matches(service.spec.selector, podLabels), `Service ${service.metadata.name} selects no pod`);
     for (const port of service.spec.ports) {
       assert(containerPort(port.targetPort ?? port.port), `Service ${service.metadata.name}: no container port ${port.targetPort}`);
     }
   }
-  const headless = named("Service", config.BESPOKE_CLUSTER_SERVICE);
-  assert(headless?.spec.clusterIP === "None", `no headless Service ${config.BESPOKE_CLUSTER_SERVICE}`);
+  const headless = named("Service", config.BESPOKE_CLUSTER_KUBERNETES_SERVICE);
+  assert(headless?.spec.clusterIP === "None", `no headless Service ${config.BESPOKE_CLUSTER_KUBERNETES_SERVICE}`);
   assert(headless.spec.ports.some((p) => containerPort(p.targetPort)?.containerPort === Number(config.BESPOKE_CLUSTER_PORT)),
     "the headless Service must expose BESPOKE_CLUSTER_PORT");
   const pdb = byKind("PodDisruptionBudget")[0];

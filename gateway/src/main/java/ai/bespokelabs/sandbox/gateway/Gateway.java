@@ -1,7 +1,5 @@
 package ai.bespokelabs.sandbox.gateway;
 
-import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
-import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
@@ -40,7 +38,6 @@ import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
-import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import ai.bespokelabs.sandbox.core.log.LogContext;
 import ai.bespokelabs.sandbox.gateway.ops.GatewayMetrics;
@@ -77,9 +74,13 @@ public final class Gateway implements AutoCloseable {
   private final HostSandboxes hostSandboxes;
   private final DataDirectoryLock owner;
   private final Wiring wiring;
+  /** Set when this node is a cluster member. */
+  private final ClusterNode clusterNode;
 
   private Gateway(GatewayConfig config, Vertx vertx, Pool pool, Database database, boolean secretsGenerated,
-      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes, DataDirectoryLock owner, Wiring wiring) {
+      SecretStore store, String httpDeployment, HostSandboxes hostSandboxes, DataDirectoryLock owner, Wiring wiring,
+      ClusterNode clusterNode) {
+    this.clusterNode = clusterNode;
     this.wiring = wiring;
     this.httpDeployment = httpDeployment;
     this.hostSandboxes = hostSandboxes;
@@ -157,14 +158,22 @@ public final class Gateway implements AutoCloseable {
 
     Database database = Database.open(config.database().url(), owner);
     GatewayMetrics metrics = new GatewayMetrics();
-    Vertx vertx = Vertx.builder()
-        .with(new VertxOptions().setPreferNativeTransport(true).setMetricsOptions(GatewayMetrics.vertxOptions()))
-        .withMetrics(metrics.vertxFactory())
-        .build();
+    Cluster[] cluster = new Cluster[1];
+    Vertx vertx;
+    try {
+      vertx = Cluster.vertx(new VertxOptions().setPreferNativeTransport(true)
+          .setMetricsOptions(GatewayMetrics.vertxOptions()), metrics.vertxFactory(), config.cluster(), nodeId,
+          joined -> cluster[0] = joined);
+    } catch (RuntimeException e) {
+      metrics.close();
+      database.close();
+      throw e;
+    }
     Pool pool = database.pool(vertx, config.database().poolSize());
     String httpDeployment;
     HostSandboxes hostSandboxes;
     Wiring wiring;
+    ClusterNode clusterNode;
     try {
       Messages.registerCodecs(vertx.eventBus());
       LogContext.carryOver(vertx.eventBus());
@@ -184,17 +193,13 @@ public final class Gateway implements AutoCloseable {
           PricingCatalog.load(config.ledger().pricingFile()), new Wakeups(database.connectOptions()), metrics);
       Wiring w = wiring;
 
-      hostSandboxes = new HostSandboxes(vertx, w.sandboxes, nodeId, hosted, () -> Times.now(clock));
+      hostSandboxes = new HostSandboxes(vertx, w.sandboxes, w.nodeLoss, nodeId, hosted, () -> Times.now(clock));
       HostSandboxes ending = hostSandboxes;
       Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(w, clock, nodeId))
           .compose(v -> ending.endAll(true))
-          .compose(v -> vertx.eventBus()
-          .<String>consumer(Authenticator.REVOKED_ADDRESS, m -> w.authenticator.forget(m.body()))
-          .completion())
-          .compose(v -> vertx.eventBus()
-              .<String>consumer(ExecRoutes.CHANGED_ADDRESS, m -> w.routes.forget(m.body())).completion())
-          .compose(v -> vertx.eventBus()
-              .<String>consumer(PolicyHints.CHANGED_ADDRESS, m -> w.policyHints.forget(m.body())).completion());
+          .compose(v -> ending.reapLost())
+          .compose(v -> CacheInvalidations.listen(vertx, w.wakeups(), w.authenticator, w.policyHints, w.routes))
+          .mapEmpty();
       for (Backend provider : providers) {
         if (backends.isEnabled(provider.name())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
@@ -202,26 +207,34 @@ public final class Gateway implements AutoCloseable {
               new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))));
         }
       }
+      SupervisorVerticle supervisor = w.supervisor(watches(backends));
+      String[] supervising = new String[1];
+      if (cluster[0] != null) {
+        supervisor.handingOverWith(w.nodeLoss);
+      }
       httpDeployment = deployed
           .compose(v -> vertx.deployVerticle(w.ledgerVerticle()))
-          .compose(v -> vertx.deployVerticle(w.supervisor(watches(backends))))
+          .compose(v -> vertx.deployVerticle(supervisor).onSuccess(id -> supervising[0] = id))
           .compose(v -> vertx.deployVerticle(w.recorder()))
           .compose(v -> config.operations().metricsPort().isEmpty() ? Future.succeededFuture()
               : vertx.deployVerticle(new MetricsServer(config.http().host(), config.operations().metricsPort().get(),
                   w.metricsEndpoint())))
           .compose(v -> vertx.deployVerticle(w::http, new DeploymentOptions().setInstances(config.http().instances())))
           .await(60, TimeUnit.SECONDS);
+      clusterNode = cluster[0] == null ? null : ClusterNode.join(vertx, cluster[0], w, backends, supervisor,
+          supervising[0], ending, clock).await(60, TimeUnit.SECONDS);
     } catch (Exception | Error e) {
       closeQuietly(vertx, 30);
       metrics.close();
       database.close();
       throw e instanceof RuntimeException re ? re : new IllegalStateException("gateway failed to start", e);
     }
-    LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {}, transport: {})", nodeId,
+    LOG.info("Gateway node {} listening on http://{}:{} (backends: {}, database: {}, transport: {}{})", nodeId,
         config.http().host(), config.http().port(), config.providers().allowed().map(Object::toString).orElse("all available"),
-        database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO");
+        database.isEmbedded() ? "embedded" : "external", vertx.isNativeTransportEnabled() ? "native" : "NIO",
+        clusterNode == null ? "" : ", clustered at " + config.cluster().host() + ":" + config.cluster().port());
     return new Gateway(config, vertx, pool, database, pepper.generated() || admin.generated(), store,
-        httpDeployment, hostSandboxes, owner, wiring);
+        httpDeployment, hostSandboxes, owner, wiring, clusterNode);
   }
 
   /**
@@ -285,10 +298,17 @@ public final class Gateway implements AutoCloseable {
    * Graceful stop: the HTTP verticles go first (no new connections; requests in flight finish, within the
    * shutdown grace), then this node's host-process sandboxes end with reason {@code shutdown} (within the
    * grace again; what is left then is ended at the next start), then the other verticles (the ledger and
-   * supervisor finish the pass in progress), then the pool and the embedded database.
+   * supervisor finish the pass in progress), then the pool and the embedded database. A cluster member drains
+   * first ({@link ClusterNode#drain}: {@code /readyz} answers 503, no new node-hosted sandboxes, running
+   * executions get up to {@code BESPOKE_DRAIN_SECS}); its supervisor hands its claims over as it stops, and
+   * closing Vert.x leaves the cluster.
    */
   @Override
   public void close() {
+    if (clusterNode != null) {
+      clusterNode.drain(config.cluster().drainSecs());
+      clusterNode.handOver();
+    }
     try {
       vertx.undeploy(httpDeployment).await(config.node().shutdownGraceSecs() + 5L, TimeUnit.SECONDS);
     } catch (Exception e) {

@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import ai.bespokelabs.sandbox.core.repo.NodeLoss;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Stranded;
 import io.vertx.core.Future;
@@ -34,10 +35,13 @@ final class HostSandboxes {
   private final String nodeId;
   private final Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers;
   private final Supplier<OffsetDateTime> now;
+  private final NodeLoss loss;
 
   /** @param providers the host-process providers by backend */
-  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, String nodeId, Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers,
+  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, NodeLoss loss, String nodeId,
+      Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers,
       Supplier<OffsetDateTime> now) {
+    this.loss = loss;
     this.vertx = vertx;
     this.sandboxes = sandboxes;
     this.nodeId = nodeId;
@@ -64,6 +68,32 @@ final class HostSandboxes {
           List<Future<Void>> ends = claimed.stream().map(this::end).toList();
           return Future.join(ends).otherwiseEmpty().map(claimed.size());
         });
+  }
+
+  /**
+   * Kills what is left of this node's sandboxes that another node failed with reason {@code node_lost} while
+   * this one was gone (or cut off): their processes and directories; they stay failed, never resurrected.
+   * Completes with how many were cleaned up.
+   */
+  Future<Integer> reapLost() {
+    if (providers.isEmpty()) {
+      return Future.succeededFuture(0);
+    }
+    return loss.pendingCleanup(nodeId, providers.keySet()).compose(lost -> {
+      if (!lost.isEmpty()) {
+        LOG.info("Killing what is left of {} sandbox(es) of this node that failed while it was lost", lost.size());
+      }
+      List<Future<Void>> reaped = lost.stream().map(this::reap).toList();
+      return Future.join(reaped).otherwiseEmpty().map(lost.size());
+    });
+  }
+
+  private Future<Void> reap(NodeLoss.Remains r) {
+    BlockingProvider provider = providers.get(r.backend());
+    return vertx.executeBlocking(() -> provider.destroy(new DestroySandbox(r.id(), r.providerResourceId(),
+            NodeLoss.NODE_LOST)), false)
+        .compose(v -> loss.cleanedUp(r.id()))
+        .onFailure(e -> LOG.warn("Cleaning up lost sandbox {} failed: {}", r.id(), e.toString()));
   }
 
   private Future<Void> end(Stranded s) {

@@ -9,6 +9,7 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.core.repo.ApiKeyRepository;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.NodeLoss;
 import ai.bespokelabs.sandbox.core.repo.NodeRepository;
 import ai.bespokelabs.sandbox.core.repo.OperationsRepository;
 import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
@@ -34,6 +35,7 @@ import ai.bespokelabs.sandbox.gateway.http.OperationsApi;
 import ai.bespokelabs.sandbox.gateway.http.PolicyApi;
 import ai.bespokelabs.sandbox.gateway.http.Presets;
 import ai.bespokelabs.sandbox.gateway.http.ProviderApi;
+import ai.bespokelabs.sandbox.gateway.http.ReadinessApi;
 import ai.bespokelabs.sandbox.gateway.http.SandboxApi;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import ai.bespokelabs.sandbox.ledger.Exports;
@@ -82,6 +84,7 @@ final class Wiring {
   final ProviderHealthRepository health;
   final SandboxLogRepository logs;
   final NodeRepository nodes;
+  final NodeLoss nodeLoss;
   final LifecycleCosts lifecycleCosts;
   final CostLedger ledger;
   final Exports exports;
@@ -114,6 +117,7 @@ final class Wiring {
     this.health = new ProviderHealthRepository(pool);
     this.logs = new SandboxLogRepository(pool);
     this.nodes = new NodeRepository(pool);
+    this.nodeLoss = new NodeLoss(pool);
     this.lifecycleCosts = new LifecycleCosts(config.ledger().customerMarkup());
     this.ledger = new CostLedger(pool, lifecycleCosts);
     this.exports = new Exports(pool);
@@ -141,10 +145,11 @@ final class Wiring {
         new ExecutionApi(vertx, executionService),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
-        new PolicyApi(policies, ledger, backends, clock),
+        new PolicyApi(policies, ledger, backends, policyHints, clock),
         new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
-        new OperationsApi(operations, alerts, ledger, clock)));
+        new OperationsApi(operations, alerts, ledger, clock),
+        new ReadinessApi(backends, pool)));
     if (config.operations().metricsPort().isEmpty()) {
       // on the API's port unless it has one of its own
       all.add(api -> api.open(HttpMethod.GET, MetricsEndpoint.PATH, ctx -> {

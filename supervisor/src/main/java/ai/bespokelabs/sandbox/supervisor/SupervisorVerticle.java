@@ -38,6 +38,7 @@ public final class SupervisorVerticle extends VerticleBase {
   static final int BATCH = 100;
   static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   static final long COALESCE_MS = 20;
+  static final long RECONCILE_STOP_WAIT_MS = 5_000;
   /** How long after its sandbox ended an execution may still report its own end. */
   static final Duration STRANDED_GRACE = Duration.ofSeconds(5);
 
@@ -62,6 +63,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private boolean again;
   private boolean rearmScheduled;
   private boolean stopping;
+  private ai.bespokelabs.sandbox.core.repo.NodeLoss handOver;
   private Future<?> sweepInFlight = Future.succeededFuture();
   private Future<?> reconcileInFlight = Future.succeededFuture();
   private Future<?> rearmInFlight = Future.succeededFuture();
@@ -111,14 +113,39 @@ public final class SupervisorVerticle extends VerticleBase {
         });
   }
 
-  /** Lets a sweep or reconciliation in progress finish before the pool closes. */
+  /**
+   * Lets a sweep (and, for up to {@link #RECONCILE_STOP_WAIT_MS}, a reconciliation) in progress finish before the
+   * pool closes; with a hand-over, the
+   * terminations it claimed and could not finish are released to the other nodes' next sweep.
+   */
   @Override
   public Future<?> stop() {
     stopping = true;
     vertx.cancelTimer(periodic);
     vertx.cancelTimer(deadlineTimer);
     Future<Void> closed = subscriber == null ? Future.succeededFuture() : subscriber.close();
-    return Future.join(closed, sweepInFlight, reconcileInFlight, rearmInFlight).otherwiseEmpty();
+    // a listing can wait a minute for an adapter that went away mid-request (a lost node): not the stop
+    Future<?> reconciling = reconcileInFlight.timeout(RECONCILE_STOP_WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
+    return Future.join(closed, sweepInFlight, reconciling, rearmInFlight).otherwiseEmpty()
+        .compose(v -> handOver == null ? Future.succeededFuture() : handOver.releaseClaims(owner)
+            .onFailure(e -> LOG.warn("Handing over this supervisor's claims failed: {}", e.toString()))
+            .otherwiseEmpty());
+  }
+
+  /**
+   * Hands this supervisor's unfinished claims over to the other nodes when it stops (a cluster member);
+   * call before deploying.
+   */
+  public SupervisorVerticle handingOverWith(ai.bespokelabs.sandbox.core.repo.NodeLoss loss) {
+    this.handOver = loss;
+    return this;
+  }
+
+  /** Sweeps soon, from any thread (another node's claims were released to this one). */
+  public void sweepSoon() {
+    if (context != null) {
+      context.runOnContext(v -> sweep());
+    }
   }
 
   Future<Void> heartbeat() {

@@ -39,6 +39,7 @@ public final class ConfigLoader {
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
   private static final long LOAD_TIMEOUT_SECS = 30;
+  private static final Pattern MEMBER = Pattern.compile("[A-Za-z0-9._\\[\\]:-]+:[0-9]{1,5}");
 
   /** The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone. */
   static final JsonObject DEFAULTS = readDefaults();
@@ -171,6 +172,7 @@ public final class ConfigLoader {
         new DatabaseConfig(
             nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
             intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000)),
+        cluster(v),
         new SecretsConfig(
             nonBlank(v.get("BESPOKE_API_KEY_PEPPER")).map(Secret::new),
             nonBlank(v.get("BESPOKE_CONTROL_PLANE_ADMIN_TOKEN")).map(Secret::new)),
@@ -196,6 +198,29 @@ public final class ConfigLoader {
       throw new ConfigException("BESPOKE_LOG_FORMAT must be text or json");
     }
     return format;
+  }
+
+  /** The cluster section; a cluster needs an external database, every node's (the embedded one is this node's). */
+  private static ClusterConfig cluster(Map<String, String> v) {
+    boolean enabled = bool(v, "BESPOKE_CLUSTER");
+    boolean kubernetes = bool(v, "BESPOKE_CLUSTER_KUBERNETES");
+    Optional<String> service = nonBlank(v.get("BESPOKE_CLUSTER_KUBERNETES_SERVICE"));
+    if (enabled && nonBlank(v.get("BESPOKE_DATABASE_URL")).isEmpty()) {
+      throw new ConfigException("BESPOKE_CLUSTER=true needs BESPOKE_DATABASE_URL: every node of a cluster uses one"
+          + " external PostgreSQL, and the embedded database belongs to one node");
+    }
+    if (enabled && kubernetes && service.isEmpty()) {
+      throw new ConfigException("BESPOKE_CLUSTER_KUBERNETES=true needs BESPOKE_CLUSTER_KUBERNETES_SERVICE");
+    }
+    List<String> members = nonBlank(v.get("BESPOKE_CLUSTER_MEMBERS")).stream()
+        .flatMap(raw -> Arrays.stream(raw.split(","))).map(String::trim).filter(m -> !m.isEmpty()).toList();
+    for (String m : members) {
+      if (!MEMBER.matcher(m).matches()) {
+        throw new ConfigException("BESPOKE_CLUSTER_MEMBERS must list host:port seeds separated by commas: " + m);
+      }
+    }
+    return new ClusterConfig(enabled, value(v, "BESPOKE_CLUSTER_HOST").trim(), intIn(v, "BESPOKE_CLUSTER_PORT", 1, 65535),
+        members, kubernetes, service, intIn(v, "BESPOKE_DRAIN_SECS", 0, 3600));
   }
 
   private static List<String> backendList(String raw) {

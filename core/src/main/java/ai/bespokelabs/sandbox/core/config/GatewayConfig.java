@@ -11,6 +11,7 @@ public record GatewayConfig(
     HttpConfig http,
     NodeConfig node,
     DatabaseConfig database,
+    ClusterConfig cluster,
     SecretsConfig secrets,
     ExecutionConfig execution,
     LedgerConfig ledger,
@@ -18,15 +19,16 @@ public record GatewayConfig(
     OperationsConfig operations) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
-    return new GatewayConfig(http, node, database, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
+    return new GatewayConfig(http, node, database, cluster, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
         execution, ledger, providers, operations);
   }
 
   public GatewayConfig withNodeId(String id) {
-    return new GatewayConfig(http, node.withId(id), database, secrets, execution, ledger, providers, operations);
+    return new GatewayConfig(http, node.withId(id), database, cluster, secrets, execution, ledger, providers, operations);
   }
 
   public GatewayConfig withPort(int newPort) {
-    return new GatewayConfig(http.withPort(newPort), node, database, secrets, execution, ledger, providers, operations);
+    return new GatewayConfig(http.withPort(newPort), node, database, cluster, secrets, execution, ledger, providers,
+        operations);
   }
 }

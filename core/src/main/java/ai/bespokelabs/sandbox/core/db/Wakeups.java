@@ -43,7 +43,20 @@ public final class Wakeups {
    * {@code onWake} runs on the caller's context for each notification and after each (re)subscription, since
    * notifications sent while disconnected are lost. The caller closes what it is given.
    */
-  public synchronized Future<Listening> listen(Vertx vertx, String channel, Runnable onWake) {
+  public Future<Listening> listen(Vertx vertx, String channel, Runnable onWake) {
+    return listen(vertx, channel, onWake, payload -> onWake.run());
+  }
+
+  /**
+   * Listens on {@code channel} for notifications that carry a payload: {@code onPayload} runs on the caller's
+   * context with each one's. Notifications sent while disconnected are lost.
+   */
+  public Future<Listening> listenPayloads(Vertx vertx, String channel, java.util.function.Consumer<String> onPayload) {
+    return listen(vertx, channel, () -> { }, onPayload);
+  }
+
+  private synchronized Future<Listening> listen(Vertx vertx, String channel, Runnable onSubscribed,
+      java.util.function.Consumer<String> onPayload) {
     Context context = vertx.getOrCreateContext();
     if (subscriber == null) {
       subscriber = PgSubscriber.subscriber(vertx, connect).reconnectPolicy(retries -> RECONNECT_MS);
@@ -51,8 +64,8 @@ public final class Wakeups {
     }
     PgSubscriber shared = subscriber;
     PgChannel ch = shared.channel(channel)
-        .subscribeHandler(v -> context.runOnContext(x -> onWake.run()))
-        .handler(payload -> context.runOnContext(x -> onWake.run()));
+        .subscribeHandler(v -> context.runOnContext(x -> onSubscribed.run()))
+        .handler(payload -> context.runOnContext(x -> onPayload.accept(payload)));
     listeners++;
     if (connected == null) {
       connected = shared.connect().map(shared);

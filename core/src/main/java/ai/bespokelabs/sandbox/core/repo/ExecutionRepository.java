@@ -198,6 +198,18 @@ public final class ExecutionRepository {
   }
 
   /**
+   * In the caller's transaction: the executions a lost node ran end as failed with {@code message}, their
+   * runtime counted up to {@code lastAlive}. Returns how many.
+   */
+  public static Future<Integer> endOfNode(io.vertx.sqlclient.SqlClient conn, String nodeId, OffsetDateTime lastAlive,
+      String message) {
+    return conn.preparedQuery(END_OF_NODE)
+        .execute(Tuple.of(strandedError(message).put("code", "node_lost"),
+            new JsonObject().put("code", "node_lost"), nodeId, lastAlive))
+        .map(r -> r.rowCount());
+  }
+
+  /**
    * Ends the executions still running in sandboxes that ended (destroyed or failed) before
    * {@code endedBefore}, a grace that lets results reported as the sandbox ended be stored first; their
    * runtime counts up to the sandbox's end. Returns how many (at most 1,000 a call).
@@ -207,6 +219,13 @@ public final class ExecutionRepository {
         .execute(Tuple.of(strandedError("the sandbox ended while the execution ran"),
             new JsonObject().put("code", "execution_failed"), endedBefore))
         .map(r -> r.rowCount());
+  }
+
+  /** How many executions node {@code nodeId} runs now. */
+  public Future<Integer> runningOn(String nodeId) {
+    return pool.preparedQuery("SELECT count(*) FROM executions WHERE node_id = $1 AND status = 'running'")
+        .execute(Tuple.of(nodeId))
+        .map(rows -> rows.iterator().next().getInteger(0));
   }
 
   /** The sandbox's executions, newest first. */

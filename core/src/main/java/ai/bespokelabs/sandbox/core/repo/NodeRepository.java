@@ -4,6 +4,8 @@ import io.vertx.core.Future;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Tuple;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
 
 /** The gateway nodes sharing the database: when each started and when it was last seen alive. */
 public final class NodeRepository {
@@ -16,7 +18,7 @@ public final class NodeRepository {
   /** Records that {@code nodeId} started (again) at {@code now}. */
   public Future<Void> started(String nodeId, OffsetDateTime now) {
     return pool.preparedQuery("INSERT INTO gateway_nodes (node_id, started_at, heartbeat_at) VALUES ($1, $2, $2)"
-            + " ON CONFLICT (node_id) DO UPDATE SET started_at = $2, heartbeat_at = $2")
+            + " ON CONFLICT (node_id) DO UPDATE SET started_at = $2, heartbeat_at = $2, lost_at = NULL")
         .execute(Tuple.of(nodeId, now))
         .mapEmpty();
   }
@@ -26,5 +28,27 @@ public final class NodeRepository {
     return pool.preparedQuery("UPDATE gateway_nodes SET heartbeat_at = $2 WHERE node_id = $1")
         .execute(Tuple.of(nodeId, now))
         .mapEmpty();
+  }
+
+  /**
+   * Records that {@code nodeId} is alive at {@code now}, unless another node took it over meanwhile (it was
+   * marked lost): false then.
+   */
+  public Future<Boolean> renew(String nodeId, OffsetDateTime now) {
+    return pool.preparedQuery("UPDATE gateway_nodes SET heartbeat_at = $2 WHERE node_id = $1 AND lost_at IS NULL")
+        .execute(Tuple.of(nodeId, now))
+        .map(rows -> rows.rowCount() == 1);
+  }
+
+  /** The nodes not marked lost whose last heartbeat is older than {@code before}, other than {@code self}. */
+  public Future<List<String>> stale(String self, OffsetDateTime before) {
+    return pool.preparedQuery("SELECT node_id FROM gateway_nodes WHERE lost_at IS NULL AND heartbeat_at < $2"
+            + " AND node_id <> $1 ORDER BY node_id")
+        .execute(Tuple.of(self, before))
+        .map(rows -> {
+          List<String> out = new ArrayList<>();
+          rows.forEach(r -> out.add(r.getString(0)));
+          return out;
+        });
   }
 }

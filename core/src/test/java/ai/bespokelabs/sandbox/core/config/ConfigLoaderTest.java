@@ -71,6 +71,32 @@ class ConfigLoaderTest {
     return out;
   }
 
+  /** Clustering is off unless asked for, and needs the external database every node shares. */
+  @Test
+  void clustering_is_off_by_default_and_refused_with_the_embedded_database() {
+    ClusterConfig off = ConfigLoader.fromMap(Map.of(), "/h").cluster();
+    assertThat(off.enabled()).isFalse();
+    assertThat(off.host()).isEqualTo("127.0.0.1");
+    assertThat(off.port()).isEqualTo(5701);
+    assertThat(off.members()).isEmpty();
+    assertThat(off.drainSecs()).isEqualTo(30);
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true"), "/h"))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_DATABASE_URL")
+        .hasMessageContaining("embedded");
+    ClusterConfig on = ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL",
+        "postgresql://u:p@db:5432/gw", "BESPOKE_CLUSTER_MEMBERS", " 10.0.0.1:5701, gw-2:5701 ,",
+        "BESPOKE_CLUSTER_PORT", "6000", "BESPOKE_DRAIN_SECS", "5"), "/h").cluster();
+    assertThat(on.enabled()).isTrue();
+    assertThat(on.members()).containsExactly("10.0.0.1:5701", "gw-2:5701");
+    assertThat(on.port()).isEqualTo(6000);
+    assertThat(on.drainSecs()).isEqualTo(5);
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER_MEMBERS", "gw-2"), "/h"))
+        .hasMessageContaining("host:port");
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL",
+        "postgresql://db/gw", "BESPOKE_CLUSTER_KUBERNETES", "true"), "/h"))
+        .hasMessageContaining("BESPOKE_CLUSTER_KUBERNETES_SERVICE");
+  }
+
   /** The stored output cap has the seed's name; the former name is still read when that one is not set. */
   @Test
   void the_stored_output_cap_is_bespoke_max_output_bytes() {

@@ -16,16 +16,14 @@ import java.util.concurrent.TimeUnit;
  * Resolves {@code Authorization: Bearer bsk_live_...} to a {@link Principal} with the seed's 401 messages.
  *
  * <p>Keys that authenticated are kept in memory for {@link #CACHE_TTL_NANOS}, so a busy client costs no
- * database read per request. A revocation is applied at once on this node ({@link #forget}) and announced on
- * the bus so every other node forgets the key too; the time limit is the backstop should an announcement be
+ * database read per request. A revocation is applied at once on this node ({@link #forget}) and PostgreSQL
+ * notifies every node, which forgets the key too; the time limit is the backstop should a notification be
  * lost. Unknown keys are never cached, expiry is checked on every request, and last use is written at most
  * once a second per key.
  */
 public final class Authenticator {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Authenticator.class);
   public static final String KEY_PREFIX = "bsk_live_";
-  /** Published with a key id when a key is revoked; every node drops it from its cache. */
-  public static final String REVOKED_ADDRESS = "sandbox.auth.key-revoked";
   static final long CACHE_TTL_NANOS = TimeUnit.SECONDS.toNanos(5);
   static final long TOUCH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
   /** More live keys than this on one node: the cache starts over rather than grow without bound. */

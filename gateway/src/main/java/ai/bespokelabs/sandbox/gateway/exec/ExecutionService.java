@@ -68,6 +68,8 @@ public final class ExecutionService {
   private final Hmac hmac;
   private final Clock clock;
   private final Settings settings;
+  /** This node's watchers of executions running on some node, by subscriber, with that node. */
+  private final java.util.Map<StreamSubscriber, String> watching = new java.util.concurrent.ConcurrentHashMap<>();
 
   private final StreamMeter meter;
 
@@ -256,6 +258,7 @@ public final class ExecutionService {
             sub.clientGone();
           } else {
             sub.target(l.executionId(), l.adapterAddress());
+            watch(sub, backends.execNode(l.target().backend(), l.target().nodeId()));
           }
           return l;
         })
@@ -298,6 +301,7 @@ public final class ExecutionService {
   public void attach(Principal p, Located at, StreamSubscriber sub, long after) {
     ExecutionRecord e = at.execution();
     sub.target(e.id(), at.adapterAddress());
+    watch(sub, at.adapterAddress().substring(at.adapterAddress().lastIndexOf('.') + 1));
     sub.ready()
         .compose(v -> vertx.eventBus().request(at.adapterAddress(), new AttachExec(e.id(), sub.address, after),
             action(Addresses.ATTACH, CONTROL_TIMEOUT_MS)))
@@ -323,6 +327,28 @@ public final class ExecutionService {
             sub.failAndEnd("execution is not attached to a running gateway node");
           }
         }));
+  }
+
+  /** Remembers that {@code sub} watches an execution running on {@code node}, until it finishes. */
+  private void watch(StreamSubscriber sub, String node) {
+    if (sub.finished()) {
+      return;
+    }
+    watching.put(sub, node);
+    sub.whenFinished(() -> watching.remove(sub));
+  }
+
+  /**
+   * Node {@code nodeId} was lost (another node took it over): every stream of an execution it ran ends with a
+   * failed {@code exit} event, since no more output can come, and no execute goes there on a remembered route.
+   */
+  public void nodeLost(String nodeId) {
+    routes.forgetNode(nodeId);
+    watching.forEach((sub, node) -> {
+      if (node.equals(nodeId)) {
+        sub.nodeLost("the gateway node running this execution (" + nodeId + ") was lost; the execution failed");
+      }
+    });
   }
 
   // ---- stdin and signals --------------------------------------------------------------------------

@@ -28,10 +28,14 @@ public final class StreamSubscriber {
   private String adapterAddress;
   private final List<Message<StreamEvent>> waitingForDrain = new ArrayList<>();
   private final MessageConsumer<StreamEvent> consumer;
+  private final io.vertx.core.Context context;
   private boolean finished;
+  private long lastSeq;
+  private Runnable onFinished = () -> { };
 
   StreamSubscriber(Vertx vertx, ClientChannel channel, StreamMeter meter) {
     this.vertx = vertx;
+    this.context = vertx.getOrCreateContext();
     this.channel = channel;
     this.meter = meter;
     this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
@@ -51,6 +55,7 @@ public final class StreamSubscriber {
       return;
     }
     StreamEvent event = msg.body();
+    lastSeq = Math.max(lastSeq, event.seq());
     channel.write(event);
     if (event.data() != null) {
       meter.streamed(channel.transport(), event.data().length);
@@ -77,6 +82,22 @@ public final class StreamSubscriber {
     waitingForDrain.clear();
     meter.creditsHeld(-ready.size());
     ready.forEach(m -> m.reply(null));
+  }
+
+  /**
+   * The node running the execution was lost: the stream ends with a failed {@code exit} event (from any
+   * thread; it runs on this subscriber's context).
+   */
+  void nodeLost(String message) {
+    context.runOnContext(v -> deliverFinal(new StreamEvent(StreamEvent.EXIT, lastSeq, null, null,
+        new io.vertx.core.json.JsonObject().put("execution_id", executionId).put("status", "failed")
+            .putNull("exit_code").put("last_seq", lastSeq)
+            .put("error", new io.vertx.core.json.JsonObject().put("code", "node_lost").put("message", message)))));
+  }
+
+  /** Runs once this subscriber stops delivering (on its context). */
+  void whenFinished(Runnable action) {
+    this.onFinished = action;
   }
 
   /** Ends the stream without an exit event (the execution cannot be attached). */
@@ -118,6 +139,7 @@ public final class StreamSubscriber {
     finished = true;
     meter.watcher(channel.transport(), -1);
     meter.creditsHeld(-waitingForDrain.size());
+    onFinished.run();
     waitingForDrain.forEach(m -> BusFailures.fail(m, new ApiException(410, "subscriber is gone")));
     waitingForDrain.clear();
     vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());

@@ -118,8 +118,8 @@ public final class AccountApi implements Endpoints {
       if (!done) {
         throw ApiException.notFound("API key not found");
       }
-      authenticator.forget(id);
-      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.auth.Authenticator.REVOKED_ADDRESS, id);
+      authenticator.forget(id); // here at once; PostgreSQL tells the other nodes
+
       return Reply.noContent();
     });
   }

@@ -27,8 +27,10 @@ public final class PolicyApi implements Endpoints {
   private final CostLedger ledger;
   private final Backends backends;
   private final Clock clock;
+  private final PolicyHints hints;
 
-  public PolicyApi(PolicyRepository policies, CostLedger ledger, Backends backends, Clock clock) {
+  public PolicyApi(PolicyRepository policies, CostLedger ledger, Backends backends, PolicyHints hints, Clock clock) {
+    this.hints = hints;
     this.policies = policies;
     this.ledger = ledger;
     this.backends = backends;
@@ -93,7 +95,7 @@ public final class PolicyApi implements Endpoints {
     }
     Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
     return policies.replace(p.organizationId(), next, p.keyId(), Times.now(clock)).map(saved -> {
-      ctx.vertx().eventBus().publish(ai.bespokelabs.sandbox.gateway.http.PolicyHints.CHANGED_ADDRESS, p.organizationId());
+      hints.forget(p.organizationId()); // here at once; PostgreSQL tells the other nodes
       return Reply.ok(json(saved));
     });
   }

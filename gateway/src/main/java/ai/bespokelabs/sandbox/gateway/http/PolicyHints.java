@@ -8,11 +8,10 @@ import java.util.concurrent.TimeUnit;
  * Organizations this node recently found without any policy guardrail, so their creates (without an
  * idempotency key) may ask the provider while the sandbox row is inserted. Only a hint: the insert still
  * checks the policy, and a create launched on a stale hint is undone. Entries expire after {@link #TTL_NANOS};
- * a policy change removes the organization on every node ({@link #CHANGED_ADDRESS}).
+ * a policy change removes the organization on every node (a PostgreSQL notification, see
+ * {@code CacheInvalidations}).
  */
 public final class PolicyHints {
-  /** Published with an organization id when its policy changes. */
-  public static final String CHANGED_ADDRESS = "sandbox.policy.changed";
   static final long TTL_NANOS = TimeUnit.SECONDS.toNanos(10);
   static final int CAPACITY = 10_000;
 

@@ -165,7 +165,7 @@ public final class SandboxApi implements Endpoints {
               .addHeader("resource", resource))
           .transform(ar -> ar.succeeded()
               ? sandboxes.adopted(org, id, ar.result().body().nodeId(), Times.now(clock))
-                  .onSuccess(v -> vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id)).map(updated -> reply(200,
+                  .onSuccess(v -> routes.forget(id)).map(updated -> reply(200,
                   updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
               : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
     });
@@ -204,6 +204,10 @@ public final class SandboxApi implements Endpoints {
   }
 
   private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
+    if (backends.draining() && backends.isNodeBound(req.backend())) { // an answer, not a failure: nothing broke
+      return Future.succeededFuture(Reply.of(503, new JsonObject().put("detail", "this gateway node is draining and"
+          + " takes no new " + req.backend() + " sandboxes; retry (another node takes it)")).withHeader("Retry-After", "1"));
+    }
     OffsetDateTime now = Times.now(clock);
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
@@ -371,7 +375,7 @@ public final class SandboxApi implements Endpoints {
       if (!"stopping".equals(sbx.status())) {
         return Future.succeededFuture(reply(200, sbx));
       }
-      vertx.eventBus().publish(ai.bespokelabs.sandbox.gateway.routing.ExecRoutes.CHANGED_ADDRESS, id);
+      routes.forget(id); // here at once; PostgreSQL tells the other nodes
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
       return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
               action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))

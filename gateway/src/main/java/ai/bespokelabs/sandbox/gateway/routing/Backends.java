@@ -16,6 +16,7 @@ public final class Backends {
   private final String nodeId;
   private final java.util.Set<String> installed;
   private final Map<String, List<String>> capabilities;
+  private volatile boolean draining;
 
   /** The registered {@code backends}, enabled as {@code allowList} says (all when empty). */
   public static Backends of(List<ai.bespokelabs.sandbox.adapters.spi.Backend> backends, Optional<List<String>> allowList,
@@ -111,5 +112,15 @@ public final class Backends {
 
   public String nodeId() {
     return nodeId;
+  }
+
+  /** This node stops taking new sandboxes of node-bound backends (it is draining before it stops). */
+  public void drain() {
+    draining = true;
+  }
+
+  /** Whether this node is draining: it takes no new node-bound sandboxes and is not ready for more traffic. */
+  public boolean draining() {
+    return draining;
   }
 }

@@ -9,12 +9,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * Where this node last saw each running sandbox's executions go (backend, node, provider resource), so a
  * blocking execute can launch while its execution row is inserted. Only a hint: the insert still checks the
- * sandbox. Entries expire after {@link #TTL_NANOS}; terminate and adopt remove them on every node
- * ({@link #CHANGED_ADDRESS}).
+ * sandbox. Entries expire after {@link #TTL_NANOS}; a sandbox that stops running or moves is removed on every
+ * node (a PostgreSQL notification, see {@code CacheInvalidations}), and so is every sandbox of a lost node.
  */
 public final class ExecRoutes {
-  /** Published with a sandbox id when it moves (adopt) or ends (terminate). */
-  public static final String CHANGED_ADDRESS = "sandbox.exec.route-changed";
   static final long TTL_NANOS = TimeUnit.SECONDS.toNanos(10);
   static final int CAPACITY = 10_000;
 
@@ -50,5 +48,10 @@ public final class ExecRoutes {
 
   public void forget(String sandboxId) {
     routes.remove(sandboxId);
+  }
+
+  /** Forgets every sandbox whose executions ran on {@code nodeId} (it was lost). */
+  public void forgetNode(String nodeId) {
+    routes.values().removeIf(r -> nodeId.equals(r.target().nodeId()));
   }
 }
