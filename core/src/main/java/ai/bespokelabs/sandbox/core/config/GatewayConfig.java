@@ -9,6 +9,7 @@ import java.util.Optional;
  */
 public record GatewayConfig(
     HttpConfig http,
+    DashboardConfig dashboard,
     NodeConfig node,
     DatabaseConfig database,
     SecretsConfig secrets,
@@ -17,15 +18,15 @@ public record GatewayConfig(
     ProvidersConfig providers) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
-    return new GatewayConfig(http, node, database, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
+    return new GatewayConfig(http, dashboard, node, database, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
         execution, ledger, providers);
   }
 
   public GatewayConfig withNodeId(String id) {
-    return new GatewayConfig(http, node.withId(id), database, secrets, execution, ledger, providers);
+    return new GatewayConfig(http, dashboard, node.withId(id), database, secrets, execution, ledger, providers);
   }
 
   public GatewayConfig withPort(int newPort) {
-    return new GatewayConfig(http.withPort(newPort), node, database, secrets, execution, ledger, providers);
+    return new GatewayConfig(http.withPort(newPort), dashboard, node, database, secrets, execution, ledger, providers);
   }
 }

@@ -1,8 +1,8 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
@@ -30,13 +30,13 @@ public final class Api {
 
   private final Router router;
   private final long maxBodyBytes;
-  private final Authenticator authenticator;
+  private final WebSessions credentials;
   private final AuditTrail audit;
 
-  public Api(Router router, long maxBodyBytes, Authenticator authenticator, AuditTrail audit) {
+  public Api(Router router, long maxBodyBytes, WebSessions credentials, AuditTrail audit) {
     this.router = router;
     this.maxBodyBytes = maxBodyBytes;
-    this.authenticator = authenticator;
+    this.credentials = credentials;
     this.audit = audit;
   }
 
@@ -45,10 +45,13 @@ public final class Api {
     router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> readBody(ctx).compose(v -> endpoint.apply(ctx))));
   }
 
-  /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
+  /**
+   * An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key), given as a Bearer
+   * header or through a dashboard session (with its CSRF token when the request changes state).
+   */
   public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
     router.route(method, vertxPath(path)).handler(ctx -> run(ctx, () -> pauseUpgrade(ctx)
-        .authenticate(ctx.request().getHeader("Authorization"))
+        .authenticate(ctx.request())
         .compose(p -> {
           if (AuditTrail.audited(method, path)) {
             audit.record(ctx, p, method, path);
@@ -58,6 +61,14 @@ public final class Api {
           }
           return readBody(ctx).compose(v -> endpoint.handle(ctx, p));
         })));
+  }
+
+  /**
+   * Static files under {@code prefix} (no authentication): the route names no method, so only GET and HEAD
+   * are served and it stays out of the OpenAPI document's paths.
+   */
+  public void files(String prefix, io.vertx.core.Handler<RoutingContext> handler) {
+    router.route(prefix + "/*").handler(handler);
   }
 
   /** Whether requests of this method carry a body the router leaves unread for the endpoint. */
@@ -110,11 +121,11 @@ public final class Api {
   }
 
   /** A WebSocket handshake must still be unread when the endpoint upgrades it after asynchronous checks. */
-  private Authenticator pauseUpgrade(RoutingContext ctx) {
+  private WebSessions pauseUpgrade(RoutingContext ctx) {
     if ("websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
       ctx.request().pause();
     }
-    return authenticator;
+    return credentials;
   }
 
   private static void run(RoutingContext ctx, java.util.function.Supplier<Future<Reply>> work) {
