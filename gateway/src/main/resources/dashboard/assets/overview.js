@@ -43,7 +43,7 @@ export class Overview {
     fill(this.cards,
       card('Active resources', active.length, `${list.length} sandboxes in all`),
       card('Failed launches', failed.length, failed.length ? `latest ${iso(failed[0].failed_at || failed[0].created_at)}` : 'none'),
-      card('Unreconciled', reconciliation ? reconciliation.unreconciled : '–',
+      card('Unreconciled sandboxes', reconciliation ? reconciliation.unreconciled : '–',
         reconciliation ? `${reconciliation.missing} missing at their provider` : 'needs sandboxes:read'),
       card('Nearing their TTL', nearing.length, 'deadline within 15 minutes'));
     await Promise.all([this.renderBudget(), this.renderProviders()]);
