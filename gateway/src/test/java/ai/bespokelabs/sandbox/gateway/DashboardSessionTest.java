@@ -89,6 +89,31 @@ class DashboardSessionTest {
   }
 
   @Test
+  void a_websocket_handshake_on_a_session_must_come_from_the_gateways_own_origin() throws Exception {
+    Login l = login(admin);
+    String sbx = gw.sandbox(admin, null).getString("id");
+    String port = gw.base.substring(gw.base.lastIndexOf(':') + 1);
+    String path = "/v1/sandboxes/" + sbx + "/executions/ws";
+    assertThat(handshake(path, l.cookie(), "https://evil.example", port)).startsWith("HTTP/1.1 403");
+    assertThat(handshake(path, l.cookie(), null, port)).startsWith("HTTP/1.1 403");
+    assertThat(handshake(path, l.cookie(), "http://127.0.0.1:" + port, port)).startsWith("HTTP/1.1 101");
+  }
+
+  /** The status line of a raw WebSocket handshake. */
+  private static String handshake(String path, String cookie, String origin, String port) throws Exception {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", Integer.parseInt(port))) {
+      s.setSoTimeout(10_000);
+      String req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\nUpgrade: websocket\r\n"
+          + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+          + "Cookie: " + cookie + "\r\n" + (origin == null ? "" : "Origin: " + origin + "\r\n") + "\r\n";
+      s.getOutputStream().write(req.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      s.getOutputStream().flush();
+      return new java.io.BufferedReader(new java.io.InputStreamReader(s.getInputStream(),
+          java.nio.charset.StandardCharsets.US_ASCII)).readLine();
+    }
+  }
+
+  @Test
   void the_bearer_header_wins_over_a_session_cookie() {
     String readOnly = gw.key(admin, "sandboxes:read");
     Login full = login(admin);

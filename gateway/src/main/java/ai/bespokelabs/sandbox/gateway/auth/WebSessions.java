@@ -77,6 +77,11 @@ public final class WebSessions {
       if (changesState(req.method()) && !csrfValid(s, req.getHeader(CSRF_HEADER))) {
         throw ApiException.forbidden(CSRF_REFUSED);
       }
+      // a WebSocket handshake is a GET that can start and steer programs: on a session it must come from
+      // this gateway's own pages (browsers always send Origin on one)
+      if ("websocket".equalsIgnoreCase(req.getHeader("Upgrade")) && !sameOrigin(req)) {
+        throw ApiException.forbidden(CSRF_REFUSED);
+      }
       return principal(s);
     });
   }
@@ -121,6 +126,24 @@ public final class WebSessions {
 
   public static Principal principal(ActiveSession s) {
     return new Principal(s.key().id(), s.key().name(), s.key().organizationId(), s.key().scopes(), "session", s.id());
+  }
+
+  /** Whether the request's Origin names the host and port it was sent to. */
+  static boolean sameOrigin(HttpServerRequest req) {
+    String origin = req.getHeader("Origin");
+    io.vertx.core.net.HostAndPort to = req.authority();
+    if (origin == null || to == null) {
+      return false;
+    }
+    try {
+      java.net.URI from = new java.net.URI(origin);
+      int defaultPort = "https".equalsIgnoreCase(from.getScheme()) ? 443 : 80;
+      int fromPort = from.getPort() >= 0 ? from.getPort() : defaultPort;
+      int toPort = to.port() >= 0 ? to.port() : defaultPort;
+      return to.host().equalsIgnoreCase(from.getHost()) && toPort == fromPort;
+    } catch (java.net.URISyntaxException e) {
+      return false;
+    }
   }
 
   static boolean changesState(HttpMethod m) {
