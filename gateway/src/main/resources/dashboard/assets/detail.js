@@ -14,7 +14,6 @@ export class Detail {
     this.root = root;
     this.id = null;
     this.data = null;
-    this.watcher = null;
     this.body = h('div', { id: 'detail-body' });
     this.output = new OutputPanel(app);
     this.dialog = document.getElementById('confirm');

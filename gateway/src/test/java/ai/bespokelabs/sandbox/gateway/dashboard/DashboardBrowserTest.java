@@ -120,7 +120,17 @@ class DashboardBrowserTest {
   @Test
   @Order(2)
   void the_sandbox_list_filters_and_pages() {
-    tab("sandboxes");
+    // by keyboard: arrow keys move between the tabs
+    browser.find("#tab-overview").sendKeys(Keys.ARROW_RIGHT);
+    browser.untilShown("#view-sandboxes");
+    assertThat(browser.find("#tab-sandboxes").getAttribute("aria-selected")).isEqualTo("true");
+    assertThat(browser.driver.switchTo().activeElement().getAttribute("id")).isEqualTo("tab-sandboxes");
+    browser.untilShown("#sandbox-table tbody tr button");
+    String first = browser.find("#sandbox-table tbody tr button").getText();
+    browser.find("#sandbox-table tbody tr button").sendKeys(Keys.ENTER);
+    browser.untilText("#detail-title", first);
+    browser.find("#view-detail .detail-head button:last-of-type").sendKeys(Keys.ENTER);
+    browser.until(d -> !d.findElement(org.openqa.selenium.By.id("view-detail")).isDisplayed());
     browser.untilText("#list-count", "13 of 13 sandboxes");
     assertThat(browser.find("#page-label").getText()).isEqualTo("Page 1 of 2");
     assertThat(browser.all("#sandbox-table tbody tr")).hasSize(10);
