@@ -189,6 +189,38 @@ class DashboardBrowserTest {
 
   @Test
   @Order(4)
+  void live_output_resumes_after_the_connection_drops_without_losing_or_repeating_lines() throws Exception {
+    String sbx = sandboxes.get(4);
+    int port = Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
+    try (DroppingProxy proxy = new DroppingProxy(port)) {
+      // the same host on another port: the session cookie goes along
+      browser.open("http://127.0.0.1:" + proxy.port() + "/dashboard");
+      browser.untilShown("#app");
+      String exec = gw.post("/v1/sandboxes/" + sbx + "/executions", admin, new JsonObject().put("command",
+          "for i in $(seq 1 60); do echo line $i; sleep 0.1; done")).json().getString("id");
+      openSandbox(sbx);
+      browser.untilText("#detail-title", sbx);
+      browser.click("[data-execution='" + exec + "']");
+      browser.untilText("#output", "line 5");
+      browser.js("window.outputStates = []; const el = document.getElementById('output-state');"
+          + " new MutationObserver(() => window.outputStates.push(el.textContent))"
+          + ".observe(el, {childList: true, characterData: true, subtree: true});");
+      proxy.drop();
+      browser.untilText("#output", "[completed, exit code 0]");
+      assertThat(String.valueOf(browser.js("return window.outputStates.join(',')")))
+          .as("the stream was cut and resumed").contains("reconnecting");
+      String all = browser.find("#output").getText();
+      for (int i = 1; i <= 60; i++) {
+        assertThat(all.split("\n")).as("line %d exactly once", i).containsOnlyOnce("line " + i);
+      }
+      browser.screenshot("output-resumed");
+    }
+    browser.open(gw.base + "/dashboard");
+    browser.untilShown("#app");
+  }
+
+  @Test
+  @Order(5)
   void terminate_with_a_stale_version_is_refused_then_accepted() {
     String sbx = sandboxes.get(2);
     openSandbox(sbx);
@@ -214,7 +246,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(5)
+  @Order(6)
   void a_state_changing_request_without_the_csrf_token_is_refused() {
     Map<String, Object> r = browser.fetch("fetch('/v1/api-keys', {method: 'POST', headers: {'Content-Type':"
         + " 'application/json'}, body: JSON.stringify({name: 'x', scopes: ['sandboxes:read']})})"
@@ -224,7 +256,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(6)
+  @Order(7)
   void activity_and_costs_views() {
     tab("activity");
     browser.untilText("#audit", "sandbox.terminate");
@@ -239,7 +271,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(7)
+  @Order(8)
   void logout_ends_the_session() {
     browser.find("#logout").click();
     browser.untilShown("#login");
@@ -251,7 +283,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(8)
+  @Order(9)
   void a_read_only_key_sees_no_terminate_control_and_no_exports() {
     signIn(readOnly, "/dashboard");
     browser.untilText("#who", "observer");
@@ -268,7 +300,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(9)
+  @Order(10)
   void the_local_page_keeps_the_key_in_the_tab_and_sends_it_as_bearer() {
     signIn(admin, "/dashboard/local");
     browser.untilText("#who", "API key");
