@@ -95,6 +95,7 @@ class App {
     fill($('who'), `${caps.role} · ${caps.auth_mode === 'session' ? 'session' : 'API key'}`);
     document.querySelector('[data-view=activity]').hidden = !(caps.can_view_alerts || caps.can_view_audit || caps.can_export);
     document.querySelector('[data-view=costs]').hidden = !caps.can_view_usage;
+    if (document.querySelector(`[data-view=${this.view}]`).hidden) this.view = 'overview';
     this.show(this.view);
     await this.refresh(true);
   }
@@ -158,7 +159,7 @@ class App {
   }
 
   async loadSandboxes() {
-    if (!this.caps.scopes.some((s) => s === '*' || s === 'sandboxes:read' || s === 'sandboxes:write')) {
+    if (!this.caps.scopes.some((s) => s === '*' || s === 'sandboxes:read')) {
       this.sandboxes = [];
       return;
     }
