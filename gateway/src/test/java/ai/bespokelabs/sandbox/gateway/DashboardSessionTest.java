@@ -82,6 +82,13 @@ class DashboardSessionTest {
     assertThat(other.status()).as("another session's token").isEqualTo(403);
     Resp right = gw.post("/v1/api-keys", null, body, "Cookie", l.cookie(), "X-CSRF-Token", l.csrf());
     assertThat(right.status()).isEqualTo(201);
+    // the audit trail names the session the request came through
+    String path = "/v1/api-keys";
+    Waits.upTo(10).untilAsserted(() -> assertThat(gw.gateway.pool().preparedQuery("SELECT count(*) FROM audit_log a"
+            + " JOIN web_sessions s ON s.id = a.session_id WHERE a.action = 'api_key.create' AND a.resource_id = $1"
+            + " AND a.outcome = 'success'")
+        .execute(io.vertx.sqlclient.Tuple.of(path)).toCompletionStage().toCompletableFuture().get()
+        .iterator().next().getLong(0)).isGreaterThanOrEqualTo(1L));
     // reads need no token
     assertThat(gw.get("/v1/sandboxes", null, "Cookie", l.cookie()).status()).isEqualTo(200);
     // Bearer requests never need one, even with a cookie beside them

@@ -101,8 +101,8 @@ public final class DashboardApi implements Endpoints {
   }
 
   private void audit(Principal p, String action) {
-    operations.audit(p.organizationId(), p.keyId(), action, SESSION_PATH, "success",
-            new JsonObject().put("session_id", p.sessionId()), Times.now(clock))
+    operations.audit(p.organizationId(), p.keyId(), p.sessionId(), action, SESSION_PATH, "success",
+            new JsonObject(), Times.now(clock))
         .onFailure(e -> LOG.error("Audit entry {} could not be written: {}", action, e.toString()));
   }
 
