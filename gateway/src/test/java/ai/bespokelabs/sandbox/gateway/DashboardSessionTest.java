@@ -186,6 +186,19 @@ class DashboardSessionTest {
   }
 
   @Test
+  void a_session_ends_at_its_expiry() {
+    Login l = login(admin);
+    gw.clock.advance(java.time.Duration.ofSeconds(3599));
+    assertThat(gw.get("/v1/session", null, "Cookie", l.cookie()).status()).isEqualTo(200);
+    gw.clock.advance(java.time.Duration.ofSeconds(2));
+    Resp expired = gw.get("/v1/session", null, "Cookie", l.cookie());
+    assertThat(expired.status()).isEqualTo(401);
+    assertThat(expired.detail()).isEqualTo("Bearer API key or dashboard session required");
+    assertThat(gw.delete("/v1/dashboard/session", null, "Cookie", l.cookie(), "X-CSRF-Token", l.csrf()).status())
+        .isEqualTo(422);
+  }
+
+  @Test
   void only_hmacs_of_the_tokens_are_stored() throws Exception {
     Login l = login(admin);
     String token = l.cookie().substring(l.cookie().indexOf('=') + 1);
