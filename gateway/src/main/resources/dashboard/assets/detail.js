@@ -159,6 +159,7 @@ class OutputPanel {
     this.executionId = execution.id;
     this.root.hidden = false;
     this.title.textContent = `Output of ${execution.id}`;
+    this.root.scrollIntoView({ block: 'nearest' });
     const scopes = this.app.caps.scopes;
     this.controls.hidden = !scopes.some((s) => s === '*' || s === 'sandboxes:execute' || s === 'sandboxes:write');
     this.send.disabled = false;

@@ -32,13 +32,25 @@ import org.openqa.selenium.support.ui.Select;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class DashboardBrowserTest {
   @RegisterExtension
-  static final GatewayExtension GATEWAY = new GatewayExtension(() -> Map.of(
-      "BESPOKE_ENABLE_LOCAL_DASHBOARD_LOGIN", "true"));
+  static final GatewayExtension GATEWAY = new GatewayExtension(DashboardBrowserTest::settings);
   static TestGateway gw;
   static Browser browser;
   static String admin;
   static String readOnly;
   static final List<String> sandboxes = new ArrayList<>();
+
+  /** Local login on, and local sandboxes priced (steeply) so the cost views have something to show. */
+  static Map<String, String> settings() {
+    try {
+      java.nio.file.Path catalog = java.nio.file.Files.createTempFile("pricing-", ".json");
+      java.nio.file.Files.writeString(catalog, """
+          {"last_updated": "2026-11-01", "backends": {
+            "local": {"vcpu_per_hour_usd": 36, "ram_gib_per_hour_usd": 0}}}""");
+      return Map.of("BESPOKE_ENABLE_LOCAL_DASHBOARD_LOGIN", "true", "BESPOKE_PRICING_FILE", catalog.toString());
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
 
   @BeforeAll
   static void start() {
@@ -267,6 +279,8 @@ class DashboardBrowserTest {
     browser.untilShown("#cost-plot svg");
     browser.untilText("#cost-table", "Customer cost by day and backend");
     assertThat(browser.all("#cost-table tbody tr")).hasSize(30);
+    assertThat(browser.all("#cost-plot svg rect")).as("today's bar for local").isNotEmpty();
+    assertThat(browser.find("#cost-table thead").getText()).contains("local");
     browser.screenshot("costs");
   }
 
