@@ -128,6 +128,12 @@ final class Browser implements AutoCloseable {
     return console;
   }
 
+  /** Forgets the console entries read so far. */
+  void forgetConsole() {
+    console();
+    console.clear();
+  }
+
   /** The console entries that report a Content-Security-Policy violation or an uncaught script error. */
   List<String> violations() {
     return console().stream().filter(m -> m.contains("Content Security Policy") || m.contains("Refused to")

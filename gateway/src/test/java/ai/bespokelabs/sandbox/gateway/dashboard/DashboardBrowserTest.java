@@ -293,6 +293,12 @@ class DashboardBrowserTest {
     assertThat(r.get("status")).isEqualTo(401L);
     // the console is captured (so a CSP violation would be seen): the refused request is reported there
     assertThat(browser.console()).anyMatch(m -> m.contains("401"));
+    // and the policy is enforced and a violation is seen: an inline script is refused and reported
+    browser.js("const s = document.createElement('script'); s.textContent = 'window.injected = 1';"
+        + " document.body.append(s);");
+    assertThat(browser.js("return window.injected === undefined")).isEqualTo(true);
+    browser.until(d -> browser.violations().stream().anyMatch(m -> m.contains("Content Security Policy")));
+    browser.forgetConsole();
     browser.screenshot("signed-out");
   }
 
