@@ -83,16 +83,6 @@ test('an output log over a resumed stream neither loses nor repeats chunks', () 
   assert.equal(log.exit.status, 'completed');
 });
 
-test('lifecycle changes: new sandboxes and status moves, nothing on the first load', () => {
-  assert.deepEqual(lib.lifecycleChanges(null, LIST), []);
-  const before = lib.statusMap([sbx('a', 'creating', 'local', ''), sbx('b', 'destroyed', 'docker', '')]);
-  const after = [sbx('a', 'running', 'local', ''), sbx('b', 'destroyed', 'docker', ''), sbx('n', 'creating', 'e2b', '')];
-  assert.deepEqual(lib.lifecycleChanges(before, after), [
-    { id: 'a', backend: 'local', from: 'creating', to: 'running' },
-    { id: 'n', backend: 'e2b', from: null, to: 'creating' },
-  ]);
-});
-
 test('cost matrix by day and backend, and its stacked bars', () => {
   const days = lib.lastDays(Date.parse('2026-03-02T15:00:00Z'), 3);
   assert.deepEqual(days.map((d) => d.day), ['2026-02-28', '2026-03-01', '2026-03-02']);

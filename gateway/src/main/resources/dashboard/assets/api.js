@@ -100,57 +100,88 @@ export class Client {
   }
 
   /**
-   * Watches an execution's SSE stream. A dropped connection is resumed with Last-Event-ID after a pause;
-   * the OutputLog drops chunks already seen, so nothing is lost or repeated. Calls onChunk(chunk) for each
-   * new chunk and onState(text) as the connection changes; ends at the exit event or close().
+   * Reads an SSE stream until done() or close(), reconnecting after a drop with Last-Event-ID = lastId().
+   * A 4xx answer ends it (onState reports the error).
    */
-  watch(path, { onChunk, onExit, onState }) {
-    const log = new OutputLog();
+  stream(path, { lastId, onEvent, onState, done = () => false }) {
     let closed = false;
     let controller = null;
     const run = async () => {
-      while (!closed && !log.exit) {
+      while (!closed && !done()) {
         controller = new AbortController();
         try {
-          const headers = log.lastSeq > 0 ? { 'Last-Event-ID': String(log.lastSeq) } : {};
-          const res = await fetch(path, { headers: this.headers('GET', { ...headers, Accept: 'text/event-stream' }),
-            credentials: 'same-origin', cache: 'no-store', signal: controller.signal });
+          const last = lastId();
+          const headers = { Accept: 'text/event-stream', ...(last ? { 'Last-Event-ID': last } : {}) };
+          const res = await fetch(path, { headers: this.headers('GET', headers), credentials: 'same-origin',
+            cache: 'no-store', signal: controller.signal });
           if (!res.ok) {
             const err = await ApiError.from(res);
             onState(`error: ${err.message}`);
             if (res.status < 500) return;
           } else {
             onState('live');
-            const parser = new SseParser((ev) => {
-              const chunk = log.add(ev);
-              if (chunk) onChunk(chunk);
-            });
+            const parser = new SseParser(onEvent);
             const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
             for (;;) {
-              const { value, done } = await reader.read();
-              if (done) break;
+              const { value, done: ended } = await reader.read();
+              if (ended) break;
               parser.feed(value);
             }
           }
         } catch (e) {
           if (closed) return;
-          onState('reconnecting');
         }
-        if (log.exit) break;
-        if (!closed) await new Promise((r) => setTimeout(r, 1000));
-      }
-      if (log.exit) {
-        onState('ended');
-        onExit(log.exit);
+        if (closed || done()) break;
+        onState('reconnecting');
+        await new Promise((r) => setTimeout(r, 1000));
       }
     };
     run();
     return {
-      log,
       close() {
         closed = true;
         if (controller) controller.abort();
       },
     };
+  }
+
+  /**
+   * Watches an execution's output. A dropped connection is resumed after the last chunk; the OutputLog drops
+   * chunks already seen, so nothing is lost or repeated. Ends at the exit event or close().
+   */
+  watch(path, { onChunk, onExit, onState }) {
+    const log = new OutputLog();
+    const s = this.stream(path, {
+      lastId: () => (log.lastSeq > 0 ? String(log.lastSeq) : null),
+      done: () => log.exit !== null,
+      onState,
+      onEvent: (ev) => {
+        const chunk = log.add(ev);
+        if (chunk) onChunk(chunk);
+        if (ev.event === 'exit' && log.exit) {
+          onState('ended');
+          onExit(log.exit);
+        }
+      },
+    });
+    return { log, close: () => s.close() };
+  }
+
+  /** Follows the organization's sandbox lifecycle changes (GET /v1/sandbox-events), resuming after a drop. */
+  follow(onChange, onState = () => {}) {
+    let last = null;
+    return this.stream('/v1/sandbox-events', {
+      lastId: () => last,
+      onState,
+      onEvent: (ev) => {
+        if (ev.event !== 'lifecycle') return;
+        if (ev.id) last = ev.id;
+        try {
+          onChange(JSON.parse(ev.data));
+        } catch {
+          // not JSON: skipped
+        }
+      },
+    });
   }
 }

@@ -2,7 +2,6 @@
 // refresh while the tab is visible, and a manual refresh.
 import { Client, ApiError } from './api.js';
 import { fill } from './dom.js';
-import { lifecycleChanges, statusMap } from './lib.js';
 import { Overview } from './overview.js';
 import { Sandboxes } from './sandboxes.js';
 import { Detail } from './detail.js';
@@ -18,7 +17,8 @@ class App {
     this.client = new Client(this.mode);
     this.caps = null;
     this.sandboxes = [];
-    this.previous = null;
+    this.follower = null;
+    this.soonTimer = null;
     this.view = 'overview';
     this.timer = null;
     this.overview = new Overview(this, $('view-overview'));
@@ -73,7 +73,8 @@ class App {
 
   signedOut() {
     this.caps = null;
-    this.previous = null;
+    if (this.follower) this.follower.close();
+    this.follower = null;
     clearTimeout(this.timer);
     this.detail.close();
     $('app').hidden = true;
@@ -97,7 +98,19 @@ class App {
     document.querySelector('[data-view=costs]').hidden = !caps.can_view_usage;
     if (document.querySelector(`[data-view=${this.view}]`).hidden) this.view = 'overview';
     this.show(this.view);
+    if (this.readsSandboxes()) {
+      // lifecycle changes are pushed: the feed shows each, and the views refresh soon after
+      this.follower = this.client.follow((change) => {
+        this.overview.feed(change);
+        clearTimeout(this.soonTimer);
+        this.soonTimer = setTimeout(() => this.refresh(false), 300);
+      });
+    }
     await this.refresh(true);
+  }
+
+  readsSandboxes() {
+    return this.caps.scopes.some((s) => s === '*' || s === 'sandboxes:read');
   }
 
   can(flag) {
@@ -159,15 +172,7 @@ class App {
   }
 
   async loadSandboxes() {
-    if (!this.caps.scopes.some((s) => s === '*' || s === 'sandboxes:read')) {
-      this.sandboxes = [];
-      return;
-    }
-    const list = await this.client.get('/v1/sandboxes');
-    const changes = lifecycleChanges(this.previous, list);
-    this.previous = statusMap(list);
-    this.sandboxes = list;
-    this.overview.feed(changes);
+    this.sandboxes = this.readsSandboxes() ? await this.client.get('/v1/sandboxes') : [];
   }
 
   async refreshView(manual) {

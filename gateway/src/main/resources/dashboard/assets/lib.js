@@ -238,26 +238,6 @@ export class OutputLog {
   }
 }
 
-/**
- * What changed between two lists of sandboxes: new ones and status changes, as feed entries
- * {id, backend, from, to}. The first list (prev null) yields nothing.
- */
-export function lifecycleChanges(prev, next) {
-  if (!prev) return [];
-  const out = [];
-  for (const s of next) {
-    const before = prev.get(s.id);
-    if (!before) out.push({ id: s.id, backend: s.backend, from: null, to: s.status });
-    else if (before !== s.status) out.push({ id: s.id, backend: s.backend, from: before, to: s.status });
-  }
-  return out;
-}
-
-/** id -> status of a list, for lifecycleChanges. */
-export function statusMap(list) {
-  return new Map(list.map((s) => [s.id, s.status]));
-}
-
 /** The header value of an If-Match for a version. */
 export function ifMatch(version) {
   return `"${version}"`;

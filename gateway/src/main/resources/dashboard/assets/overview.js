@@ -12,18 +12,19 @@ export class Overview {
     this.feedList = h('ol', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
     this.feedPanel = h('section', { class: 'panel wide', 'aria-labelledby': 'feed-title' },
       h('h2', { id: 'feed-title' }, 'Live lifecycle feed'),
-      h('p', { class: 'muted' }, 'New, running and ended sandboxes appear here as they change.'), this.feedList);
+      h('p', { class: 'muted' }, 'New, running and ended sandboxes appear here as they change (pushed by the gateway).'), this.feedList);
     fill(root, this.cards, h('div', { class: 'grid' }, this.budget, this.providers, this.denials, this.feedPanel));
   }
 
-  feed(changes) {
-    const now = new Date().toLocaleTimeString();
-    for (const c of changes) {
-      const what = c.from === null ? `new ${c.backend} sandbox, ${c.to}` : `${c.from} → ${c.to}`;
-      const item = h('li', { dataset: { status: c.to } }, h('time', {}, now), ' ',
-        h('button', { type: 'button', class: 'link', onclick: () => this.app.open(c.id) }, c.id), ` ${what}`);
-      this.feedList.prepend(item);
-    }
+  /** One pushed lifecycle change ({sandbox_id, type, status, occurred_at}), newest first. */
+  feed(change) {
+    const what = change.type.replace(/^sandbox\./, '');
+    const known = this.app.sandboxes.find((s) => s.id === change.sandbox_id);
+    const item = h('li', { dataset: { status: change.status } },
+      h('time', { datetime: change.occurred_at }, new Date(change.occurred_at).toLocaleTimeString()), ' ',
+      h('button', { type: 'button', class: 'link', onclick: () => this.app.open(change.sandbox_id) }, change.sandbox_id),
+      ` ${what}${known ? ` (${known.backend})` : ''} → ${change.status}`);
+    this.feedList.prepend(item);
     while (this.feedList.children.length > 50) this.feedList.lastElementChild.remove();
   }
 

@@ -20,6 +20,7 @@ import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.WebSessionRepository;
+import ai.bespokelabs.sandbox.core.repo.LifecycleFeedRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
@@ -28,6 +29,7 @@ import ai.bespokelabs.sandbox.gateway.http.AccountApi;
 import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
 import ai.bespokelabs.sandbox.gateway.http.CostApi;
 import ai.bespokelabs.sandbox.gateway.http.DashboardApi;
+import ai.bespokelabs.sandbox.gateway.http.SandboxEvents;
 import ai.bespokelabs.sandbox.gateway.http.Endpoints;
 import ai.bespokelabs.sandbox.gateway.http.ExecutionApi;
 import ai.bespokelabs.sandbox.gateway.http.FilesApi;
@@ -85,6 +87,7 @@ final class Wiring {
   final Reconciler reconciler;
   final Authenticator authenticator;
   final WebSessions webSessions;
+  final LifecycleFeedRepository lifecycleFeed;
   final AuditTrail audit;
   final ExecRoutes routes;
   final PolicyHints policyHints;
@@ -116,6 +119,7 @@ final class Wiring {
     this.alerts = new AlertEvaluator(operations, policies, ledger::hourAndDay);
     this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool));
     this.authenticator = new Authenticator(keys, hmac, clock);
+    this.lifecycleFeed = new LifecycleFeedRepository(pool);
     this.webSessions = new WebSessions(new WebSessionRepository(pool), authenticator, hmac, clock,
         config.dashboard().sessionTtlSecs(), config.dashboard().cookieSecure());
     this.audit = new AuditTrail(operations, clock);
@@ -135,6 +139,7 @@ final class Wiring {
     return List.of(
         new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
         new DashboardApi(config.dashboard(), webSessions, operations, clock),
+        new SandboxEvents(vertx, lifecycleFeed),
         new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),

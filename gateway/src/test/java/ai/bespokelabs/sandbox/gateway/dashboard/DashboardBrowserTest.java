@@ -120,11 +120,12 @@ class DashboardBrowserTest {
     browser.untilText("#cards", "Active resources");
     browser.untilText("#cards", "11");
     assertThat(browser.js("return document.visibilityState")).isEqualTo("visible");
-    // the live feed: a sandbox created elsewhere appears without reloading
     String created = gw.sandbox(admin, null).getString("id");
     sandboxes.add(created);
+    // the live feed: a sandbox created elsewhere appears without reloading, pushed by the gateway
     browser.untilText("#live-feed", created);
-    assertThat(browser.find("#live-feed").getText()).contains("new local sandbox, running");
+    browser.untilText("#live-feed", "→ running");
+    assertThat(browser.find("#live-feed").getText()).contains("requested").contains("→ creating");
     browser.untilText("#cards", "12");
     browser.screenshot("overview");
   }
