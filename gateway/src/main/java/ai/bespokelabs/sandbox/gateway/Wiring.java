@@ -20,12 +20,17 @@ import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.repo.WebSessionRepository;
+import ai.bespokelabs.sandbox.core.repo.LifecycleFeedRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
 import ai.bespokelabs.sandbox.gateway.http.AccountApi;
 import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
 import ai.bespokelabs.sandbox.gateway.http.CostApi;
+import ai.bespokelabs.sandbox.gateway.http.DashboardApi;
+import ai.bespokelabs.sandbox.gateway.http.SandboxEvents;
 import ai.bespokelabs.sandbox.gateway.http.Endpoints;
 import ai.bespokelabs.sandbox.gateway.http.ExecutionApi;
 import ai.bespokelabs.sandbox.gateway.http.FilesApi;
@@ -91,6 +96,8 @@ final class Wiring {
   final AlertEvaluator alerts;
   final Reconciler reconciler;
   final Authenticator authenticator;
+  final WebSessions webSessions;
+  final LifecycleFeedRepository lifecycleFeed;
   final AuditTrail audit;
   final ExecRoutes routes;
   final PolicyHints policyHints;
@@ -124,6 +131,9 @@ final class Wiring {
     this.alerts = new AlertEvaluator(operations, policies, ledger::hourAndDay);
     this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool));
     this.authenticator = new Authenticator(keys, hmac, clock);
+    this.lifecycleFeed = new LifecycleFeedRepository(pool);
+    this.webSessions = new WebSessions(new WebSessionRepository(pool), authenticator, hmac, clock,
+        config.dashboard().sessionTtlSecs(), config.dashboard().cookieSecure());
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();
     this.policyHints = new PolicyHints();
@@ -139,7 +149,9 @@ final class Wiring {
   /** One HTTP verticle's endpoints. */
   List<Endpoints> endpoints(Vertx vertx) {
     List<Endpoints> all = new java.util.ArrayList<>(List.of(
-        new AccountApi(config, hmac, clock, authenticator, organizations, keys),
+        new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
+        new DashboardApi(config.dashboard(), webSessions, operations, clock),
+        new SandboxEvents(vertx, lifecycleFeed),
         new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
@@ -166,11 +178,11 @@ final class Wiring {
 
   /** The router one HTTP verticle serves. */
   Router router(Vertx vertx) {
-    return HttpVerticle.router(vertx, config, authenticator, audit, endpoints(vertx));
+    return HttpVerticle.router(vertx, config, webSessions, audit, endpoints(vertx));
   }
 
   HttpVerticle http() {
-    return new HttpVerticle(config, authenticator, audit, this::endpoints);
+    return new HttpVerticle(config, webSessions, audit, this::endpoints);
   }
 
   LedgerVerticle ledgerVerticle() {

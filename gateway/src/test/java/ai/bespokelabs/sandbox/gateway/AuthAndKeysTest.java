@@ -68,8 +68,8 @@ class AuthAndKeysTest {
 
   @Test
   void every_authentication_failure_has_its_message() {
-    // no dashboard sessions exist, so the message names none
-    assertThat(gw.get("/v1/session", null).detail()).isEqualTo("Bearer API key required");
+    // no credentials at all: the message names both ways in (a key, a dashboard session)
+    assertThat(gw.get("/v1/session", null).detail()).isEqualTo("Bearer API key or dashboard session required");
     Resp basic = gw.send("GET", "/v1/session", null, null, "Authorization", "Basic abc");
     assertThat(basic.status()).isEqualTo(401);
     assertThat(basic.detail()).isEqualTo("Bearer API key required");

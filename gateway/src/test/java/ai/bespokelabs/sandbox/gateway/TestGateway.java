@@ -136,8 +136,8 @@ public final class TestGateway implements AutoCloseable {
     }
   }
 
-  public Resp get(String path, String key) {
-    return send("GET", path, key, null);
+  public Resp get(String path, String key, String... headers) {
+    return send("GET", path, key, null, headers);
   }
 
   public Resp post(String path, String key, Object body, String... headers) {

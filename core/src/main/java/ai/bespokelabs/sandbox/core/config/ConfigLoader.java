@@ -164,6 +164,10 @@ public final class ConfigLoader {
             nonBlank(v.get("BESPOKE_HTTP_INSTANCES")).isEmpty() ? cores : intIn(v, "BESPOKE_HTTP_INSTANCES", 1, 1024),
             intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1024, Integer.MAX_VALUE),
             longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE)),
+        new DashboardConfig(
+            intIn(v, "BESPOKE_DASHBOARD_SESSION_TTL_SECS", 60, 30 * 86400),
+            bool(v, "BESPOKE_SESSION_COOKIE_SECURE"),
+            bool(v, "BESPOKE_ENABLE_LOCAL_DASHBOARD_LOGIN")),
         new NodeConfig(
             Path.of(dataDir).toAbsolutePath().normalize(),
             nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),

@@ -9,6 +9,7 @@ import java.util.Optional;
  */
 public record GatewayConfig(
     HttpConfig http,
+    DashboardConfig dashboard,
     NodeConfig node,
     DatabaseConfig database,
     ClusterConfig cluster,
@@ -19,16 +20,17 @@ public record GatewayConfig(
     OperationsConfig operations) {
 
   public GatewayConfig withSecrets(Secret pepper, Secret adminToken) {
-    return new GatewayConfig(http, node, database, cluster, new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)),
-        execution, ledger, providers, operations);
+    return new GatewayConfig(http, dashboard, node, database, cluster,
+        new SecretsConfig(Optional.of(pepper), Optional.of(adminToken)), execution, ledger, providers, operations);
   }
 
   public GatewayConfig withNodeId(String id) {
-    return new GatewayConfig(http, node.withId(id), database, cluster, secrets, execution, ledger, providers, operations);
+    return new GatewayConfig(http, dashboard, node.withId(id), database, cluster, secrets, execution, ledger, providers,
+        operations);
   }
 
   public GatewayConfig withPort(int newPort) {
-    return new GatewayConfig(http.withPort(newPort), node, database, cluster, secrets, execution, ledger, providers,
-        operations);
+    return new GatewayConfig(http.withPort(newPort), dashboard, node, database, cluster, secrets, execution, ledger,
+        providers, operations);
   }
 }

@@ -26,7 +26,8 @@ public final class OperationsRepository {
   // ---- audit ----------------------------------------------------------------------------------------
 
   private static final String AUDIT_INSERT = "INSERT INTO audit_log (id, organization_id, api_key_id, action,"
-      + " resource_type, resource_id, outcome, details, created_at) VALUES ($1, $2, $3, $4, 'http_route', $5, $6, $7, $8)";
+      + " resource_type, resource_id, outcome, details, created_at, session_id)"
+      + " VALUES ($1, $2, $3, $4, 'http_route', $5, $6, $7, $8, $9)";
   /** The most entries one write carries. */
   static final int AUDIT_BATCH = 256;
 
@@ -42,8 +43,14 @@ public final class OperationsRepository {
    */
   public Future<Void> audit(String orgId, String keyId, String action, String resourceId, String outcome,
       JsonObject details, OffsetDateTime now) {
+    return audit(orgId, keyId, null, action, resourceId, outcome, details, now);
+  }
+
+  /** As above, for a request made with a dashboard session ({@code sessionId}; null for a Bearer key). */
+  public Future<Void> audit(String orgId, String keyId, String sessionId, String action, String resourceId,
+      String outcome, JsonObject details, OffsetDateTime now) {
     Tuple row = Tuple.of(Ids.newId("aud"), orgId, keyId, action, resourceId.length() > 255
-        ? resourceId.substring(0, 255) : resourceId, outcome).addValue(details).addValue(now);
+        ? resourceId.substring(0, 255) : resourceId, outcome).addValue(details).addValue(now).addValue(sessionId);
     io.vertx.core.Promise<Void> written = io.vertx.core.Promise.promise();
     boolean start;
     synchronized (auditQueue) {

@@ -47,6 +47,16 @@ class ConfigLoaderTest {
     assertThat(c.providers().settings().get("E2B_API_KEY")).isEmpty();
   }
 
+  @Test
+  void dashboard_settings_have_the_seeds_defaults_and_are_checked() {
+    assertThat(ConfigLoader.fromMap(Map.of(), "/home/u").dashboard()).isEqualTo(new DashboardConfig(28800, true, false));
+    GatewayConfig c = ConfigLoader.fromMap(Map.of("BESPOKE_DASHBOARD_SESSION_TTL_SECS", "600",
+        "BESPOKE_SESSION_COOKIE_SECURE", "0", "BESPOKE_ENABLE_LOCAL_DASHBOARD_LOGIN", "1"), "/home/u");
+    assertThat(c.dashboard()).isEqualTo(new DashboardConfig(600, false, true));
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_DASHBOARD_SESSION_TTL_SECS", "5"), "/home/u"))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_DASHBOARD_SESSION_TTL_SECS");
+  }
+
   /** The README's configuration table names every setting: its variable and its key in conf/gateway.json. */
   @Test
   void the_readme_documents_every_setting() throws Exception {

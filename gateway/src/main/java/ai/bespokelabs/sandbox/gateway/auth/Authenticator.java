@@ -24,6 +24,8 @@ import java.util.concurrent.TimeUnit;
 public final class Authenticator {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Authenticator.class);
   public static final String KEY_PREFIX = "bsk_live_";
+  /** The 401 of a request that brings neither a Bearer header nor a valid dashboard session. */
+  public static final String NO_CREDENTIALS = "Bearer API key or dashboard session required";
   static final long CACHE_TTL_NANOS = TimeUnit.SECONDS.toNanos(5);
   static final long TOUCH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
   /** More live keys than this on one node: the cache starts over rather than grow without bound. */
@@ -45,14 +47,17 @@ public final class Authenticator {
 
   public Future<Principal> authenticate(String authorization) {
     if (authorization == null) {
-      // the seed says "Bearer API key or dashboard session required"; there are no dashboard sessions yet
-      return Future.failedFuture(ApiException.unauthorized("Bearer API key required"));
+      return Future.failedFuture(ApiException.unauthorized(NO_CREDENTIALS));
     }
     if (!authorization.startsWith("Bearer ")) {
       return Future.failedFuture(ApiException.unauthorized("Bearer API key required"));
     }
-    String secret = authorization.substring("Bearer ".length()).trim();
-    if (!secret.startsWith(KEY_PREFIX) || secret.length() > 512) {
+    return authenticateKey(authorization.substring("Bearer ".length()).trim());
+  }
+
+  /** Resolves a product key's secret (from a Bearer header or a dashboard login). */
+  public Future<Principal> authenticateKey(String secret) {
+    if (secret == null || !secret.startsWith(KEY_PREFIX) || secret.length() > 512) {
       return Future.failedFuture(ApiException.unauthorized("invalid API key"));
     }
     String digest = hmac.hex(secret);
@@ -94,7 +99,7 @@ public final class Authenticator {
       throw ApiException.unauthorized("API key has expired");
     }
     touch(k.id(), now);
-    return new Principal(k.id(), k.name(), k.organizationId(), k.scopes(), "api_key");
+    return new Principal(k.id(), k.name(), k.organizationId(), k.scopes(), "api_key", null);
   }
 
   private void touch(String keyId, OffsetDateTime now) {

@@ -12,6 +12,7 @@ import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
@@ -30,9 +31,11 @@ public final class AccountApi implements Endpoints {
   private final Authenticator authenticator;
   private final OrganizationRepository organizations;
   private final ApiKeyRepository keys;
+  private final WebSessions sessions;
 
   public AccountApi(GatewayConfig config, Hmac hmac, Clock clock, Authenticator authenticator,
-      OrganizationRepository organizations, ApiKeyRepository keys) {
+      OrganizationRepository organizations, ApiKeyRepository keys, WebSessions sessions) {
+    this.sessions = sessions;
     this.config = config;
     this.hmac = hmac;
     this.clock = clock;
@@ -128,7 +131,7 @@ public final class AccountApi implements Endpoints {
     boolean admin = p.has(Scopes.POLICIES_WRITE) && p.has(Scopes.PROVIDERS_WRITE);
     String role = admin ? "administrator" : p.has(Scopes.SANDBOXES_TERMINATE) ? "operator" : "observer";
     JsonArray scopes = new JsonArray(p.scopes().stream().sorted().toList());
-    return Future.succeededFuture(Reply.ok(new JsonObject()
+    JsonObject out = new JsonObject()
         .put("api_key_id", p.keyId())
         .put("scopes", scopes)
         .put("role", role)
@@ -142,7 +145,11 @@ public final class AccountApi implements Endpoints {
         .put("can_view_audit", p.has(Scopes.AUDIT_READ))
         .put("can_export", p.has(Scopes.EXPORTS_READ))
         .put("can_view_usage", p.has(Scopes.USAGE_READ))
-        .put("auth_mode", p.authMode())));
+        .put("auth_mode", p.authMode());
+    if (p.sessionId() != null) {
+      out.put("csrf_token", sessions.csrfToken(p.sessionId()));
+    }
+    return Future.succeededFuture(Reply.ok(out));
   }
 
   private record Issued(NewKey newKey, String secret) {}

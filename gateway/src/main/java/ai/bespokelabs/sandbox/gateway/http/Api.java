@@ -1,10 +1,10 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.log.LogContext;
+import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
@@ -35,13 +35,13 @@ public final class Api {
 
   private final Router router;
   private final long maxBodyBytes;
-  private final Authenticator authenticator;
+  private final WebSessions credentials;
   private final AuditTrail audit;
 
-  public Api(Router router, long maxBodyBytes, Authenticator authenticator, AuditTrail audit) {
+  public Api(Router router, long maxBodyBytes, WebSessions credentials, AuditTrail audit) {
     this.router = router;
     this.maxBodyBytes = maxBodyBytes;
-    this.authenticator = authenticator;
+    this.credentials = credentials;
     this.audit = audit;
   }
 
@@ -51,10 +51,13 @@ public final class Api {
         () -> readBody(ctx).compose(v -> endpoint.apply(ctx))));
   }
 
-  /** An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key). */
+  /**
+   * An endpoint requiring a product key holding {@code scope} ({@code null}: any valid key), given as a Bearer
+   * header or through a dashboard session (with its CSRF token when the request changes state).
+   */
   public void authed(HttpMethod method, String path, String scope, Authed endpoint) {
     router.route(method, vertxPath(path)).handler(ctx -> run(ctx, path, () -> pauseUpgrade(ctx)
-        .authenticate(ctx.request().getHeader("Authorization"))
+        .authenticate(ctx.request())
         .compose(p -> {
           LogContext.put(LogContext.ORGANIZATION_ID, p.organizationId());
           if (AuditTrail.audited(method, path)) {
@@ -65,6 +68,14 @@ public final class Api {
           }
           return readBody(ctx).compose(v -> endpoint.handle(ctx, p));
         })));
+  }
+
+  /**
+   * Static files under {@code prefix} (no authentication): the route names no method, so only GET and HEAD
+   * are served and it stays out of the OpenAPI document's paths.
+   */
+  public void files(String prefix, io.vertx.core.Handler<RoutingContext> handler) {
+    router.route(prefix + "/*").handler(handler);
   }
 
   /** Whether requests of this method carry a body the router leaves unread for the endpoint. */
@@ -117,11 +128,11 @@ public final class Api {
   }
 
   /** A WebSocket handshake must still be unread when the endpoint upgrades it after asynchronous checks. */
-  private Authenticator pauseUpgrade(RoutingContext ctx) {
+  private WebSessions pauseUpgrade(RoutingContext ctx) {
     if ("websocket".equalsIgnoreCase(ctx.request().getHeader("Upgrade"))) {
       ctx.request().pause();
     }
-    return authenticator;
+    return credentials;
   }
 
   /**

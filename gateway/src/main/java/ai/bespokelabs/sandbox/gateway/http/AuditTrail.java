@@ -62,7 +62,7 @@ public final class AuditTrail {
       JsonObject query = new JsonObject();
       ctx.queryParams().forEach(e -> query.put(e.getKey(), e.getValue()));
       JsonObject details = Redaction.redact(new JsonObject().put("status_code", status).put("query", query));
-      operations.audit(p.organizationId(), p.keyId(), action(method, template), ctx.normalizedPath(),
+      operations.audit(p.organizationId(), p.keyId(), p.sessionId(), action(method, template), ctx.normalizedPath(),
               outcome(status), details, at)
           .onFailure(e -> LOG.error("Audit entry for {} {} could not be written: {}", method, template, e.toString()));
     });

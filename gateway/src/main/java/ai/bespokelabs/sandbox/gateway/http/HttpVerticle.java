@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
-import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
+import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.Vertx;
@@ -29,22 +29,22 @@ public final class HttpVerticle extends VerticleBase {
   static final int MAX_WEBSOCKET_FRAME = 1 << 20;
 
   private final GatewayConfig config;
-  private final Authenticator authenticator;
+  private final WebSessions credentials;
   private final AuditTrail audit;
   private final Function<Vertx, List<Endpoints>> endpoints;
   private HttpServer server;
 
   /** {@code endpoints} builds this verticle's own endpoint instances. */
-  public HttpVerticle(GatewayConfig config, Authenticator authenticator, AuditTrail audit,
+  public HttpVerticle(GatewayConfig config, WebSessions credentials, AuditTrail audit,
       Function<Vertx, List<Endpoints>> endpoints) {
     this.config = config;
-    this.authenticator = authenticator;
+    this.credentials = credentials;
     this.audit = audit;
     this.endpoints = endpoints;
   }
 
   /** Builds the router; also used by the OpenAPI completeness test. */
-  public static Router router(Vertx vertx, GatewayConfig config, Authenticator authenticator, AuditTrail audit,
+  public static Router router(Vertx vertx, GatewayConfig config, WebSessions credentials, AuditTrail audit,
       List<Endpoints> endpoints) {
     Router router = Router.router(vertx);
     router.route().handler(new SecurityHeaders());
@@ -82,7 +82,7 @@ public final class HttpVerticle extends VerticleBase {
       }
       ctx.next();
     });
-    Api api = new Api(router, limit, authenticator, audit);
+    Api api = new Api(router, limit, credentials, audit);
     JsonObject openapi = openApiDocument().toJsonObject();
     // the server is where the client reached this gateway, not a fixed default
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.copy().put("servers",
@@ -136,7 +136,7 @@ public final class HttpVerticle extends VerticleBase {
         .setHttp2ClearTextEnabled(false)
         .setMaxWebSocketFrameSize(MAX_WEBSOCKET_FRAME)
         .setMaxWebSocketMessageSize(MAX_WEBSOCKET_FRAME);
-    server = vertx.createHttpServer(options).requestHandler(router(vertx, config, authenticator, audit, endpoints.apply(vertx)))
+    server = vertx.createHttpServer(options).requestHandler(router(vertx, config, credentials, audit, endpoints.apply(vertx)))
         .invalidRequestHandler(HttpVerticle::invalidRequest);
     return server.listen();
   }

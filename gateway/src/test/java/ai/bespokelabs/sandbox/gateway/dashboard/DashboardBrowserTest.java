@@ -1,0 +1,336 @@
+package ai.bespokelabs.sandbox.gateway.dashboard;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.GatewayExtension;
+import ai.bespokelabs.sandbox.gateway.TestGateway;
+import io.vertx.core.json.JsonObject;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.openqa.selenium.By;
+import org.openqa.selenium.Keys;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.support.ui.Select;
+
+/**
+ * The dashboard in a real browser (Debian's headless Chromium): sign-in with a full and a read-only key,
+ * filters and pagination, detail, live output while the program prints, a signal, terminate with a stale
+ * version refused then accepted, CSRF refusal, logout, the local page. Any Content-Security-Policy violation
+ * or uncaught script error in the console fails the test it happened in. Screenshots of every view go to
+ * {@code target/dashboard-screenshots}.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class DashboardBrowserTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension(DashboardBrowserTest::settings);
+  static TestGateway gw;
+  static Browser browser;
+  static String admin;
+  static String readOnly;
+  static final List<String> sandboxes = new ArrayList<>();
+
+  /** Local login on, and local sandboxes priced (steeply) so the cost views have something to show. */
+  static Map<String, String> settings() {
+    try {
+      java.nio.file.Path catalog = java.nio.file.Files.createTempFile("pricing-", ".json");
+      java.nio.file.Files.writeString(catalog, """
+          {"last_updated": "2026-11-01", "backends": {
+            "local": {"vcpu_per_hour_usd": 36, "ram_gib_per_hour_usd": 0}}}""");
+      return Map.of("BESPOKE_ENABLE_LOCAL_DASHBOARD_LOGIN", "true", "BESPOKE_PRICING_FILE", catalog.toString());
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @BeforeAll
+  static void start() {
+    Assumptions.assumeTrue(Browser.available(),
+        "chromium and chromium-driver are not installed (bin/test installs them): the browser tests are skipped");
+    admin = gw.bootstrap("Acme");
+    readOnly = gw.key(admin, "sandboxes:read", "usage:read", "policies:read", "alerts:read", "audit:read",
+        "providers:read");
+    for (int i = 0; i < 12; i++) {
+      sandboxes.add(gw.sandbox(admin, null).getString("id"));
+    }
+    // one ended sandbox, for the status filter
+    assertThat(gw.delete("/v1/sandboxes/" + sandboxes.get(0), admin).status()).isEqualTo(200);
+    browser = new Browser();
+  }
+
+  @AfterAll
+  static void stop() {
+    if (browser != null) {
+      browser.close();
+    }
+  }
+
+  @AfterEach
+  void no_csp_violation_or_script_error(org.junit.jupiter.api.TestInfo test) {
+    browser.js("window.scrollTo(0, 0)");
+    browser.screenshot("after-" + test.getTestMethod().orElseThrow().getName());
+    assertThat(browser.violations()).as("the browser's console").isEmpty();
+  }
+
+  private static void signIn(String key, String path) {
+    browser.open(gw.base + path);
+    WebElement input = browser.untilShown("#api-key");
+    input.sendKeys(key, Keys.ENTER);
+    browser.untilShown("#app");
+  }
+
+  /** Shows a sandbox's detail from the list, turning its pages until the sandbox is on one. */
+  private static void openSandbox(String id) {
+    tab("sandboxes");
+    browser.untilShown("#sandbox-table tbody tr");
+    while (browser.find("#page-prev").isEnabled()) {
+      browser.find("#page-prev").click();
+    }
+    while (browser.all("[data-sandbox='" + id + "']").isEmpty()) {
+      assertThat(browser.find("#page-next").isEnabled()).as(id + " is on no page").isTrue();
+      browser.find("#page-next").click();
+    }
+    browser.click("[data-sandbox='" + id + "']");
+  }
+
+  private static void tab(String view) {
+    browser.find("#tab-" + view).click();
+    browser.untilShown("#view-" + view);
+  }
+
+  @Test
+  @Order(1)
+  void a_full_key_signs_in_and_never_reaches_script_storage() {
+    assertThat(gw.get("/", null).header("Location")).isEqualTo("/dashboard");
+    signIn(admin, "/dashboard");
+    browser.untilText("#who", "administrator");
+    assertThat(browser.find("#who").getText()).contains("session");
+    assertThat((String) browser.js("return document.cookie")).as("HttpOnly").doesNotContain("bespoke_dashboard_session");
+    assertThat(browser.js("return sessionStorage.length + localStorage.length")).isEqualTo(0L);
+    assertThat(browser.driver.manage().getCookieNamed("bespoke_dashboard_session").isHttpOnly()).isTrue();
+    browser.untilText("#cards", "Active resources");
+    browser.untilText("#cards", "11");
+    assertThat(browser.js("return document.visibilityState")).isEqualTo("visible");
+    String created = gw.sandbox(admin, null).getString("id");
+    sandboxes.add(created);
+    // the live feed: a sandbox created elsewhere appears without reloading, pushed by the gateway
+    browser.untilText("#live-feed", created);
+    browser.untilText("#live-feed", "→ running");
+    assertThat(browser.find("#live-feed").getText()).contains("requested").contains("→ creating");
+    browser.untilText("#cards", "12");
+    browser.screenshot("overview");
+  }
+
+  @Test
+  @Order(2)
+  void the_sandbox_list_filters_and_pages() {
+    // by keyboard: arrow keys move between the tabs
+    browser.find("#tab-overview").sendKeys(Keys.ARROW_RIGHT);
+    browser.untilShown("#view-sandboxes");
+    assertThat(browser.find("#tab-sandboxes").getAttribute("aria-selected")).isEqualTo("true");
+    assertThat(browser.driver.switchTo().activeElement().getAttribute("id")).isEqualTo("tab-sandboxes");
+    browser.untilShown("#sandbox-table tbody tr button");
+    String first = browser.find("#sandbox-table tbody tr button").getText();
+    browser.find("#sandbox-table tbody tr button").sendKeys(Keys.ENTER);
+    browser.untilText("#detail-title", first);
+    browser.find("#view-detail .detail-head button:last-of-type").sendKeys(Keys.ENTER);
+    browser.until(d -> !d.findElement(org.openqa.selenium.By.id("view-detail")).isDisplayed());
+    browser.untilText("#list-count", "13 of 13 sandboxes");
+    assertThat(browser.find("#page-label").getText()).isEqualTo("Page 1 of 2");
+    assertThat(browser.all("#sandbox-table tbody tr")).hasSize(10);
+    browser.screenshot("sandboxes");
+    browser.find("#page-next").click();
+    browser.untilText("#page-label", "Page 2 of 2");
+    assertThat(browser.all("#sandbox-table tbody tr")).hasSize(3);
+    assertThat(browser.find("#page-next").isEnabled()).isFalse();
+
+    new Select(browser.find("#filter-status")).selectByValue("destroyed");
+    browser.untilText("#list-count", "1 of 13 sandboxes");
+    assertThat(browser.find("#sandbox-table tbody").getText()).contains(sandboxes.get(0));
+    new Select(browser.find("#filter-status")).selectByValue("");
+    new Select(browser.find("#filter-backend")).selectByValue("local");
+    browser.untilText("#list-count", "13 of 13 sandboxes");
+    browser.js("const f = document.getElementById('filter-from'); f.value = '2999-01-01';"
+        + " f.dispatchEvent(new Event('change'));");
+    browser.untilText("#list-count", "0 of 13 sandboxes");
+    assertThat(browser.find("#sandbox-table").getText()).contains("No sandbox matches the filters.");
+    browser.js("const f = document.getElementById('filter-from'); f.value = ''; f.dispatchEvent(new Event('change'));");
+    browser.untilText("#list-count", "13 of 13 sandboxes");
+  }
+
+  @Test
+  @Order(3)
+  void detail_shows_output_live_while_the_program_prints_and_sends_a_signal() {
+    String sbx = sandboxes.get(1);
+    String exec = gw.post("/v1/sandboxes/" + sbx + "/executions", admin, new JsonObject().put("command",
+        "for i in $(seq 1 40); do echo line $i; sleep 0.25; done")).json().getString("id");
+    openSandbox(sbx);
+    browser.untilText("#detail-title", sbx);
+    browser.until(d -> !d.findElements(By.cssSelector("[data-execution='" + exec + "']")).isEmpty());
+    browser.click("[data-execution='" + exec + "']");
+    browser.untilText("#output", "line 3");
+    String early = browser.find("#output").getText();
+    assertThat(early).as("shown while the program still prints").doesNotContain("line 40");
+    assertThat(gw.get("/v1/sandboxes/" + sbx + "/executions/" + exec, admin).json().getString("status"))
+        .isEqualTo("running");
+    browser.screenshot("detail-live-output");
+    browser.untilText("#output", "[completed, exit code 0]");
+    String all = browser.find("#output").getText();
+    for (int i = 1; i <= 40; i++) {
+      assertThat(all.split("\n")).as("line %d exactly once", i).containsOnlyOnce("line " + i);
+    }
+
+    String sleeper = gw.post("/v1/sandboxes/" + sbx + "/executions", admin, new JsonObject().put("command",
+        "echo waiting; sleep 60")).json().getString("id");
+    browser.until(d -> !d.findElements(By.cssSelector("[data-execution='" + sleeper + "']")).isEmpty());
+    browser.click("[data-execution='" + sleeper + "']");
+    browser.untilText("#output", "waiting");
+    new Select(browser.find("#signal-name")).selectByValue("TERM");
+    browser.find("#signal-send").click();
+    browser.untilText("#flash", "Sent TERM");
+    browser.untilText("#output", "[cancelled");
+  }
+
+  @Test
+  @Order(4)
+  void live_output_resumes_after_the_connection_drops_without_losing_or_repeating_lines() throws Exception {
+    String sbx = sandboxes.get(4);
+    int port = Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
+    try (DroppingProxy proxy = new DroppingProxy(port)) {
+      // the same host on another port: the session cookie goes along
+      browser.open("http://127.0.0.1:" + proxy.port() + "/dashboard");
+      browser.untilShown("#app");
+      String exec = gw.post("/v1/sandboxes/" + sbx + "/executions", admin, new JsonObject().put("command",
+          "for i in $(seq 1 60); do echo line $i; sleep 0.1; done")).json().getString("id");
+      openSandbox(sbx);
+      browser.untilText("#detail-title", sbx);
+      browser.click("[data-execution='" + exec + "']");
+      browser.untilText("#output", "line 5");
+      browser.js("window.outputStates = []; const el = document.getElementById('output-state');"
+          + " new MutationObserver(() => window.outputStates.push(el.textContent))"
+          + ".observe(el, {childList: true, characterData: true, subtree: true});");
+      proxy.drop();
+      browser.untilText("#output", "[completed, exit code 0]");
+      assertThat(String.valueOf(browser.js("return window.outputStates.join(',')")))
+          .as("the stream was cut and resumed").contains("reconnecting");
+      String all = browser.find("#output").getText();
+      for (int i = 1; i <= 60; i++) {
+        assertThat(all.split("\n")).as("line %d exactly once", i).containsOnlyOnce("line " + i);
+      }
+      browser.screenshot("output-resumed");
+    }
+    browser.open(gw.base + "/dashboard");
+    browser.untilShown("#app");
+  }
+
+  @Test
+  @Order(5)
+  void terminate_with_a_stale_version_is_refused_then_accepted() {
+    String sbx = sandboxes.get(2);
+    openSandbox(sbx);
+    browser.untilText("#detail-title", sbx);
+    browser.click("#terminate");
+    browser.untilShown("#confirm");
+    browser.screenshot("terminate-confirm");
+    // the sandbox changes behind the page: its version moves on
+    assertThat(gw.post("/v1/sandboxes/" + sbx + "/timeout", admin, new JsonObject().put("timeout_secs", 3600))
+        .status()).isEqualTo(200);
+    browser.click("#confirm-yes");
+    browser.untilText("#flash", "409");
+    assertThat(gw.get("/v1/sandboxes/" + sbx, admin).json().getString("status")).isEqualTo("running");
+    int version = gw.get("/v1/sandboxes/" + sbx, admin).json().getInteger("version");
+    browser.untilText("#detail-version", "version " + version);
+    browser.screenshot("terminate-stale");
+    browser.click("#terminate");
+    browser.click("#confirm-yes");
+    browser.untilText("#flash", "Terminated " + sbx);
+    assertThat(gw.get("/v1/sandboxes/" + sbx, admin).json().getString("status")).isIn("stopping", "destroyed");
+    browser.untilText("#detail-status", "destroyed");
+    assertThat(browser.all("#terminate")).as("no control on an ended sandbox").isEmpty();
+  }
+
+  @Test
+  @Order(6)
+  void a_state_changing_request_without_the_csrf_token_is_refused() {
+    Map<String, Object> r = browser.fetch("fetch('/v1/api-keys', {method: 'POST', headers: {'Content-Type':"
+        + " 'application/json'}, body: JSON.stringify({name: 'x', scopes: ['sandboxes:read']})})"
+        + ".then(async (res) => done({status: res.status, body: await res.json()}));");
+    assertThat(r.get("status")).isEqualTo(403L);
+    assertThat(r.get("body")).isEqualTo(Map.of("detail", "CSRF token is missing or invalid"));
+  }
+
+  @Test
+  @Order(7)
+  void activity_and_costs_views() {
+    tab("activity");
+    browser.untilText("#audit", "sandbox.terminate");
+    assertThat(browser.find("#audit").getText()).contains("dashboard.login");
+    assertThat(browser.find("#export-usage").isDisplayed()).isTrue();
+    browser.screenshot("activity");
+    tab("costs");
+    browser.untilShown("#cost-plot svg");
+    browser.untilText("#cost-table", "Customer cost by day and backend");
+    assertThat(browser.all("#cost-table tbody tr")).hasSize(30);
+    assertThat(browser.all("#cost-plot svg rect")).as("today's bar for local").isNotEmpty();
+    assertThat(browser.find("#cost-table thead").getText()).contains("local");
+    browser.screenshot("costs");
+  }
+
+  @Test
+  @Order(8)
+  void logout_ends_the_session() {
+    browser.find("#logout").click();
+    browser.untilShown("#login");
+    Map<String, Object> r = browser.fetch("fetch('/v1/session').then((res) => done({status: res.status}));");
+    assertThat(r.get("status")).isEqualTo(401L);
+    // the console is captured (so a CSP violation would be seen): the refused request is reported there
+    assertThat(browser.console()).anyMatch(m -> m.contains("401"));
+    // and the policy is enforced and a violation is seen: an inline script is refused and reported
+    browser.js("const s = document.createElement('script'); s.textContent = 'window.injected = 1';"
+        + " document.body.append(s);");
+    assertThat(browser.js("return window.injected === undefined")).isEqualTo(true);
+    browser.until(d -> browser.violations().stream().anyMatch(m -> m.contains("Content Security Policy")));
+    browser.forgetConsole();
+    browser.screenshot("signed-out");
+  }
+
+  @Test
+  @Order(9)
+  void a_read_only_key_sees_no_terminate_control_and_no_exports() {
+    signIn(readOnly, "/dashboard");
+    browser.untilText("#who", "observer");
+    String sbx = sandboxes.get(3);
+    openSandbox(sbx);
+    browser.untilText("#detail-title", sbx);
+    assertThat(browser.all("#terminate")).isEmpty();
+    browser.screenshot("read-only-detail");
+    tab("activity");
+    browser.untilText("#audit", "dashboard.login");
+    assertThat(browser.find("#exports").isDisplayed()).isFalse();
+    browser.find("#logout").click();
+    browser.untilShown("#login");
+  }
+
+  @Test
+  @Order(10)
+  void the_local_page_keeps_the_key_in_the_tab_and_sends_it_as_bearer() {
+    signIn(admin, "/dashboard/local");
+    browser.untilText("#who", "API key");
+    assertThat(browser.js("return sessionStorage.getItem('bespoke.dashboard.key')")).isEqualTo(admin);
+    assertThat(browser.driver.manage().getCookieNamed("bespoke_dashboard_session")).isNull();
+    browser.untilText("#cards", "Active resources");
+    browser.screenshot("local");
+    browser.find("#logout").click();
+    browser.untilShown("#login");
+    assertThat(browser.js("return sessionStorage.length")).isEqualTo(0L);
+  }
+}
