@@ -61,7 +61,12 @@ class NodeWatchTest {
     JsonObject failed = Waits.upTo(10).alias("the stale node was taken over").until(
         () -> gw.get("/v1/sandboxes/" + sbx, key).json(), s -> "failed".equals(s.getString("status")));
     assertThat(failed.getString("termination_reason")).isEqualTo("node_lost");
-    assertThat(failed.getJsonObject("latest_error").getString("code")).isEqualTo("node_lost");
+    JsonObject error = failed.getJsonObject("latest_error");
+    assertThat(error.getString("code")).as("the contract's code").isEqualTo("connection");
+    assertThat(error.getString("backend")).isEqualTo("local");
+    assertThat(error.getJsonObject("context").getString("provider_code")).isEqualTo("node_lost");
+    assertThat(failed.getString("cleanup_status")).as("not known to be gone until its node returns")
+        .isEqualTo("unknown");
     assertThat(OffsetDateTime.parse(failed.getString("failed_at"))).as("it ended at the last heartbeat")
         .isEqualTo(lastBeat.withOffsetSameInstant(java.time.ZoneOffset.UTC).truncatedTo(java.time.temporal.ChronoUnit.MICROS));
     Thread.sleep(3000); // more passes of every watch

@@ -204,7 +204,7 @@ public final class ExecutionRepository {
   public static Future<Integer> endOfNode(io.vertx.sqlclient.SqlClient conn, String nodeId, OffsetDateTime lastAlive,
       String message) {
     return conn.preparedQuery(END_OF_NODE)
-        .execute(Tuple.of(strandedError(message).put("code", "node_lost"),
+        .execute(Tuple.of(strandedError(message).put("context", new JsonObject().put("provider_code", "node_lost")),
             new JsonObject().put("code", "node_lost"), nodeId, lastAlive))
         .map(r -> r.rowCount());
   }

@@ -1,5 +1,7 @@
 package ai.bespokelabs.sandbox.core.repo;
 
+import ai.bespokelabs.sandbox.core.error.ErrorCode;
+import ai.bespokelabs.sandbox.core.error.ProviderError;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
@@ -42,7 +44,8 @@ public final class NodeLoss {
       WITH f AS (
         UPDATE sandboxes s SET status = 'failed',
           failed_at = GREATEST(COALESCE(s.running_at, s.provisioning_at, s.created_at), $2),
-          termination_reason = 'node_lost', latest_error = $4, retry_status = 'not_retryable',
+          termination_reason = 'node_lost', latest_error = jsonb_set($4::jsonb, '{backend}', to_jsonb(s.backend)),
+          retry_status = 'not_retryable',
           cleanup_status = 'pending', error = 'Sandbox node was lost.', version = s.version + 1
         WHERE s.node_id = $1 AND s.backend = ANY($3) AND s.status IN ('creating', 'running', 'stopping')
         RETURNING s.id, s.organization_id, s.failed_at),
@@ -82,8 +85,10 @@ public final class NodeLoss {
 
   private static Future<Lost> failAll(SqlConnection conn, String nodeId, OffsetDateTime lastAlive,
       Collection<String> nodeHosted) {
-    JsonObject error = new JsonObject().put("code", NODE_LOST).put("message", MESSAGE).put("op", NODE_LOST)
-        .put("retryable", false);
+    // the contract's provider error: the node that hosted the sandbox (its provider) is gone; which backend is
+    // filled in per sandbox
+    JsonObject error = ProviderError.of(ErrorCode.CONNECTION, "", NODE_LOST, false, ProviderError.Outcome.UNKNOWN)
+        .withContext("provider_code", NODE_LOST).toJson();
     JsonObject data = new JsonObject().put("reason", NODE_LOST).put("op", NODE_LOST).put("code", NODE_LOST)
         .put("node_id", nodeId);
     List<String> failed = new ArrayList<>();

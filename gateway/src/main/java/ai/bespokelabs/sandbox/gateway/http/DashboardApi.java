@@ -75,7 +75,7 @@ public final class DashboardApi implements Endpoints {
     String key = body.string("api_key", true, 1, 512);
     body.check();
     return sessions.login(key).map(login -> {
-      audit(login.principal(), "dashboard.login");
+      audit(login.principal(), "dashboard.login", 200);
       return Reply.ok(new JsonObject().put("authenticated", true).put("csrf_token", login.csrfToken())
               .put("expires_in", login.ttlSecs()))
           .withHeader("Set-Cookie", sessions.cookie(login))
@@ -94,15 +94,16 @@ public final class DashboardApi implements Endpoints {
         if (!revoked) {
           throw ApiException.invalid("dashboard session is not active");
         }
-        audit(WebSessions.principal(s), "dashboard.logout");
+        audit(WebSessions.principal(s), "dashboard.logout", 204);
         return Reply.noContent().withHeader("Set-Cookie", sessions.expiredCookie());
       });
     });
   }
 
-  private void audit(Principal p, String action) {
+  /** As every audited request: the status it answered and its (here empty) query. */
+  private void audit(Principal p, String action, int status) {
     operations.audit(p.organizationId(), p.keyId(), p.sessionId(), action, SESSION_PATH, "success",
-            new JsonObject(), Times.now(clock))
+            new JsonObject().put("status_code", status).put("query", new JsonObject()), Times.now(clock))
         .onFailure(e -> LOG.error("Audit entry {} could not be written: {}", action, e.toString()));
   }
 

@@ -40,7 +40,7 @@ public final class Wire {
         .put("attempt_count", 1)
         .put("latest_error", s.latestError())
         .put("retry_status", s.retryStatus())
-        .put("cleanup_status", s.cleanupStatus())
+        .put("cleanup_status", cleanupStatus(s.cleanupStatus()))
         .put("provider_resource_id", s.providerResourceId())
         .put("requested_at", ts(s.requestedAt()))
         .put("provisioning_at", ts(s.provisioningAt()))
@@ -129,5 +129,17 @@ public final class Wire {
         .put("secret", secret)
         .put("created_at", ts(k.createdAt()))
         .put("expires_at", ts(k.expiresAt()));
+  }
+
+  /**
+   * The contract's cleanup status: a lost node's sandbox waits for its node to return ({@code pending}: not yet
+   * known to be gone) and is then reaped ({@code done}).
+   */
+  static String cleanupStatus(String stored) {
+    return stored == null ? null : switch (stored) {
+      case "pending" -> "unknown";
+      case "done" -> "deleted";
+      default -> stored;
+    };
   }
 }
