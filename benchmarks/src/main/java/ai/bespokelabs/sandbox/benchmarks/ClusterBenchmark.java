@@ -54,59 +54,61 @@ public final class ClusterBenchmark {
     List<Gateway> nodes = new ArrayList<>();
     try (EmbeddedPostgres pg = EmbeddedPostgres.builder().setServerConfig("max_connections", "200").start();
         E2bSimulator e2b = E2bSimulator.start()) {
-      String db = "postgresql://postgres@localhost:" + pg.getPort() + "/postgres";
-      int[] ports = {free(), free(), free()};
-      int[] cluster = {free(), free(), free()};
-      String members = "127.0.0.1:" + cluster[0] + ",127.0.0.1:" + cluster[1] + ",127.0.0.1:" + cluster[2];
-      for (int i = 0; i < 3; i++) {
-        Path data = Files.createTempDirectory("cluster-bench-");
-        Files.setPosixFilePermissions(data, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
-        Map<String, String> env = new HashMap<>(e2b.env());
-        env.putAll(Map.of("PORT", String.valueOf(ports[i]), "BESPOKE_DATA_DIR", data.toString(),
-            "BESPOKE_DATABASE_URL", db, "BESPOKE_NODE_ID", "node-" + (char) ('a' + i),
-            "BESPOKE_API_KEY_PEPPER", "cluster-bench-pepper-0123456789abcdef",
-            "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", "cluster-bench-admin-0123456789",
-            "BESPOKE_CLUSTER", "true", "BESPOKE_CLUSTER_HOST", "127.0.0.1",
-            "BESPOKE_CLUSTER_PORT", String.valueOf(cluster[i]), "BESPOKE_CLUSTER_MEMBERS", members));
-        nodes.add(Gateway.start(ConfigLoader.fromMap(env, System.getProperty("user.home")), Clock.systemUTC()));
-      }
-      String[] bases = Arrays.stream(ports).mapToObj(p -> "http://127.0.0.1:" + p).toArray(String[]::new);
-      String key = call("POST", bases[0] + "/v1/organizations", null, new JsonObject().put("name", "bench"), 201,
-          "X-Control-Plane-Admin", "cluster-bench-admin-0123456789").getJsonObject("api_key").getString("secret");
-      String cloud = call("POST", bases[0] + "/v1/sandboxes", key, new JsonObject().put("backend", "e2b"), 201)
-          .getString("id");
-      String local = call("POST", bases[0] + "/v1/sandboxes", key, new JsonObject().put("backend", "local"), 201)
-          .getString("id");
+      try {
+        String db = "postgresql://postgres@localhost:" + pg.getPort() + "/postgres";
+        int[] ports = {free(), free(), free()};
+        int[] cluster = {free(), free(), free()};
+        String members = "127.0.0.1:" + cluster[0] + ",127.0.0.1:" + cluster[1] + ",127.0.0.1:" + cluster[2];
+        for (int i = 0; i < 3; i++) {
+          Path data = Files.createTempDirectory("cluster-bench-");
+          Files.setPosixFilePermissions(data, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+          Map<String, String> env = new HashMap<>(e2b.env());
+          env.putAll(Map.of("PORT", String.valueOf(ports[i]), "BESPOKE_DATA_DIR", data.toString(),
+              "BESPOKE_DATABASE_URL", db, "BESPOKE_NODE_ID", "node-" + (char) ('a' + i),
+              "BESPOKE_API_KEY_PEPPER", "cluster-bench-pepper-0123456789abcdef",
+              "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", "cluster-bench-admin-0123456789",
+              "BESPOKE_CLUSTER", "true", "BESPOKE_CLUSTER_HOST", "127.0.0.1",
+              "BESPOKE_CLUSTER_PORT", String.valueOf(cluster[i]), "BESPOKE_CLUSTER_MEMBERS", members));
+          nodes.add(Gateway.start(ConfigLoader.fromMap(env, System.getProperty("user.home")), Clock.systemUTC()));
+        }
+        String[] bases = Arrays.stream(ports).mapToObj(p -> "http://127.0.0.1:" + p).toArray(String[]::new);
+        String key = call("POST", bases[0] + "/v1/organizations", null, new JsonObject().put("name", "bench"), 201,
+            "X-Control-Plane-Admin", "cluster-bench-admin-0123456789").getJsonObject("api_key").getString("secret");
+        String cloud = call("POST", bases[0] + "/v1/sandboxes", key, new JsonObject().put("backend", "e2b"), 201)
+            .getString("id");
+        String local = call("POST", bases[0] + "/v1/sandboxes", key, new JsonObject().put("backend", "local"), 201)
+            .getString("id");
 
-      System.out.printf("%nThree clustered nodes in one process on %d cores, one PostgreSQL; e2b simulator%n",
-          Runtime.getRuntime().availableProcessors());
-      throughput(new String[] {bases[0]}, key, cloud, clients, 3); // warm-up
-      double one = throughput(new String[] {bases[0]}, key, cloud, clients, seconds);
-      double three = throughput(bases, key, cloud, clients, seconds);
-      System.out.printf("  %-46s %10.1f execs/s%n", clients + " clients through node A", one);
-      System.out.printf("  %-46s %10.1f execs/s  (ratio %.2f)%n", clients + " clients over nodes A, B, C", three,
-          three / one);
+        System.out.printf("%nThree clustered nodes in one process on %d cores, one PostgreSQL; e2b simulator%n",
+            Runtime.getRuntime().availableProcessors());
+        throughput(new String[] {bases[0]}, key, cloud, clients, 3); // warm-up
+        double one = throughput(new String[] {bases[0]}, key, cloud, clients, seconds);
+        double three = throughput(bases, key, cloud, clients, seconds);
+        System.out.printf("  %-46s %10.1f execs/s%n", clients + " clients through node A", one);
+        System.out.printf("  %-46s %10.1f execs/s  (ratio %.2f)%n", clients + " clients over nodes A, B, C", three,
+            three / one);
 
-      latencies(bases[0], key, local, 20);
-      latencies(bases[1], key, local, 20); // warm-up
-      long[] same = new long[iterations];
-      long[] cross = new long[iterations];
-      for (int i = 0; i < iterations; i++) { // interleaved, so both see the same machine
-        same[i] = once(bases[0], key, local);
-        cross[i] = once(bases[1], key, local);
-      }
-      Arrays.sort(same);
-      Arrays.sort(cross);
-      int n = iterations;
-      System.out.printf("%n  local sandbox hosted by A, exec of true (%d interleaved rounds), microseconds%n", n);
-      System.out.printf("  %-46s %10s %10s%n", "", "p50", "p99");
-      System.out.printf("  %-46s %10d %10d%n", "through A (same node)", same[n / 2], same[n * 99 / 100]);
-      System.out.printf("  %-46s %10d %10d%n", "through B (cross-node)", cross[n / 2], cross[n * 99 / 100]);
-      System.out.printf("  %-46s %10d            (ratio p50 %.2f)%n", "added by the cross-node hop",
-          cross[n / 2] - same[n / 2], (double) cross[n / 2] / same[n / 2]);
-    } finally {
-      for (Gateway g : nodes) {
-        g.close();
+        latencies(bases[0], key, local, 20);
+        latencies(bases[1], key, local, 20); // warm-up
+        long[] same = new long[iterations];
+        long[] cross = new long[iterations];
+        for (int i = 0; i < iterations; i++) { // interleaved, so both see the same machine
+          same[i] = once(bases[0], key, local);
+          cross[i] = once(bases[1], key, local);
+        }
+        Arrays.sort(same);
+        Arrays.sort(cross);
+        int n = iterations;
+        System.out.printf("%n  local sandbox hosted by A, exec of true (%d interleaved rounds), microseconds%n", n);
+        System.out.printf("  %-46s %10s %10s%n", "", "p50", "p99");
+        System.out.printf("  %-46s %10d %10d%n", "through A (same node)", same[n / 2], same[n * 99 / 100]);
+        System.out.printf("  %-46s %10d %10d%n", "through B (cross-node)", cross[n / 2], cross[n * 99 / 100]);
+        System.out.printf("  %-46s %10d            (ratio p50 %.2f)%n", "added by the cross-node hop",
+            cross[n / 2] - same[n / 2], (double) cross[n / 2] / same[n / 2]);
+      } finally {
+        for (Gateway g : nodes) { // before the database they use goes
+          g.close();
+        }
       }
     }
     System.exit(0);
