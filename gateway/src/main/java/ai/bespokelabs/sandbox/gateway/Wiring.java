@@ -19,6 +19,7 @@ import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
+import ai.bespokelabs.sandbox.core.repo.ReadinessRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.WebSessionRepository;
 import ai.bespokelabs.sandbox.core.repo.LifecycleFeedRepository;
@@ -161,7 +162,8 @@ final class Wiring {
         new CostApi(ledger, exports, history, clock),
         new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
         new OperationsApi(operations, alerts, ledger, clock),
-        new ReadinessApi(backends, pool)));
+        new ReadinessApi(backends, pool, new ReadinessRepository(pool), config.node().supervisionIntervalSecs(),
+            clock)));
     if (config.operations().metricsPort().isEmpty()) {
       // on the API's port unless it has one of its own
       all.add(api -> api.open(HttpMethod.GET, MetricsEndpoint.PATH, ctx -> {
