@@ -195,7 +195,7 @@ final class Wiring {
   SupervisorVerticle supervisor(List<SupervisorVerticle.Watch> watches) {
     return new SupervisorVerticle(nodes, sandboxes, executions, wakeups, backends.nodeId(), clock,
         config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()), watches,
-        reconciler, alerts);
+        reconciler, alerts).countingClaims(metrics::claimed);
   }
 
   ExecutionRecorder recorder() {

@@ -67,6 +67,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private Future<?> sweepInFlight = Future.succeededFuture();
   private Future<?> reconcileInFlight = Future.succeededFuture();
   private Future<?> rearmInFlight = Future.succeededFuture();
+  private java.util.function.IntConsumer claims = n -> { };
 
   /**
    * A backend the supervisor reconciles periodically: where to list its resources, where to destroy orphans,
@@ -138,6 +139,12 @@ public final class SupervisorVerticle extends VerticleBase {
    */
   public SupervisorVerticle handingOverWith(ai.bespokelabs.sandbox.core.repo.NodeLoss loss) {
     this.handOver = loss;
+    return this;
+  }
+
+  /** Tells {@code observer} how many terminations each sweep claimed (metrics); call before deploying. */
+  public SupervisorVerticle countingClaims(java.util.function.IntConsumer observer) {
+    this.claims = observer;
     return this;
   }
 
@@ -239,7 +246,12 @@ public final class SupervisorVerticle extends VerticleBase {
     again = false;
     OffsetDateTime now = now();
     Future<Integer> pass = sandboxes.claimForTermination(owner, now, now.minus(stale), BATCH)
-        .compose(claimed -> terminateAll(claimed).map(claimed.size()));
+        .compose(claimed -> {
+          if (!claimed.isEmpty()) {
+            claims.accept(claimed.size());
+          }
+          return terminateAll(claimed).map(claimed.size());
+        });
     sweepInFlight = pass;
     pass.onComplete(ar -> {
           sweeping = false;

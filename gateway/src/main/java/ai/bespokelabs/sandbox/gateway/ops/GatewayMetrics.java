@@ -114,6 +114,12 @@ public final class GatewayMetrics implements StreamMeter, AutoCloseable {
         .serviceLevelObjectives(LAG_BUCKETS).register(registry).record(lag.isNegative() ? Duration.ZERO : lag);
   }
 
+  /** Terminations a supervisor sweep claimed (deadlines due, interrupted terminations taken over). */
+  public void claimed(int n) {
+    Counter.builder("sandbox_supervisor_claims").description("Terminations claimed by this node's supervisor")
+        .register(registry).increment(n);
+  }
+
   /** How late a deadline was enforced (the supervisor's termination after the sandbox's expiry). */
   public void deadlineLateness(Duration lateness) {
     Timer.builder("sandbox_supervisor_deadline_lateness").description("Deadline enforcement after expiry")

@@ -60,6 +60,15 @@ class MetricsTest {
       assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
       Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, TOKEN))
           .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"operator\"} 1.0"));
+
+      // a deadline the supervisor enforces: claimed, ended as ttl_expired, its lateness measured
+      String due = gw.sandbox(key, null).getString("id");
+      assertThat(gw.post("/v1/sandboxes/" + due + "/timeout", key, new JsonObject().put("timeout_secs", 1)).status())
+          .isEqualTo(200);
+      Waits.upTo(30).untilAsserted(() -> assertThat(scrape(gw, TOKEN))
+          .containsPattern("sandbox_supervisor_claims_total [1-9]")
+          .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"ttl_expired\"} 1.0")
+          .contains("sandbox_supervisor_deadline_lateness_seconds_count 1"));
     }
   }
 
