@@ -68,6 +68,19 @@ final class ClusterNode {
    * up to {@code drainSecs} for the executions it runs to finish.
    */
   void drain(int drainSecs) {
+    drain(backends, wiring, drainSecs);
+    try {
+      listening.close().await(10, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      LOG.warn("Closing the node-loss listener failed: {}", e.toString());
+    }
+  }
+
+  /**
+   * Any node's drain (clustered or not): no new node-bound sandboxes and {@code /readyz} 503, then up to
+   * {@code drainSecs} for the executions this node runs to finish.
+   */
+  static void drain(Backends backends, Wiring wiring, int drainSecs) {
     backends.drain();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(drainSecs);
     LOG.info("Draining: no new node-hosted sandboxes; waiting up to {} s for running executions", drainSecs);
@@ -87,11 +100,6 @@ final class ClusterNode {
       Thread.currentThread().interrupt();
     } catch (Exception e) {
       LOG.warn("Draining could not read the running executions: {}", e.toString());
-    }
-    try {
-      listening.close().await(10, TimeUnit.SECONDS);
-    } catch (Exception e) {
-      LOG.warn("Closing the node-loss listener failed: {}", e.toString());
     }
   }
 }

@@ -303,6 +303,17 @@ public final class Gateway implements AutoCloseable {
    * executions get up to {@code BESPOKE_DRAIN_SECS}); its supervisor hands its claims over as it stops, and
    * closing Vert.x leaves the cluster.
    */
+  /**
+   * The stop SIGTERM asks for: a single node drains too ({@code /readyz} 503, no new node-hosted sandboxes, its
+   * running executions get up to {@code BESPOKE_DRAIN_SECS}), then {@link #close}. (Tests close at once.)
+   */
+  public void stop() {
+    if (clusterNode == null) {
+      ClusterNode.drain(wiring.backends(), wiring, config.cluster().drainSecs());
+    }
+    close();
+  }
+
   @Override
   public void close() {
     if (clusterNode != null) {

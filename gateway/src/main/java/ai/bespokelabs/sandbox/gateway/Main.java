@@ -47,7 +47,7 @@ public final class Main {
         jsonLogs();
       }
       Gateway gateway = Gateway.start(config, Clock.systemUTC());
-      Runtime.getRuntime().addShutdownHook(new Thread(gateway::close, "gateway-shutdown"));
+      Runtime.getRuntime().addShutdownHook(new Thread(gateway::stop, "gateway-shutdown"));
       if (!config.operations().jsonLogs()) {
         printBanner(gateway); // for a person at a terminal; JSON logs have the gateway's own start line
       }

@@ -143,6 +143,10 @@ final class Wiring {
             config.ledger().customerMarkup()), metrics);
   }
 
+  Backends backends() {
+    return backends;
+  }
+
   Wakeups wakeups() {
     return wakeups;
   }

@@ -50,10 +50,18 @@ class GracefulShutdownTest {
       CompletableFuture<HttpResponse<String>> inFlight = http.sendAsync(
           HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes/" + id + "/execute"))
               .header("Authorization", "Bearer " + key)
-              .POST(HttpRequest.BodyPublishers.ofString("{\"command\":\"sleep 2; echo finished\"}")).build(),
+              .POST(HttpRequest.BodyPublishers.ofString("{\"command\":\"sleep 4; echo finished\"}")).build(),
           HttpResponse.BodyHandlers.ofString());
       Thread.sleep(700);
       gateway.destroy();
+      // a single node drains too: load balancers see it not ready, and it takes no new local sandbox
+      ai.bespokelabs.sandbox.testkit.Waits.upTo(3).alias("draining").until(() -> http.send(HttpRequest.newBuilder(
+          URI.create(base + "/readyz")).build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 503);
+      HttpResponse<String> refused = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/sandboxes"))
+          .header("Authorization", "Bearer " + key)
+          .POST(HttpRequest.BodyPublishers.ofString("{\"backend\":\"local\"}")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(refused.statusCode()).as(refused.body()).isEqualTo(503);
 
       HttpResponse<String> answer = inFlight.get(30, TimeUnit.SECONDS);
       assertThat(answer.statusCode()).isEqualTo(200);
