@@ -5,6 +5,7 @@ import ai.bespokelabs.sandbox.core.repo.NodeLoss;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.supervisor.NodeWatchVerticle;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.Clock;
@@ -45,6 +46,8 @@ final class ClusterNode {
     return vertx.deployVerticle(watch)
         .compose(id -> {
           cluster.onNodeLeft(watch::memberLeft);
+          // the backstop of the notification below, for streams of a lost node that missed it
+          vertx.setPeriodic(ExecutionService.LOST_NODE_CHECK_MS, t -> w.executionService.checkLostNodes(w.nodes));
           return w.wakeups().listenPayloads(vertx, NodeLoss.CHANNEL, w.executionService::nodeLost)
               .map(l -> new ClusterNode(vertx, backends, w, l, supervisorDeployment));
         });

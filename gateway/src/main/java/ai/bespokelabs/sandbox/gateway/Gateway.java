@@ -271,6 +271,11 @@ public final class Gateway implements AutoCloseable {
     return pool;
   }
 
+  /** The execution service of this node (streams, stdin, signals). */
+  public ai.bespokelabs.sandbox.gateway.exec.ExecutionService executionService() {
+    return wiring.executionService;
+  }
+
   /** What this gateway was built from. */
   Wiring wiring() {
     return wiring;

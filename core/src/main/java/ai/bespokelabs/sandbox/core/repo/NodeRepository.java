@@ -41,6 +41,17 @@ public final class NodeRepository {
   }
 
   /** The nodes not marked lost whose last heartbeat is older than {@code before}, other than {@code self}. */
+  /** Which of {@code nodeIds} another node has taken over (marked lost). */
+  public Future<List<String>> lostAmong(java.util.Collection<String> nodeIds) {
+    return pool.preparedQuery("SELECT node_id FROM gateway_nodes WHERE node_id = ANY($1) AND lost_at IS NOT NULL")
+        .execute(io.vertx.sqlclient.Tuple.of(nodeIds.toArray(String[]::new)))
+        .map(rows -> {
+          List<String> lost = new java.util.ArrayList<>();
+          rows.forEach(r -> lost.add(r.getString("node_id")));
+          return lost;
+        });
+  }
+
   public Future<List<String>> stale(String self, OffsetDateTime before) {
     return pool.preparedQuery("SELECT node_id FROM gateway_nodes WHERE lost_at IS NULL AND heartbeat_at < $2"
             + " AND node_id <> $1 ORDER BY node_id")

@@ -17,6 +17,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
+import ai.bespokelabs.sandbox.core.repo.NodeRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
@@ -330,13 +331,29 @@ public final class ExecutionService {
   }
 
   /** Remembers that {@code sub} watches an execution running on {@code node}, until it finishes. */
-  private void watch(StreamSubscriber sub, String node) {
+  void watch(StreamSubscriber sub, String node) {
     if (sub.finished()) {
       return;
     }
     watching.put(sub, node);
     sub.whenFinished(() -> watching.remove(sub));
   }
+
+  /**
+   * The backstop of {@link #nodeLost}: a take-over's notification missed (the listening connection was being
+   * re-established) would leave those streams waiting; every {@link #LOST_NODE_CHECK_MS} the nodes that streams
+   * watched here depend on are looked up, and those marked lost are treated as just announced.
+   */
+  public void checkLostNodes(NodeRepository nodes) {
+    java.util.Set<String> remote = new java.util.HashSet<>(watching.values());
+    remote.remove(backends.nodeId());
+    if (remote.isEmpty()) {
+      return;
+    }
+    nodes.lostAmong(remote).onSuccess(lost -> lost.forEach(this::nodeLost));
+  }
+
+  public static final long LOST_NODE_CHECK_MS = 5_000;
 
   /**
    * Node {@code nodeId} was lost (another node took it over): every stream of an execution it ran ends with a
