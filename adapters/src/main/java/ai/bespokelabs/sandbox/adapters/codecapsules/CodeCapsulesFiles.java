@@ -155,17 +155,9 @@ final class CodeCapsulesFiles implements FileSystem {
   }
 
   /** A download's failures in the contract: transport errors, and a size mismatch as a retryable failure. */
-  private static final WindowedDownload.Failures DOWNLOAD_FAILURES = new WindowedDownload.Failures() {
-    @Override
-    public Throwable transport(Throwable cause) {
-      return CodeCapsulesClient.transport(cause, "download");
-    }
-
-    @Override
-    public Throwable sizeMismatch() {
-      return CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED);
-    }
-  };
+  private static final WindowedDownload.Failures DOWNLOAD_FAILURES = WindowedDownload.Failures.of(
+      cause -> CodeCapsulesClient.transport(cause, "download"),
+      () -> CodeCapsulesClient.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED));
 
   /** An answer without a length (archives need it): the size from a listing of the file. */
   private Future<FileReader> sized(WindowedDownload d, FileOp op) {

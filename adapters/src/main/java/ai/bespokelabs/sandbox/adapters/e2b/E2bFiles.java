@@ -251,17 +251,9 @@ final class E2bFiles implements FileSystem {
   }
 
   /** A download's failures in the contract: transport errors, and a size mismatch as a retryable failure. */
-  static final WindowedDownload.Failures DOWNLOAD_FAILURES = new WindowedDownload.Failures() {
-    @Override
-    public Throwable transport(Throwable cause) {
-      return E2bErrors.transport(cause, "download");
-    }
-
-    @Override
-    public Throwable sizeMismatch() {
-      return E2bErrors.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED);
-    }
-  };
+  static final WindowedDownload.Failures DOWNLOAD_FAILURES = WindowedDownload.Failures.of(
+      cause -> E2bErrors.transport(cause, "download"),
+      () -> E2bErrors.of(ErrorCode.COMMAND_FAILED, "download", true, Outcome.FAILED));
 
   /** Starts an upload: 422 when the path is a directory; chunks go to a spool file on this node. */
   @Override

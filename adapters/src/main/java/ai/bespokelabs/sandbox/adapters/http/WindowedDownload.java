@@ -32,6 +32,21 @@ public final class WindowedDownload implements FileReader {
 
     /** The bytes received disagree with the file's size (the transfer is retryable). */
     Throwable sizeMismatch();
+
+    static Failures of(java.util.function.Function<Throwable, Throwable> transport,
+        java.util.function.Supplier<Throwable> sizeMismatch) {
+      return new Failures() {
+        @Override
+        public Throwable transport(Throwable cause) {
+          return transport.apply(cause);
+        }
+
+        @Override
+        public Throwable sizeMismatch() {
+          return sizeMismatch.get();
+        }
+      };
+    }
   }
 
   /** A refusal (any status but 200), its small body drained and kept for the caller to map. */

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.modal;
 
+import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
@@ -7,10 +8,6 @@ import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.grpc.client.InvalidStatusException;
 import io.vertx.grpc.common.GrpcStatus;
-import java.net.ConnectException;
-import java.net.UnknownHostException;
-import java.nio.channels.UnresolvedAddressException;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Maps what Modal answered (a gRPC status, a transport failure) onto the error contract. Only the status name is
@@ -94,33 +91,8 @@ final class ModalErrors {
         .withContext("provider_code", status.name().toLowerCase(java.util.Locale.ROOT)));
   }
 
-  /** A failure below gRPC: no connection (nothing was sent), a timeout, or a connection that broke. */
+  /** A failure below gRPC ({@link HttpFailures#transport}): whether Modal may have acted follows the op. */
   static ProviderException transport(Throwable t, String op) {
-    if (notConnected(t)) {
-      return new ProviderException(ProviderError.of(ErrorCode.CONNECTION, BACKEND, op, true, Outcome.FAILED), t);
-    }
-    Outcome outcome = mutating(op) ? Outcome.UNKNOWN : Outcome.FAILED;
-    ErrorCode code = timedOut(t) ? ErrorCode.TIMEOUT : ErrorCode.CONNECTION;
-    return new ProviderException(ProviderError.of(code, BACKEND, op, true, outcome), t);
-  }
-
-  static boolean notConnected(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof ConnectException || c instanceof UnknownHostException
-          || c instanceof UnresolvedAddressException
-          || c.getClass().getName().equals("io.netty.channel.ConnectTimeoutException")) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  static boolean timedOut(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof TimeoutException || c.getClass().getSimpleName().contains("Timeout")) {
-        return true;
-      }
-    }
-    return false;
+    return HttpFailures.transport(BACKEND, op, t, mutating(op));
   }
 }

@@ -127,7 +127,7 @@ final class ModalExecution implements Execution {
           } else {
             LOG.warn("modal exec {} ended without an exit status ({})", execId, ar.cause().getClass().getSimpleName());
             exitCode = LOST;
-            timedOut |= ModalErrors.timedOut(ar.cause());
+            timedOut |= ai.bespokelabs.sandbox.adapters.http.HttpFailures.timedOut(ar.cause());
           }
           finishIfEnded();
         });

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway.clients;
 
+import ai.bespokelabs.sandbox.testkit.CuttingProxy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.gateway.dashboard;
 
+import ai.bespokelabs.sandbox.testkit.CuttingProxy;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.GatewayExtension;
@@ -205,7 +206,7 @@ class DashboardBrowserTest {
   void live_output_resumes_after_the_connection_drops_without_losing_or_repeating_lines() throws Exception {
     String sbx = sandboxes.get(4);
     int port = Integer.parseInt(gw.base.substring(gw.base.lastIndexOf(':') + 1));
-    try (DroppingProxy proxy = new DroppingProxy(port)) {
+    try (CuttingProxy proxy = new CuttingProxy(port)) {
       // the same host on another port: the session cookie goes along
       browser.open("http://127.0.0.1:" + proxy.port() + "/dashboard");
       browser.untilShown("#app");
@@ -218,7 +219,7 @@ class DashboardBrowserTest {
       browser.js("window.outputStates = []; const el = document.getElementById('output-state');"
           + " new MutationObserver(() => window.outputStates.push(el.textContent))"
           + ".observe(el, {childList: true, characterData: true, subtree: true});");
-      proxy.drop();
+      proxy.cut();
       browser.untilText("#output", "[completed, exit code 0]");
       assertThat(String.valueOf(browser.js("return window.outputStates.join(',')")))
           .as("the stream was cut and resumed").contains("reconnecting");

@@ -1,4 +1,4 @@
-package ai.bespokelabs.sandbox.gateway.clients;
+package ai.bespokelabs.sandbox.testkit;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,12 +11,12 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /** A TCP proxy in front of a local port whose open connections a test can cut, as a network drop would. */
-final class CuttingProxy implements AutoCloseable {
+public final class CuttingProxy implements AutoCloseable {
   private final ServerSocket server;
   private final int target;
   private final List<Socket> open = new CopyOnWriteArrayList<>();
 
-  CuttingProxy(int target) {
+  public CuttingProxy(int target) {
     this.target = target;
     try {
       server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
@@ -26,12 +26,16 @@ final class CuttingProxy implements AutoCloseable {
     Thread.ofVirtual().start(this::accept);
   }
 
-  String url() {
+  public String url() {
     return "http://127.0.0.1:" + server.getLocalPort();
   }
 
+  public int port() {
+    return server.getLocalPort();
+  }
+
   /** Closes every connection open now; new ones are accepted as before. */
-  void cut() {
+  public void cut() {
     for (Socket s : open) {
       close(s);
     }
