@@ -246,13 +246,15 @@ const envOf = (name) => services[name].environment ?? {};
 
 await check("compose.yaml: three clustered gateways on PostgreSQL, each its own node", () => {
   assert(gateways.length === 3, `${gateways.length} gateway services`);
-  const members = gateways.map((g) => `${services[g].hostname}:${envOf(g).BESPOKE_CLUSTER_PORT}`);
+  const addressOf = (g) => services[g].networks?.backend?.ipv4_address;
+  const members = gateways.map((g) => `${addressOf(g)}:${envOf(g).BESPOKE_CLUSTER_PORT}`);
   const known = knownSettings();
   for (const g of gateways) {
     const env = envOf(g);
     assertKnown(Object.keys(env), g, known);
     assert(env.BESPOKE_CLUSTER === "true", `${g}: BESPOKE_CLUSTER is not "true"`);
-    assert(env.BESPOKE_CLUSTER_HOST === services[g].hostname, `${g}: BESPOKE_CLUSTER_HOST is not its hostname`);
+    assert(addressOf(g) && env.BESPOKE_CLUSTER_HOST === addressOf(g),
+      `${g}: BESPOKE_CLUSTER_HOST is not its fixed address on the backend network`);
     assert(env.BESPOKE_CLUSTER_MEMBERS === members.join(","), `${g}: BESPOKE_CLUSTER_MEMBERS is not ${members}`);
     assert(/^postgresql:\/\/[^@]+@postgres:5432\//.test(env.BESPOKE_DATABASE_URL), `${g}: not on the postgres service`);
     assert(services[g].depends_on?.postgres?.condition === "service_healthy", `${g} must wait for a healthy postgres`);
