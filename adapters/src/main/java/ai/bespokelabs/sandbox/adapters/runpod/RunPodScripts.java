@@ -33,8 +33,11 @@ final class RunPodScripts {
   private static final Pattern EXEC_ID = Pattern.compile("[A-Za-z0-9_-]{1,100}");
   /** The follow's exit status when it cannot tell the program's: {@link #status} is asked then. */
   static final int UNSURE = 255;
-  /** How often a follow and the stdin feeder look for more (seconds). */
-  private static final String POLL = "0.2";
+  /**
+   * How often a follow and the stdin feeder look for more, and notice the program ended (seconds): it bounds
+   * what a short execution waits after its end; each wake-up is a stat and a kill -0.
+   */
+  private static final String POLL = "0.05";
 
   /**
    * The wrapper, as {@code sh -c WRAPPER sh <dir> <keep stdin: 0|1> <cwd or ''> <program words...>}; its output
@@ -91,7 +94,7 @@ final class RunPodScripts {
         + " && : > " + d + "/in && { setsid sh -c " + quote(WRAPPER) + " sh " + d + " " + (keepStdin ? "1" : "0")
         + " " + quote(cwd == null || cwd.isBlank() ? "" : cwd) + " " + program + " < /dev/null > /dev/null 2>&1"
         + " & }; }; } && n=0 && while [ ! -s " + d + "/pgid ] && [ ! -e " + d + "/status ]; do n=$((n+1));"
-        + " [ $n -gt 200 ] && exit 1; sleep 0.05; done";
+        + " [ $n -gt 1000 ] && exit 1; sleep 0.01; done";
   }
 
   /**
