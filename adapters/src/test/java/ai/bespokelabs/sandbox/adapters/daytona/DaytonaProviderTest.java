@@ -3,10 +3,10 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Capture;
-import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Download;
-import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Handle;
-import ai.bespokelabs.sandbox.adapters.daytona.BlockingDaytona.Upload;
+import ai.bespokelabs.sandbox.adapters.sim.DrivenBackend.Capture;
+import ai.bespokelabs.sandbox.adapters.sim.DrivenBackend.Download;
+import ai.bespokelabs.sandbox.adapters.sim.DrivenBackend.Handle;
+import ai.bespokelabs.sandbox.adapters.sim.DrivenBackend.Upload;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.core.Secret;

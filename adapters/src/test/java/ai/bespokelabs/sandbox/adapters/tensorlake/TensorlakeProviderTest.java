@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
+import ai.bespokelabs.sandbox.adapters.sim.DrivenBackend;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -50,7 +51,7 @@ class TensorlakeProviderTest {
   static final String KEY = "tl_test_key_0123456789";
   static TensorlakeSimulator sim;
   static Vertx vertx;
-  static BlockingTensorlake provider;
+  static DrivenBackend provider;
   static String sandbox;
 
   @BeforeAll
@@ -74,8 +75,8 @@ class TensorlakeProviderTest {
     assertThat(sim.violations()).isEmpty();
   }
 
-  static BlockingTensorlake provider(String key) {
-    return new BlockingTensorlake(new TensorlakeProvider(vertx, new TensorlakeSettings(sim.url(), new Secret(key),
+  static DrivenBackend provider(String key) {
+    return new DrivenBackend(new TensorlakeProvider(vertx, new TensorlakeSettings(sim.url(), new Secret(key),
         sim.daemonUrl(), Duration.ofSeconds(10), Duration.ofSeconds(5))), vertx.getOrCreateContext());
   }
 
@@ -170,7 +171,7 @@ class TensorlakeProviderTest {
   @Test
   void stdin_signals_and_timeouts() throws Exception {
     Slow sink = new Slow();
-    BlockingTensorlake.Handle h = provider.start(command("cat; echo end >&2", 20, true), sink);
+    DrivenBackend.Handle h = provider.start(command("cat; echo end >&2", 20, true), sink);
     h.writeStdin("héllo\n".getBytes(StandardCharsets.UTF_8));
     h.closeStdin();
     assertThat(sink.await()).isZero();
@@ -179,7 +180,7 @@ class TensorlakeProviderTest {
     assertThatThrownBy(() -> h.writeStdin(new byte[] {1})).hasMessageContaining("stdin is closed");
 
     Slow killed = new Slow();
-    BlockingTensorlake.Handle k = provider.start(command("sleep 30", 20, false), killed);
+    DrivenBackend.Handle k = provider.start(command("sleep 30", 20, false), killed);
     Thread.sleep(300);
     k.signal("TERM");
     assertThat(killed.await()).isEqualTo(128 + 15);
@@ -208,7 +209,7 @@ class TensorlakeProviderTest {
 
   @Test
   void files_round_trip_and_archives() throws Exception {
-    BlockingTensorlake.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "dir/a.sh", null,
+    DrivenBackend.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "dir/a.sh", null,
         null, true, false));
     up.write("#!/bin/sh\necho run\n".getBytes(StandardCharsets.UTF_8));
     FileEntry e = up.commit();
@@ -218,7 +219,7 @@ class TensorlakeProviderTest {
     List<FileEntry> listed = provider.listFiles(op("list", "dir", false));
     assertThat(listed).extracting(FileEntry::name).containsExactly("a.sh");
     assertThat(listed.get(0).size()).isEqualTo(19);
-    try (BlockingTensorlake.Download d = provider.openRead(op("open_read", "dir/a.sh", false))) {
+    try (DrivenBackend.Download d = provider.openRead(op("open_read", "dir/a.sh", false))) {
       byte[] buf = new byte[100];
       assertThat(d.read(buf)).isEqualTo(19);
     }
@@ -227,14 +228,14 @@ class TensorlakeProviderTest {
     assertThatThrownBy(() -> provider.deleteFile(op("delete", "dir", false))).hasMessageContaining("empty");
 
     ByteArrayOutputStream tar = new ByteArrayOutputStream();
-    try (BlockingTensorlake.Download d = provider.openArchiveRead(op("archive", "dir", false))) {
+    try (DrivenBackend.Download d = provider.openArchiveRead(op("archive", "dir", false))) {
       byte[] buf = new byte[8192];
       int n;
       while ((n = d.read(buf)) > 0) {
         tar.write(buf, 0, n);
       }
     }
-    BlockingTensorlake.Upload back = provider.openArchiveWrite(op("archive", "copy", false));
+    DrivenBackend.Upload back = provider.openArchiveWrite(op("archive", "copy", false));
     back.write(tar.toByteArray());
     back.commit();
     assertThat(Files.readString(sim.dir(sandbox).resolve("copy/a.sh"))).isEqualTo("#!/bin/sh\necho run\n");
@@ -367,7 +368,7 @@ class TensorlakeProviderTest {
     assertThat(provider.metrics(req)).as("nothing runs yet; Tensorlake reports no use")
         .isEqualTo(new SandboxMetrics(null, null, 2048.0, null, 4096.0, 0));
     Slow sink = new Slow();
-    BlockingTensorlake.Handle h = provider.start(new ExecSandbox("sbx_metrics", "exe_sleep", id, null, null,
+    DrivenBackend.Handle h = provider.start(new ExecSandbox("sbx_metrics", "exe_sleep", id, null, null,
         "sleep 20", null, Map.of(), null, 30, 1 << 20, false, null, null), sink);
     assertThat(provider.metrics(req).processes()).isEqualTo(1);
     assertThat(sim.count(HttpMethod.GET, "/daemon/api/v1/info")).isGreaterThanOrEqualTo(2);
@@ -389,7 +390,7 @@ class TensorlakeProviderTest {
   void adopt_attaches_a_fresh_adapter_resumes_a_suspended_sandbox_and_refuses_what_is_not_ours() {
     CreateSandbox req = create("sbx_adopt", config(null));
     String id = provider.create(req);
-    try (BlockingTensorlake restarted = provider(KEY)) {
+    try (DrivenBackend restarted = provider(KEY)) {
       assertThat(restarted.adopt(req, id)).isEqualTo(id);
       assertThat(restarted.exec(commandIn(id, "echo $GREETING")).stdout()).as("the env vars kept in the sandbox")
           .isEqualTo("hi there\n");
@@ -447,7 +448,7 @@ class TensorlakeProviderTest {
     // an answer arriving before the upload's pipe saw the file's end used to close the file under the pipe,
     // reset the finished request and leave the next request on its connection without an answer
     for (int i = 0; i < 40; i++) {
-      BlockingTensorlake.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "many/f" + i,
+      DrivenBackend.Upload up = provider.openWrite(new FileOp("open_write", "sbx_main", sandbox, "many/f" + i,
           null, null, i % 2 == 0, false));
       up.write(("file " + i + "\n").getBytes(StandardCharsets.UTF_8));
       assertThat(up.commit().size()).isEqualTo(("file " + i + "\n").length());

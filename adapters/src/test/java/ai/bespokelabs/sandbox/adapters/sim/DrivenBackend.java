@@ -1,7 +1,7 @@
-package ai.bespokelabs.sandbox.adapters.tensorlake;
+package ai.bespokelabs.sandbox.adapters.sim;
 
 import ai.bespokelabs.sandbox.adapters.host.CapturingSink;
-import ai.bespokelabs.sandbox.adapters.sim.OnContext;
+import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.core.model.FileEntry;
 import ai.bespokelabs.sandbox.adapters.spi.FileReader;
@@ -24,83 +24,83 @@ import java.util.List;
 import java.util.function.Supplier;
 
 /**
- * The Tensorlake backend driven from a test thread: every call is made on the backend's context, as the adapter
- * makes it, and waited for; a failed call throws its cause.
+ * A backend driven from a test thread through its parts: every call is made on the backend's context, as the
+ * adapter makes it, and waited for; a failed call throws its cause.
  */
-final class BlockingTensorlake implements AutoCloseable {
-  private final TensorlakeProvider backend;
+public class DrivenBackend implements AutoCloseable {
+  private final Backend backend;
   private final Context context;
 
-  BlockingTensorlake(TensorlakeProvider backend, Context context) {
+  public DrivenBackend(Backend backend, Context context) {
     this.backend = backend;
     this.context = context;
     on(() -> backend.start(context));
   }
 
   /** Runs {@code call} on the backend's context and waits for its outcome. */
-  <T> T on(Supplier<Future<T>> call) {
+  public <T> T on(Supplier<Future<T>> call) {
     return OnContext.await(context, call);
   }
 
-  String create(CreateSandbox request) {
+  public String create(CreateSandbox request) {
     return on(() -> backend.lifecycle().create(request));
   }
 
-  SandboxDestroyed destroy(DestroySandbox request) {
+  public SandboxDestroyed destroy(DestroySandbox request) {
     return on(() -> backend.lifecycle().destroy(request));
   }
 
-  String adopt(CreateSandbox request, String resourceId) {
+  public String adopt(CreateSandbox request, String resourceId) {
     return on(() -> backend.lifecycle().adopt(request, resourceId));
   }
 
-  SandboxMetrics metrics(MetricsRequest request) {
+  public SandboxMetrics metrics(MetricsRequest request) {
     return on(() -> backend.metrics().sample(request));
   }
 
-  String snapshot(SnapshotSandbox request) {
+  public String snapshot(SnapshotSandbox request) {
     return on(() -> backend.lifecycle().snapshot(request));
   }
 
-  Handle start(ExecSandbox request, OutputSink sink) {
+  public Handle start(ExecSandbox request, OutputSink sink) {
     return new Handle(on(() -> backend.executions().start(request, sink)));
   }
 
-  ExecResult exec(ExecSandbox request) {
+  public ExecResult exec(ExecSandbox request) {
     Capture sink = new Capture(request.outputLimitBytes());
     start(request, sink);
     return sink.await();
   }
 
-  void checkHealth() {
+  public void checkHealth() {
     on(() -> backend.inventory().checkHealth());
   }
 
-  List<Resource> list() {
+  public List<Resource> list() {
     return on(() -> backend.inventory().list());
   }
 
-  List<FileEntry> listFiles(FileOp op) {
+  public List<FileEntry> listFiles(FileOp op) {
     return on(() -> backend.files().list(op));
   }
 
-  Download openRead(FileOp op) {
+  public Download openRead(FileOp op) {
     return new Download(on(() -> backend.files().openRead(op)));
   }
 
-  Upload openWrite(FileOp op) {
+  public Upload openWrite(FileOp op) {
     return new Upload(on(() -> backend.files().openWrite(op)));
   }
 
-  Download openArchiveRead(FileOp op) {
+  public Download openArchiveRead(FileOp op) {
     return new Download(on(() -> backend.files().openArchiveRead(op)));
   }
 
-  Upload openArchiveWrite(FileOp op) {
+  public Upload openArchiveWrite(FileOp op) {
     return new Upload(on(() -> backend.files().openArchiveWrite(op)));
   }
 
-  void deleteFile(FileOp op) {
+  public void deleteFile(FileOp op) {
     on(() -> backend.files().delete(op));
   }
 
@@ -110,40 +110,40 @@ final class BlockingTensorlake implements AutoCloseable {
   }
 
   /** A started program. */
-  final class Handle {
+  public final class Handle {
     private final Execution execution;
 
     Handle(Execution execution) {
       this.execution = execution;
     }
 
-    void writeStdin(byte[] data) {
+    public void writeStdin(byte[] data) {
       on(() -> execution.write(Buffer.buffer(data)));
     }
 
-    void closeStdin() {
+    public void closeStdin() {
       on(execution::closeStdin);
     }
 
-    void signal(String signal) {
+    public void signal(String signal) {
       on(() -> execution.signal(signal));
     }
   }
 
   /** A download. */
-  final class Download implements AutoCloseable {
+  public final class Download implements AutoCloseable {
     private final FileReader reader;
 
     Download(FileReader reader) {
       this.reader = reader;
     }
 
-    long size() {
+    public long size() {
       return reader.size();
     }
 
     /** Fills {@code buf} but at the end; -1 at the end. */
-    int read(byte[] buf) {
+    public int read(byte[] buf) {
       Buffer b = on(() -> reader.read(buf.length));
       if (b == null) {
         return -1;
@@ -159,31 +159,31 @@ final class BlockingTensorlake implements AutoCloseable {
   }
 
   /** An upload. */
-  final class Upload {
+  public final class Upload {
     private final FileWriter writer;
 
     Upload(FileWriter writer) {
       this.writer = writer;
     }
 
-    void write(byte[] data) {
+    public void write(byte[] data) {
       on(() -> writer.write(Buffer.buffer(data)));
     }
 
-    FileEntry commit() {
+    public FileEntry commit() {
       return on(writer::commit);
     }
 
-    void abort() {
+    public void abort() {
       on(writer::abort);
     }
   }
 
   /** Collects an execution's capped output, taking every chunk at once. */
-  static class Capture implements OutputSink {
+  public static class Capture implements OutputSink {
     private final CapturingSink capture;
 
-    Capture(int limitBytes) {
+    public Capture(int limitBytes) {
       capture = new CapturingSink(limitBytes);
     }
 
@@ -198,7 +198,7 @@ final class BlockingTensorlake implements AutoCloseable {
       capture.exited(exitCode, timedOut, cancelled, durationMs);
     }
 
-    ExecResult await() {
+    public ExecResult await() {
       return capture.await();
     }
   }
