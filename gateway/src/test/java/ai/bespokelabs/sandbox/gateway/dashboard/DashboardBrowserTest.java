@@ -114,7 +114,7 @@ class DashboardBrowserTest {
     assertThat(gw.get("/", null).header("Location")).isEqualTo("/dashboard");
     signIn(admin, "/dashboard");
     browser.untilText("#who", "administrator");
-    assertThat(browser.find("#who").getText()).contains("session");
+    browser.untilText("#who", "session");
     assertThat((String) browser.js("return document.cookie")).as("HttpOnly").doesNotContain("bespoke_dashboard_session");
     assertThat(browser.js("return sessionStorage.length + localStorage.length")).isEqualTo(0L);
     assertThat(browser.driver.manage().getCookieNamed("bespoke_dashboard_session").isHttpOnly()).isTrue();
@@ -126,7 +126,8 @@ class DashboardBrowserTest {
     // the live feed: a sandbox created elsewhere appears without reloading, pushed by the gateway
     browser.untilText("#live-feed", created);
     browser.untilText("#live-feed", "→ running");
-    assertThat(browser.find("#live-feed").getText()).contains("requested").contains("→ creating");
+    browser.untilText("#live-feed", "requested");
+    browser.untilText("#live-feed", "→ creating");
     browser.untilText("#cards", "12");
     browser.screenshot("overview");
   }
@@ -146,24 +147,24 @@ class DashboardBrowserTest {
     browser.find("#view-detail .detail-head button:last-of-type").sendKeys(Keys.ENTER);
     browser.until(d -> !d.findElement(org.openqa.selenium.By.id("view-detail")).isDisplayed());
     browser.untilText("#list-count", "13 of 13 sandboxes");
-    assertThat(browser.find("#page-label").getText()).isEqualTo("Page 1 of 2");
-    assertThat(browser.all("#sandbox-table tbody tr")).hasSize(10);
+    browser.untilText("#page-label", "Page 1 of 2");
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 10);
     browser.screenshot("sandboxes");
     browser.find("#page-next").click();
     browser.untilText("#page-label", "Page 2 of 2");
-    assertThat(browser.all("#sandbox-table tbody tr")).hasSize(3);
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 3);
     assertThat(browser.find("#page-next").isEnabled()).isFalse();
 
     new Select(browser.find("#filter-status")).selectByValue("destroyed");
     browser.untilText("#list-count", "1 of 13 sandboxes");
-    assertThat(browser.find("#sandbox-table tbody").getText()).contains(sandboxes.get(0));
+    browser.untilText("#sandbox-table tbody", sandboxes.get(0));
     new Select(browser.find("#filter-status")).selectByValue("");
     new Select(browser.find("#filter-backend")).selectByValue("local");
     browser.untilText("#list-count", "13 of 13 sandboxes");
     browser.js("const f = document.getElementById('filter-from'); f.value = '2999-01-01';"
         + " f.dispatchEvent(new Event('change'));");
     browser.untilText("#list-count", "0 of 13 sandboxes");
-    assertThat(browser.find("#sandbox-table").getText()).contains("No sandbox matches the filters.");
+    browser.untilText("#sandbox-table", "No sandbox matches the filters.");
     browser.js("const f = document.getElementById('filter-from'); f.value = ''; f.dispatchEvent(new Event('change'));");
     browser.untilText("#list-count", "13 of 13 sandboxes");
   }
@@ -274,15 +275,15 @@ class DashboardBrowserTest {
   void activity_and_costs_views() {
     tab("activity");
     browser.untilText("#audit", "sandbox.terminate");
-    assertThat(browser.find("#audit").getText()).contains("dashboard.login");
+    browser.untilText("#audit", "dashboard.login");
     assertThat(browser.find("#export-usage").isDisplayed()).isTrue();
     browser.screenshot("activity");
     tab("costs");
     browser.untilShown("#cost-plot svg");
     browser.untilText("#cost-table", "Customer cost by day and backend");
-    assertThat(browser.all("#cost-table tbody tr")).hasSize(30);
-    assertThat(browser.all("#cost-plot svg rect")).as("today's bar for local").isNotEmpty();
-    assertThat(browser.find("#cost-table thead").getText()).contains("local");
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#cost-table tbody tr")).size() == 30);
+    browser.until(d -> !d.findElements(org.openqa.selenium.By.cssSelector("#cost-plot svg rect")).isEmpty()); // today's bar
+    browser.untilText("#cost-table thead", "local");
     browser.screenshot("costs");
   }
 
