@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -26,7 +28,8 @@ import org.openqa.selenium.support.ui.Select;
 /**
  * The dashboard in a real browser (Debian's headless Chromium): sign-in with a full and a read-only key,
  * filters and pagination, detail, live output while the program prints, a signal, terminate with a stale
- * version refused then accepted, CSRF refusal, logout, the local page. Any Content-Security-Policy violation
+ * version refused then accepted, CSRF refusal, budget and quota use, the policy, provider health and policy
+ * denials, alerts, logout, the local page. Any Content-Security-Policy violation
  * or uncaught script error in the console fails the test it happened in. Screenshots of every view go to
  * {@code target/dashboard-screenshots}.
  */
@@ -39,6 +42,8 @@ class DashboardBrowserTest {
   static String admin;
   static String readOnly;
   static final List<String> sandboxes = new ArrayList<>();
+  /** The organization's concurrency cap, set to the sandboxes active when the policy is set. */
+  static long cap;
 
   /** Local login on, and local sandboxes priced (steeply) so the cost views have something to show. */
   static Map<String, String> settings() {
@@ -106,6 +111,19 @@ class DashboardBrowserTest {
   private static void tab(String view) {
     browser.find("#tab-" + view).click();
     browser.untilShown("#view-" + view);
+  }
+
+  /** Waits until a row of the table under {@code css} holds every one of {@code texts}. */
+  private static void untilRow(String css, String... texts) {
+    browser.until(d -> d.findElements(By.cssSelector(css + " tbody tr")).stream()
+        .anyMatch(row -> Arrays.stream(texts).allMatch(row.getText()::contains)));
+  }
+
+  /** A policy: the concurrency cap, spend limits, local sandboxes only, A100 GPUs only, two hours at most. */
+  private static JsonObject policy(long concurrent, String hourlyUsd) {
+    return new JsonObject().put("max_concurrent_sandboxes", concurrent).put("hourly_spend_limit_usd", hourlyUsd)
+        .put("daily_spend_limit_usd", "5000").put("allowed_backends", new JsonArray().add("local"))
+        .put("allowed_gpu_types", new JsonArray().add("a100")).put("max_sandbox_lifetime_secs", 7200);
   }
 
   @Test
@@ -289,6 +307,74 @@ class DashboardBrowserTest {
 
   @Test
   @Order(8)
+  void the_overview_shows_budget_and_quota_use_the_policy_provider_health_and_denials() {
+    cap = gw.get("/v1/policy-summary", admin).json().getJsonObject("usage").getLong("active_sandboxes");
+    assertThat(gw.send("PUT", "/v1/policies/current", admin, policy(cap, "500").encode()).status()).isEqualTo(200);
+    // creates the policy refuses: no lifetime, then over the concurrency cap, then a backend it does not allow
+    TestGateway.Resp noLifetime = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", "local"));
+    assertThat(noLifetime.status()).isEqualTo(403);
+    assertThat(noLifetime.json().getJsonObject("detail").getString("policy")).isEqualTo("max_sandbox_lifetime_secs");
+    TestGateway.Resp overCap = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", "local")
+        .put("timeout_secs", 600));
+    assertThat(overCap.status()).isEqualTo(403);
+    assertThat(overCap.json().getJsonObject("detail").getString("policy")).isEqualTo("max_concurrent_sandboxes");
+    List<String> enabled = gw.get("/v1/providers", admin).json().getJsonArray("items").stream()
+        .map(i -> ((JsonObject) i).getString("backend")).toList();
+    String other = enabled.stream().filter(b -> !b.equals("local")).findFirst().orElse(null);
+    if (other != null) {
+      TestGateway.Resp notAllowed = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", other)
+          .put("timeout_secs", 600));
+      assertThat(notAllowed.status()).isEqualTo(403);
+      assertThat(notAllowed.json().getJsonObject("detail").getString("policy")).isEqualTo("allowed_backends");
+    }
+    TestGateway.Resp checked = gw.post("/v1/providers/local/health-check", admin, null);
+    assertThat(checked.status()).isEqualTo(200);
+    assertThat(checked.json().getString("status")).isEqualTo("healthy");
+
+    tab("overview");
+    // budget and quota: use against each limit, as a bar and in words
+    browser.untilText("#budget", cap + " of " + cap);
+    assertThat(browser.find("#budget progress[aria-label='Concurrent sandboxes']").getAttribute("value"))
+        .isEqualTo("100");
+    browser.untilText("#budget", "of $500.00");
+    browser.untilText("#budget", "of $5000.00");
+    assertThat(browser.all("#budget progress")).hasSize(3);
+    // the backend, GPU and lifetime policy
+    browser.until(d -> browser.all("#budget .facts dd").stream().map(WebElement::getText).toList()
+        .equals(List.of("local", "a100", "2h 0m")));
+    // the refused creates, newest first, with what they asked for against the limit
+    untilRow("#denials", "max_concurrent_sandboxes", "Concurrent sandbox limit has been reached.",
+        String.valueOf(cap));
+    untilRow("#denials", "max_sandbox_lifetime_secs", "A sandbox lifetime is required by organization policy.",
+        "no lifetime", "7200");
+    if (other != null) {
+      untilRow("#denials", "allowed_backends", "Backend " + other + " is not allowed by organization policy.");
+    }
+    // provider health for every enabled backend; the one checked is healthy
+    for (String backend : enabled) {
+      untilRow("#providers", backend);
+    }
+    assertThat(browser.all("#providers tbody tr")).hasSize(enabled.size());
+    untilRow("#providers", "local", "healthy", "yes");
+    browser.screenshot("overview-policy");
+  }
+
+  @Test
+  @Order(9)
+  void alerts_raised_by_the_alert_rules_show_in_the_activity_view() {
+    // every live sandbox older than a second is long-running; reading the alerts evaluates the rules
+    assertThat(gw.send("PUT", "/v1/alerts/configuration", admin, new JsonObject().put("long_running_secs", 1)
+        .encode()).status()).isEqualTo(200);
+    tab("activity");
+    String running = sandboxes.get(1);
+    untilRow("#alerts", "long_running", "warning", "Sandbox has been running for more than 1 seconds.", running);
+    assertThat(browser.all("#alerts tbody tr").stream().map(WebElement::getText)
+        .filter(t -> t.contains(sandboxes.get(0)))).as("no alert for the ended sandbox").isEmpty();
+    browser.screenshot("activity-alerts");
+  }
+
+  @Test
+  @Order(10)
   void logout_ends_the_session() {
     browser.find("#logout").click();
     browser.untilShown("#login");
@@ -306,7 +392,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(9)
+  @Order(11)
   void a_read_only_key_sees_no_terminate_control_and_no_exports() {
     signIn(readOnly, "/dashboard");
     browser.untilText("#who", "observer");
@@ -323,7 +409,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(10)
+  @Order(12)
   void the_local_page_keeps_the_key_in_the_tab_and_sends_it_as_bearer() {
     signIn(admin, "/dashboard/local");
     browser.untilText("#who", "API key");
