@@ -29,7 +29,8 @@ import org.openqa.selenium.support.ui.Select;
  * The dashboard in a real browser (Debian's headless Chromium): sign-in with a full and a read-only key,
  * filters and pagination, detail, live output while the program prints, a signal, terminate with a stale
  * version refused then accepted, CSRF refusal, budget and quota use, the policy, provider health and policy
- * denials, alerts, logout, the local page. Any Content-Security-Policy violation
+ * denials, alerts, automatic refresh paused while the tab is hidden and the manual refresh, logout, the local
+ * page. Any Content-Security-Policy violation
  * or uncaught script error in the console fails the test it happened in. Screenshots of every view go to
  * {@code target/dashboard-screenshots}.
  */
@@ -44,6 +45,9 @@ class DashboardBrowserTest {
   static final List<String> sandboxes = new ArrayList<>();
   /** The organization's concurrency cap, set to the sandboxes active when the policy is set. */
   static long cap;
+
+  /** The dashboard's automatic refresh period (app.js). */
+  static final int REFRESH_MS = 5000;
 
   /** Local login on, and local sandboxes priced (steeply) so the cost views have something to show. */
   static Map<String, String> settings() {
@@ -375,6 +379,43 @@ class DashboardBrowserTest {
 
   @Test
   @Order(10)
+  void automatic_refresh_pauses_while_the_tab_is_hidden_and_refresh_fetches_at_once() throws Exception {
+    tab("overview");
+    browser.untilText("#budget", "of $500.00");
+    browser.hideTab();
+    try {
+      // a refresh under way when the tab went to the background ends; then nothing is fetched on its own
+      browser.until(d -> browser.js("return document.getElementById('app').getAttribute('aria-busy')") == null);
+      browser.recordRequests();
+      String updated = browser.find("#updated").getText();
+      // changes behind the page: a lifecycle change (pushed: the feed shows it) and a lower hourly limit
+      String ended = sandboxes.get(5);
+      assertThat(gw.delete("/v1/sandboxes/" + ended, admin).status()).isEqualTo(200);
+      assertThat(gw.send("PUT", "/v1/policies/current", admin, policy(cap, "400").encode()).status())
+          .isEqualTo(200);
+      browser.untilText("#live-feed", ended);
+      // past the time a refresh is due, and past the one a pushed change asks for when visible
+      browser.fetch("setTimeout(() => done({}), " + (REFRESH_MS + 2000) + ");");
+      assertThat(browser.requests()).as("requests made while the tab is hidden").isEmpty();
+      assertThat(browser.find("#updated").getText()).isEqualTo(updated);
+      assertThat(browser.find("#budget").getText()).contains("of $500.00");
+      assertThat(browser.js("return document.visibilityState")).isEqualTo("hidden");
+
+      browser.click("#refresh");
+      browser.untilText("#budget", "of $400.00");
+      assertThat(browser.requests()).as("the manual refresh's requests")
+          .contains("/v1/sandboxes", "/v1/policy-summary", "/v1/providers");
+      browser.until(d -> !browser.find("#updated").getText().equals(updated));
+    } finally {
+      browser.showTab();
+    }
+    // shown again: the automatic refresh goes on
+    browser.recordRequests();
+    browser.until(d -> browser.requests().contains("/v1/policy-summary"));
+  }
+
+  @Test
+  @Order(11)
   void logout_ends_the_session() {
     browser.find("#logout").click();
     browser.untilShown("#login");
@@ -392,7 +433,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(11)
+  @Order(12)
   void a_read_only_key_sees_no_terminate_control_and_no_exports() {
     signIn(readOnly, "/dashboard");
     browser.untilText("#who", "observer");
@@ -409,7 +450,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(12)
+  @Order(13)
   void the_local_page_keeps_the_key_in_the_tab_and_sends_it_as_bearer() {
     signIn(admin, "/dashboard/local");
     browser.untilText("#who", "API key");
