@@ -175,16 +175,11 @@ class App {
     this.busy += 1;
     $('app').setAttribute('aria-busy', 'true');
     try {
-      await this.loadSandboxes();
       await this.refreshView(manual);
       this.refreshedAt = Date.now();
       $('updated').textContent = `Updated ${new Date(this.refreshedAt).toLocaleTimeString()}`;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) {
-        this.signedOut();
-        return;
-      }
-      this.flash(`Refresh failed: ${err.message}`, true);
+      this.failed(err, 'Refresh failed');
     } finally {
       this.busy -= 1;
       if (this.busy === 0) $('app').removeAttribute('aria-busy');
@@ -192,8 +187,13 @@ class App {
     this.schedule();
   }
 
-  async loadSandboxes() {
-    this.sandboxes = this.readsSandboxes() ? await this.client.get('/v1/sandboxes') : [];
+  /** A failed request: a 401 (the session ended) signs out, anything else is shown. */
+  failed(err, what = 'Failed') {
+    if (err instanceof ApiError && err.status === 401) {
+      this.signedOut();
+      return;
+    }
+    this.flash(`${what}: ${err.message}`, true);
   }
 
   async refreshView(manual) {

@@ -19,7 +19,7 @@ export class Overview {
   /** One pushed lifecycle change ({sandbox_id, type, status, occurred_at}), newest first. */
   feed(change) {
     const what = change.type.replace(/^sandbox\./, '');
-    const known = this.app.sandboxes.find((s) => s.id === change.sandbox_id);
+    const known = this.app.sandboxes.concat(this.app.list.rows).find((s) => s.id === change.sandbox_id);
     const item = h('li', { dataset: { status: change.status } },
       h('time', { datetime: change.occurred_at }, new Date(change.occurred_at).toLocaleTimeString()), ' ',
       h('button', { type: 'button', class: 'link', onclick: () => this.app.open(change.sandbox_id) }, change.sandbox_id),
@@ -30,6 +30,8 @@ export class Overview {
 
   async render() {
     const app = this.app;
+    // the cards count over every sandbox (the API has no counts of its own): the whole list, on this view only
+    app.sandboxes = app.readsSandboxes() ? await app.client.get('/v1/sandboxes') : [];
     const list = app.sandboxes;
     const now = Date.now();
     const active = list.filter((s) => !ENDED.has(s.status));

@@ -103,13 +103,20 @@ class DashboardBrowserTest {
     tab("sandboxes");
     browser.untilShown("#sandbox-table tbody tr");
     while (browser.find("#page-prev").isEnabled()) {
-      browser.find("#page-prev").click();
+      turn("#page-prev");
     }
     while (browser.all("[data-sandbox='" + id + "']").isEmpty()) {
       assertThat(browser.find("#page-next").isEnabled()).as(id + " is on no page").isTrue();
-      browser.find("#page-next").click();
+      turn("#page-next");
     }
     browser.click("[data-sandbox='" + id + "']");
+  }
+
+  /** Turns the list's page and waits for the page turned to (it is fetched from the gateway). */
+  private static void turn(String button) {
+    String label = browser.find("#page-label").getText();
+    browser.find(button).click();
+    browser.until(d -> !d.findElement(By.id("page-label")).getText().equals(label));
   }
 
   private static void tab(String view) {
@@ -168,14 +175,27 @@ class DashboardBrowserTest {
     browser.untilText("#detail-title", first);
     browser.find("#view-detail .detail-head button:last-of-type").sendKeys(Keys.ENTER);
     browser.until(d -> !d.findElement(org.openqa.selenium.By.id("view-detail")).isDisplayed());
-    browser.untilText("#list-count", "13 of 13 sandboxes");
-    browser.untilText("#page-label", "Page 1 of 2");
+    browser.recordRequests();
+    // without a filter the server pages the list: the first page does not know yet how many follow
+    browser.untilText("#list-count", "Sandboxes 1–10, newest first");
+    browser.untilText("#page-label", "Page 1");
     browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 10);
+    assertThat(browser.find("#page-prev").isEnabled()).isFalse();
     browser.screenshot("sandboxes");
     browser.find("#page-next").click();
     browser.untilText("#page-label", "Page 2 of 2");
+    browser.untilText("#list-count", "Sandboxes 11–13 of 13");
     browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 3);
     assertThat(browser.find("#page-next").isEnabled()).isFalse();
+    assertThat(browser.requests()).as("the list's requests")
+        .anyMatch(u -> u.startsWith("/v1/sandboxes?limit=10&cursor="))
+        .noneMatch(u -> u.equals("/v1/sandboxes"));
+    browser.find("#page-prev").click();
+    browser.untilText("#page-label", "Page 1");
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 10);
+    browser.untilText("#sandbox-table", sandboxes.get(sandboxes.size() - 1)); // newest first
+    browser.find("#page-next").click();
+    browser.untilText("#page-label", "Page 2 of 2");
 
     new Select(browser.find("#filter-status")).selectByValue("destroyed");
     browser.untilText("#list-count", "1 of 13 sandboxes");
