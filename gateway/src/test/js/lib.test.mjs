@@ -31,6 +31,29 @@ test('paginates with the page clamped to the pages there are', () => {
   assert.deepEqual(lib.paginate([], 1, 10), { items: [], page: 1, pages: 1, total: 0 });
 });
 
+test('pages a cursor-paged list: back and forth over the cursors seen, the total once the end is seen', () => {
+  const pager = new lib.CursorPager(10);
+  assert.equal(pager.cursor(), '');
+  assert.deepEqual(pager.loaded(10, 'c2'), { page: 1, hasPrev: false, hasNext: true, from: 1, to: 10, total: null,
+    label: 'Page 1' });
+  pager.move(1);
+  assert.equal(pager.cursor(), 'c2');
+  assert.deepEqual(pager.loaded(3, ''), { page: 2, hasPrev: true, hasNext: false, from: 11, to: 13, total: 13,
+    label: 'Page 2 of 2' });
+  pager.move(1); // there is no third page
+  assert.equal(pager.page, 2);
+  pager.move(-1);
+  assert.equal(pager.cursor(), '');
+  // a refresh of the first page finds more sandboxes than before: the second page's cursor is the new one
+  assert.equal(pager.loaded(10, 'c2b').hasNext, true);
+  pager.move(1);
+  assert.equal(pager.cursor(), 'c2b');
+  assert.equal(pager.loaded(0, null).total, 10);
+  pager.reset();
+  assert.deepEqual(pager.loaded(0, null), { page: 1, hasPrev: false, hasNext: false, from: 0, to: 0, total: 0,
+    label: 'Page 1 of 1' });
+});
+
 test('formats money and durations', () => {
   assert.equal(lib.usd('1.5'), '$1.50');
   assert.equal(lib.usd('0.0012'), '$0.0012');

@@ -59,6 +59,13 @@ export class Client {
     return this.request('GET', path);
   }
 
+  /** One page of a list paged by X-Next-Cursor: {items, next} (next is null on the last page). */
+  async page(path) {
+    const res = await this.fetch('GET', path);
+    if (!res.ok) throw await ApiError.from(res);
+    return { items: await res.json(), next: res.headers.get('X-Next-Cursor') || null };
+  }
+
   /** The caller's capabilities; remembers the CSRF token of a session. */
   async session() {
     const s = await this.get('/v1/session');

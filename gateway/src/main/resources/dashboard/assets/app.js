@@ -1,5 +1,6 @@
 // The dashboard's entry point: sign-in, the views (each shown only when the key's scopes allow it), automatic
-// refresh while the tab is visible, and a manual refresh.
+// refresh while the tab is visible (paused while it is hidden, caught up when it is shown again), and a manual
+// refresh.
 import { Client, ApiError } from './api.js';
 import { fill } from './dom.js';
 import { Overview } from './overview.js';
@@ -21,6 +22,9 @@ class App {
     this.soonTimer = null;
     this.view = 'overview';
     this.timer = null;
+    this.refreshedAt = 0;
+    this.stale = false;
+    this.busy = 0;
     this.overview = new Overview(this, $('view-overview'));
     this.list = new Sandboxes(this, $('view-sandboxes'));
     this.detail = new Detail(this, $('view-detail'));
@@ -36,7 +40,7 @@ class App {
       tab.addEventListener('click', () => this.show(tab.dataset.view));
       tab.addEventListener('keydown', (e) => this.tabKey(e, tab));
     }
-    document.addEventListener('visibilitychange', () => this.schedule());
+    document.addEventListener('visibilitychange', () => this.visibility());
     $('login-note').textContent = this.mode === 'local'
       ? 'Local mode: the key stays in this tab (sessionStorage) and is sent as a Bearer header.'
       : 'The key is exchanged for a session cookie; it is not stored in the browser.';
@@ -103,7 +107,8 @@ class App {
       this.follower = this.client.follow((change) => {
         this.overview.feed(change);
         clearTimeout(this.soonTimer);
-        this.soonTimer = setTimeout(() => this.refresh(false), 300);
+        if (document.visibilityState === 'visible') this.soonTimer = setTimeout(() => this.refresh(false), 300);
+        else this.stale = true; // refreshed when the tab is shown again
       });
     }
     await this.refresh(true);
@@ -148,31 +153,47 @@ class App {
     this.detail.open(id);
   }
 
-  schedule() {
+  /** Hidden: nothing is refreshed on its own. Shown again: at once if a refresh was due (or a change pushed). */
+  visibility() {
+    clearTimeout(this.timer);
+    clearTimeout(this.soonTimer);
+    if (!this.caps || document.visibilityState !== 'visible') return;
+    if (this.stale || Date.now() - this.refreshedAt >= REFRESH_MS) this.refresh(false);
+    else this.schedule(REFRESH_MS - (Date.now() - this.refreshedAt));
+  }
+
+  schedule(delay = REFRESH_MS) {
     clearTimeout(this.timer);
     if (this.caps && document.visibilityState === 'visible') {
-      this.timer = setTimeout(() => this.refresh(false), REFRESH_MS);
+      this.timer = setTimeout(() => this.refresh(false), delay);
     }
   }
 
   async refresh(manual) {
     clearTimeout(this.timer);
+    this.stale = false;
+    this.busy += 1;
+    $('app').setAttribute('aria-busy', 'true');
     try {
-      await this.loadSandboxes();
       await this.refreshView(manual);
-      $('updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      this.refreshedAt = Date.now();
+      $('updated').textContent = `Updated ${new Date(this.refreshedAt).toLocaleTimeString()}`;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) {
-        this.signedOut();
-        return;
-      }
-      this.flash(`Refresh failed: ${err.message}`, true);
+      this.failed(err, 'Refresh failed');
+    } finally {
+      this.busy -= 1;
+      if (this.busy === 0) $('app').removeAttribute('aria-busy');
     }
     this.schedule();
   }
 
-  async loadSandboxes() {
-    this.sandboxes = this.readsSandboxes() ? await this.client.get('/v1/sandboxes') : [];
+  /** A failed request: a 401 (the session ended) signs out, anything else is shown. */
+  failed(err, what = 'Failed') {
+    if (err instanceof ApiError && err.status === 401) {
+      this.signedOut();
+      return;
+    }
+    this.flash(`${what}: ${err.message}`, true);
   }
 
   async refreshView(manual) {

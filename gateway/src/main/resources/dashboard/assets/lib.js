@@ -63,6 +63,49 @@ export function paginate(list, page, size) {
   return { items: list.slice((p - 1) * size, p * size), page: p, pages, total: list.length };
 }
 
+/**
+ * Pages of a list the server pages with cursors (the sandbox list: newest first, `limit` and `X-Next-Cursor`):
+ * the cursor of every page reached so far, so Previous and Next move between them. The total is known once
+ * the last page has been seen.
+ */
+export class CursorPager {
+  constructor(size) {
+    this.size = size;
+    this.reset();
+  }
+
+  reset() {
+    this.page = 1;
+    this.cursors = [''];
+  }
+
+  /** The cursor that fetches the current page ('' for the first). */
+  cursor() {
+    return this.cursors[this.page - 1];
+  }
+
+  /** Moves to an adjacent page already reached (or the one after the last page loaded, if it has a cursor). */
+  move(delta) {
+    const p = this.page + delta;
+    if (p >= 1 && p <= this.cursors.length) this.page = p;
+  }
+
+  /**
+   * Records the current page's answer (its row count and next cursor: null or '' on the last page) and
+   * describes it: {page, hasPrev, hasNext, from, to, total (null while unknown), label}.
+   */
+  loaded(rows, next) {
+    this.cursors.length = this.page;
+    if (next) this.cursors.push(next);
+    const first = (this.page - 1) * this.size;
+    const total = next ? null : first + rows;
+    const out = { page: this.page, hasPrev: this.page > 1, hasNext: Boolean(next), from: rows ? first + 1 : 0,
+      to: first + rows, total };
+    out.label = total === null ? `Page ${this.page}` : `Page ${this.page} of ${this.page}`;
+    return out;
+  }
+}
+
 /** Share of a limit used, 0..1 (null without a limit). */
 export function ratio(used, limit) {
   if (limit === null || limit === undefined || limit === '') return null;

@@ -6,9 +6,9 @@ export class Overview {
   constructor(app, root) {
     this.app = app;
     this.cards = h('div', { class: 'cards', id: 'cards' });
-    this.budget = h('section', { class: 'panel', 'aria-labelledby': 'budget-title' });
-    this.providers = h('section', { class: 'panel', 'aria-labelledby': 'providers-title' });
-    this.denials = h('section', { class: 'panel wide', 'aria-labelledby': 'denials-title' });
+    this.budget = h('section', { class: 'panel', id: 'budget', 'aria-labelledby': 'budget-title' });
+    this.providers = h('section', { class: 'panel', id: 'providers', 'aria-labelledby': 'providers-title' });
+    this.denials = h('section', { class: 'panel wide', id: 'denials', 'aria-labelledby': 'denials-title' });
     this.feedList = h('ol', { class: 'feed', id: 'live-feed', 'aria-live': 'polite' });
     this.feedPanel = h('section', { class: 'panel wide', 'aria-labelledby': 'feed-title' },
       h('h2', { id: 'feed-title' }, 'Live lifecycle feed'),
@@ -19,7 +19,7 @@ export class Overview {
   /** One pushed lifecycle change ({sandbox_id, type, status, occurred_at}), newest first. */
   feed(change) {
     const what = change.type.replace(/^sandbox\./, '');
-    const known = this.app.sandboxes.find((s) => s.id === change.sandbox_id);
+    const known = this.app.sandboxes.concat(this.app.list.rows).find((s) => s.id === change.sandbox_id);
     const item = h('li', { dataset: { status: change.status } },
       h('time', { datetime: change.occurred_at }, new Date(change.occurred_at).toLocaleTimeString()), ' ',
       h('button', { type: 'button', class: 'link', onclick: () => this.app.open(change.sandbox_id) }, change.sandbox_id),
@@ -30,6 +30,8 @@ export class Overview {
 
   async render() {
     const app = this.app;
+    // the cards count over every sandbox (the API has no counts of its own): the whole list, on this view only
+    app.sandboxes = app.readsSandboxes() ? await app.client.get('/v1/sandboxes') : [];
     const list = app.sandboxes;
     const now = Date.now();
     const active = list.filter((s) => !ENDED.has(s.status));
@@ -74,6 +76,8 @@ export class Overview {
       { label: 'When', cell: (d) => iso(d.created_at) },
       { label: 'Policy', cell: (d) => d.policy },
       { label: 'Message', cell: (d) => d.message },
+      { label: 'Asked', cell: asked },
+      { label: 'Limit', cell: (d) => d.limit_value ?? '–' },
       { label: 'Key', cell: (d) => d.api_key_name || d.api_key_id || '–' },
     ], s.denials || [], 'No denials.'));
     this.denials.querySelector('caption').id = 'denials-title';
@@ -89,11 +93,18 @@ export class Overview {
     fill(this.providers, table('Provider health', [
       { label: 'Backend', cell: (p) => p.backend },
       { label: 'Status', cell: (p) => h('span', { class: `badge ${p.status}` }, p.status) },
+      { label: 'Ready here', cell: (p) => (p.configured ? 'yes' : 'no') },
       { label: 'Checked', cell: (p) => iso(p.checked_at) },
       { label: 'Message', cell: (p) => p.message || '' },
     ], r.items));
     this.providers.querySelector('caption').id = 'providers-title';
   }
+}
+
+/** What the refused create asked for, as the policy measured it (a create without a lifetime has none). */
+function asked(d) {
+  if (d.current_value !== null && d.current_value !== undefined) return d.current_value;
+  return d.policy === 'max_sandbox_lifetime_secs' ? 'no lifetime' : '–';
 }
 
 function card(title, value, note) {

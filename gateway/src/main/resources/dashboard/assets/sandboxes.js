@@ -1,7 +1,8 @@
-// The sandbox list: status, provider and creation-date filters, client-side pagination (the list route
-// answers every sandbox, newest first).
-import { h, fill, table, iso, keepFocus } from './dom.js';
-import { filterSandboxes, paginate, duration, ageSecs, ttlLeft, usd } from './lib.js';
+// The sandbox list: status, provider and creation-date filters, ten to a page. Without a filter the server
+// pages the list (GET /v1/sandboxes?limit=10, then the page's X-Next-Cursor), so a refresh fetches one page;
+// the list route has no filters, so with one the whole list is fetched and filtered and paged here.
+import { h, fill, table, keepFocus } from './dom.js';
+import { CursorPager, filterSandboxes, paginate, duration, ageSecs, ttlLeft, usd } from './lib.js';
 
 export const PAGE_SIZE = 10;
 const STATUSES = ['creating', 'running', 'stopping', 'destroyed', 'failed'];
@@ -10,6 +11,11 @@ export class Sandboxes {
   constructor(app, root) {
     this.app = app;
     this.page = 1;
+    this.pager = new CursorPager(PAGE_SIZE);
+    this.rows = [];
+    this.backends = new Set();
+    this.providersAsked = false;
+    this.seq = 0;
     this.status = h('select', { id: 'filter-status' }, h('option', { value: '' }, 'any'),
       STATUSES.map((s) => h('option', { value: s }, s)));
     this.backend = h('select', { id: 'filter-backend' }, h('option', { value: '' }, 'any'));
@@ -18,7 +24,8 @@ export class Sandboxes {
     for (const el of [this.status, this.backend, this.from, this.to]) {
       el.addEventListener('change', () => {
         this.page = 1;
-        this.render();
+        this.pager.reset();
+        this.update();
       });
     }
     this.count = h('p', { class: 'muted', id: 'list-count', 'aria-live': 'polite' });
@@ -36,24 +43,75 @@ export class Sandboxes {
 
   go(delta) {
     this.page += delta;
-    this.render();
+    this.pager.move(delta);
+    this.update();
   }
 
-  render() {
-    const all = this.app.sandboxes;
-    const backends = [...new Set(all.map((s) => s.backend))].sort();
-    const chosen = this.backend.value;
-    fill(this.backend, h('option', { value: '' }, 'any'), backends.map((b) => h('option', { value: b }, b)));
-    this.backend.value = backends.includes(chosen) ? chosen : '';
-    const filtered = filterSandboxes(all, { status: this.status.value, backend: this.backend.value,
-      from: this.from.value, to: this.to.value });
-    const p = paginate(filtered, this.page, PAGE_SIZE);
+  /** A render asked for by a control of the list: a failure is shown, not thrown. */
+  update() {
+    this.render().catch((err) => this.app.failed(err));
+  }
+
+  filters() {
+    return { status: this.status.value, backend: this.backend.value, from: this.from.value, to: this.to.value };
+  }
+
+  async render() {
+    const seq = ++this.seq;
+    if (!this.app.readsSandboxes()) {
+      this.show([], { count: 'This key cannot read sandboxes.', label: 'Page 1 of 1', hasPrev: false, hasNext: false },
+        'No sandboxes.');
+      return;
+    }
+    await this.askProviders();
+    const f = this.filters();
+    if (f.status || f.backend || f.from || f.to) {
+      const all = await this.app.client.get('/v1/sandboxes');
+      if (seq !== this.seq) return; // a newer render is under way
+      const p = paginate(filterSandboxes(all, f), this.page, PAGE_SIZE);
+      this.page = p.page;
+      this.show(p.items, { count: `${p.total} of ${all.length} sandboxes`, label: `Page ${p.page} of ${p.pages}`,
+        hasPrev: p.page > 1, hasNext: p.page < p.pages }, all.length ? 'No sandbox matches the filters.' : 'No sandboxes yet.');
+      return;
+    }
+    const cursor = this.pager.cursor();
+    const r = await this.app.client.page(`/v1/sandboxes?limit=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    if (seq !== this.seq) return;
+    if (r.items.length === 0 && this.pager.page > 1) { // the sandboxes of this page are gone: start over
+      this.pager.reset();
+      this.page = 1;
+      await this.render();
+      return;
+    }
+    const p = this.pager.loaded(r.items.length, r.next);
     this.page = p.page;
+    const count = p.to === 0 ? 'No sandboxes yet.'
+      : `Sandboxes ${p.from}–${p.to}${p.total === null ? ', newest first' : ` of ${p.total}`}`;
+    this.show(r.items, { ...p, count }, 'No sandboxes yet.');
+  }
+
+  /** The provider filter offers every enabled backend (when the key may list them) and every one seen. */
+  async askProviders() {
+    if (this.providersAsked || !this.app.can('can_view_providers')) return;
+    this.providersAsked = true;
+    const r = await this.app.client.get('/v1/providers');
+    for (const p of r.items) this.backends.add(p.backend);
+  }
+
+  show(rows, p, empty) {
+    this.rows = rows;
+    for (const s of rows) this.backends.add(s.backend);
+    const backends = [...this.backends].sort();
+    const chosen = this.backend.value;
+    if (this.backend.options.length !== backends.length + 1) {
+      fill(this.backend, h('option', { value: '' }, 'any'), backends.map((b) => h('option', { value: b }, b)));
+      this.backend.value = backends.includes(chosen) ? chosen : '';
+    }
     const now = Date.now();
-    this.count.textContent = `${p.total} of ${all.length} sandboxes`;
-    this.pageLabel.textContent = `Page ${p.page} of ${p.pages}`;
-    this.prev.disabled = p.page <= 1;
-    this.next.disabled = p.page >= p.pages;
+    this.count.textContent = p.count;
+    this.pageLabel.textContent = p.label;
+    this.prev.disabled = !p.hasPrev;
+    this.next.disabled = !p.hasNext;
     keepFocus(this.tableBox, () => fill(this.tableBox, table('Sandboxes', [
       { label: 'Sandbox', cell: (s) => h('button', { type: 'button', class: 'link', dataset: { sandbox: s.id },
         onclick: () => this.app.open(s.id) }, s.id) },
@@ -67,8 +125,7 @@ export class Sandboxes {
       { label: 'TTL', cell: (s) => ttl(s, now) },
       { label: 'Cleanup', cell: (s) => s.cleanup_status || '–' },
       { label: 'Reconciliation', cell: (s) => (s.provider_missing ? 'missing' : s.cost_state || '–') },
-    ], p.items, all.length ? 'No sandbox matches the filters.' : 'No sandboxes yet.')));
-    this.tableBox.querySelector('table').title = `created ${iso(all.length ? all[all.length - 1].created_at : null)} onward`;
+    ], rows, empty)));
   }
 }
 

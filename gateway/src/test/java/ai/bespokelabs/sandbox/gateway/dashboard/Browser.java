@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.function.Function;
 import java.util.logging.Level;
 import org.openqa.selenium.By;
+import org.openqa.selenium.Dimension;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.StaleElementReferenceException;
@@ -37,6 +38,7 @@ final class Browser implements AutoCloseable {
 
   final ChromeDriver driver;
   private final List<String> console = new ArrayList<>();
+  private Dimension shownSize;
 
   static boolean available() {
     return Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
@@ -108,6 +110,49 @@ final class Browser implements AutoCloseable {
 
   Object js(String script) {
     return ((JavascriptExecutor) driver).executeScript(script);
+  }
+
+  /**
+   * Minimizes the window, which makes the page's {@code document.visibilityState} "hidden" (and fires its
+   * {@code visibilitychange}) as a tab in the background would; timers and connections go on running.
+   */
+  void hideTab() {
+    shownSize = driver.manage().window().getSize();
+    driver.manage().window().minimize();
+    until(d -> "hidden".equals(js("return document.visibilityState")));
+  }
+
+  /** Gives the window back its size: the page is visible again. */
+  void showTab() {
+    if (shownSize != null) {
+      driver.manage().window().setSize(shownSize);
+      shownSize = null;
+    }
+    until(d -> "visible".equals(js("return document.visibilityState")));
+  }
+
+  /**
+   * From now on notes every request the page makes with {@code fetch} (its lifecycle event stream aside, which
+   * stays open), forgetting those noted so far.
+   */
+  void recordRequests() {
+    js("""
+        if (!window.requested) {
+          const original = window.fetch;
+          window.requested = [];
+          window.fetch = (input, init) => {
+            const url = String(input instanceof Request ? input.url : input);
+            if (!url.includes('/v1/sandbox-events')) window.requested.push(url);
+            return original(input, init);
+          };
+        }
+        window.requested.length = 0;""");
+  }
+
+  /** The requests noted since {@link #recordRequests()}, oldest first. */
+  @SuppressWarnings("unchecked")
+  List<String> requests() {
+    return List.copyOf((List<String>) js("return window.requested.slice()"));
   }
 
   void screenshot(String name) {

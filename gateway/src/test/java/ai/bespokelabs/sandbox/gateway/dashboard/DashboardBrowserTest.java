@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -26,7 +28,9 @@ import org.openqa.selenium.support.ui.Select;
 /**
  * The dashboard in a real browser (Debian's headless Chromium): sign-in with a full and a read-only key,
  * filters and pagination, detail, live output while the program prints, a signal, terminate with a stale
- * version refused then accepted, CSRF refusal, logout, the local page. Any Content-Security-Policy violation
+ * version refused then accepted, CSRF refusal, budget and quota use, the policy, provider health and policy
+ * denials, alerts, automatic refresh paused while the tab is hidden and the manual refresh, logout, the local
+ * page. Any Content-Security-Policy violation
  * or uncaught script error in the console fails the test it happened in. Screenshots of every view go to
  * {@code target/dashboard-screenshots}.
  */
@@ -39,6 +43,11 @@ class DashboardBrowserTest {
   static String admin;
   static String readOnly;
   static final List<String> sandboxes = new ArrayList<>();
+  /** The organization's concurrency cap, set to the sandboxes active when the policy is set. */
+  static long cap;
+
+  /** The dashboard's automatic refresh period (app.js). */
+  static final int REFRESH_MS = 5000;
 
   /** Local login on, and local sandboxes priced (steeply) so the cost views have something to show. */
   static Map<String, String> settings() {
@@ -94,18 +103,38 @@ class DashboardBrowserTest {
     tab("sandboxes");
     browser.untilShown("#sandbox-table tbody tr");
     while (browser.find("#page-prev").isEnabled()) {
-      browser.find("#page-prev").click();
+      turn("#page-prev");
     }
     while (browser.all("[data-sandbox='" + id + "']").isEmpty()) {
       assertThat(browser.find("#page-next").isEnabled()).as(id + " is on no page").isTrue();
-      browser.find("#page-next").click();
+      turn("#page-next");
     }
     browser.click("[data-sandbox='" + id + "']");
+  }
+
+  /** Turns the list's page and waits for the page turned to (it is fetched from the gateway). */
+  private static void turn(String button) {
+    String label = browser.find("#page-label").getText();
+    browser.find(button).click();
+    browser.until(d -> !d.findElement(By.id("page-label")).getText().equals(label));
   }
 
   private static void tab(String view) {
     browser.find("#tab-" + view).click();
     browser.untilShown("#view-" + view);
+  }
+
+  /** Waits until a row of the table under {@code css} holds every one of {@code texts}. */
+  private static void untilRow(String css, String... texts) {
+    browser.until(d -> d.findElements(By.cssSelector(css + " tbody tr")).stream()
+        .anyMatch(row -> Arrays.stream(texts).allMatch(row.getText()::contains)));
+  }
+
+  /** A policy: the concurrency cap, spend limits, local sandboxes only, A100 GPUs only, two hours at most. */
+  private static JsonObject policy(long concurrent, String hourlyUsd) {
+    return new JsonObject().put("max_concurrent_sandboxes", concurrent).put("hourly_spend_limit_usd", hourlyUsd)
+        .put("daily_spend_limit_usd", "5000").put("allowed_backends", new JsonArray().add("local"))
+        .put("allowed_gpu_types", new JsonArray().add("a100")).put("max_sandbox_lifetime_secs", 7200);
   }
 
   @Test
@@ -146,14 +175,27 @@ class DashboardBrowserTest {
     browser.untilText("#detail-title", first);
     browser.find("#view-detail .detail-head button:last-of-type").sendKeys(Keys.ENTER);
     browser.until(d -> !d.findElement(org.openqa.selenium.By.id("view-detail")).isDisplayed());
-    browser.untilText("#list-count", "13 of 13 sandboxes");
-    browser.untilText("#page-label", "Page 1 of 2");
+    browser.recordRequests();
+    // without a filter the server pages the list: the first page does not know yet how many follow
+    browser.untilText("#list-count", "Sandboxes 1–10, newest first");
+    browser.untilText("#page-label", "Page 1");
     browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 10);
+    assertThat(browser.find("#page-prev").isEnabled()).isFalse();
     browser.screenshot("sandboxes");
     browser.find("#page-next").click();
     browser.untilText("#page-label", "Page 2 of 2");
+    browser.untilText("#list-count", "Sandboxes 11–13 of 13");
     browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 3);
     assertThat(browser.find("#page-next").isEnabled()).isFalse();
+    assertThat(browser.requests()).as("the list's requests")
+        .anyMatch(u -> u.startsWith("/v1/sandboxes?limit=10&cursor="))
+        .noneMatch(u -> u.equals("/v1/sandboxes"));
+    browser.find("#page-prev").click();
+    browser.untilText("#page-label", "Page 1");
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 10);
+    browser.untilText("#sandbox-table", sandboxes.get(sandboxes.size() - 1)); // newest first
+    browser.find("#page-next").click();
+    browser.untilText("#page-label", "Page 2 of 2");
 
     new Select(browser.find("#filter-status")).selectByValue("destroyed");
     browser.untilText("#list-count", "1 of 13 sandboxes");
@@ -289,6 +331,111 @@ class DashboardBrowserTest {
 
   @Test
   @Order(8)
+  void the_overview_shows_budget_and_quota_use_the_policy_provider_health_and_denials() {
+    cap = gw.get("/v1/policy-summary", admin).json().getJsonObject("usage").getLong("active_sandboxes");
+    assertThat(gw.send("PUT", "/v1/policies/current", admin, policy(cap, "500").encode()).status()).isEqualTo(200);
+    // creates the policy refuses: no lifetime, then over the concurrency cap, then a backend it does not allow
+    TestGateway.Resp noLifetime = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", "local"));
+    assertThat(noLifetime.status()).isEqualTo(403);
+    assertThat(noLifetime.json().getJsonObject("detail").getString("policy")).isEqualTo("max_sandbox_lifetime_secs");
+    TestGateway.Resp overCap = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", "local")
+        .put("timeout_secs", 600));
+    assertThat(overCap.status()).isEqualTo(403);
+    assertThat(overCap.json().getJsonObject("detail").getString("policy")).isEqualTo("max_concurrent_sandboxes");
+    List<String> enabled = gw.get("/v1/providers", admin).json().getJsonArray("items").stream()
+        .map(i -> ((JsonObject) i).getString("backend")).toList();
+    String other = enabled.stream().filter(b -> !b.equals("local")).findFirst().orElse(null);
+    if (other != null) {
+      TestGateway.Resp notAllowed = gw.post("/v1/sandboxes", admin, new JsonObject().put("backend", other)
+          .put("timeout_secs", 600));
+      assertThat(notAllowed.status()).isEqualTo(403);
+      assertThat(notAllowed.json().getJsonObject("detail").getString("policy")).isEqualTo("allowed_backends");
+    }
+    TestGateway.Resp checked = gw.post("/v1/providers/local/health-check", admin, null);
+    assertThat(checked.status()).isEqualTo(200);
+    assertThat(checked.json().getString("status")).isEqualTo("healthy");
+
+    tab("overview");
+    // budget and quota: use against each limit, as a bar and in words
+    browser.untilText("#budget", cap + " of " + cap);
+    assertThat(browser.find("#budget progress[aria-label='Concurrent sandboxes']").getAttribute("value"))
+        .isEqualTo("100");
+    browser.untilText("#budget", "of $500.00");
+    browser.untilText("#budget", "of $5000.00");
+    assertThat(browser.all("#budget progress")).hasSize(3);
+    // the backend, GPU and lifetime policy
+    browser.until(d -> browser.all("#budget .facts dd").stream().map(WebElement::getText).toList()
+        .equals(List.of("local", "a100", "2h 0m")));
+    // the refused creates, newest first, with what they asked for against the limit
+    untilRow("#denials", "max_concurrent_sandboxes", "Concurrent sandbox limit has been reached.",
+        String.valueOf(cap));
+    untilRow("#denials", "max_sandbox_lifetime_secs", "A sandbox lifetime is required by organization policy.",
+        "no lifetime", "7200");
+    if (other != null) {
+      untilRow("#denials", "allowed_backends", "Backend " + other + " is not allowed by organization policy.");
+    }
+    // provider health for every enabled backend; the one checked is healthy
+    for (String backend : enabled) {
+      untilRow("#providers", backend);
+    }
+    assertThat(browser.all("#providers tbody tr")).hasSize(enabled.size());
+    untilRow("#providers", "local", "healthy", "yes");
+    browser.screenshot("overview-policy");
+  }
+
+  @Test
+  @Order(9)
+  void alerts_raised_by_the_alert_rules_show_in_the_activity_view() {
+    // every live sandbox older than a second is long-running; reading the alerts evaluates the rules
+    assertThat(gw.send("PUT", "/v1/alerts/configuration", admin, new JsonObject().put("long_running_secs", 1)
+        .encode()).status()).isEqualTo(200);
+    tab("activity");
+    String running = sandboxes.get(1);
+    untilRow("#alerts", "long_running", "warning", "Sandbox has been running for more than 1 seconds.", running);
+    assertThat(browser.all("#alerts tbody tr").stream().map(WebElement::getText)
+        .filter(t -> t.contains(sandboxes.get(0)))).as("no alert for the ended sandbox").isEmpty();
+    browser.screenshot("activity-alerts");
+  }
+
+  @Test
+  @Order(10)
+  void automatic_refresh_pauses_while_the_tab_is_hidden_and_refresh_fetches_at_once() throws Exception {
+    tab("overview");
+    browser.untilText("#budget", "of $500.00");
+    browser.hideTab();
+    try {
+      // a refresh under way when the tab went to the background ends; then nothing is fetched on its own
+      browser.until(d -> browser.js("return document.getElementById('app').getAttribute('aria-busy')") == null);
+      browser.recordRequests();
+      String updated = browser.find("#updated").getText();
+      // changes behind the page: a lifecycle change (pushed: the feed shows it) and a lower hourly limit
+      String ended = sandboxes.get(5);
+      assertThat(gw.delete("/v1/sandboxes/" + ended, admin).status()).isEqualTo(200);
+      assertThat(gw.send("PUT", "/v1/policies/current", admin, policy(cap, "400").encode()).status())
+          .isEqualTo(200);
+      browser.untilText("#live-feed", ended);
+      // past the time a refresh is due, and past the one a pushed change asks for when visible
+      browser.fetch("setTimeout(() => done({}), " + (REFRESH_MS + 2000) + ");");
+      assertThat(browser.requests()).as("requests made while the tab is hidden").isEmpty();
+      assertThat(browser.find("#updated").getText()).isEqualTo(updated);
+      assertThat(browser.find("#budget").getText()).contains("of $500.00");
+      assertThat(browser.js("return document.visibilityState")).isEqualTo("hidden");
+
+      browser.click("#refresh");
+      browser.untilText("#budget", "of $400.00");
+      assertThat(browser.requests()).as("the manual refresh's requests")
+          .contains("/v1/sandboxes", "/v1/policy-summary", "/v1/providers");
+      browser.until(d -> !browser.find("#updated").getText().equals(updated));
+    } finally {
+      browser.showTab();
+    }
+    // shown again: the automatic refresh goes on
+    browser.recordRequests();
+    browser.until(d -> browser.requests().contains("/v1/policy-summary"));
+  }
+
+  @Test
+  @Order(11)
   void logout_ends_the_session() {
     browser.find("#logout").click();
     browser.untilShown("#login");
@@ -306,7 +453,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(9)
+  @Order(12)
   void a_read_only_key_sees_no_terminate_control_and_no_exports() {
     signIn(readOnly, "/dashboard");
     browser.untilText("#who", "observer");
@@ -323,7 +470,7 @@ class DashboardBrowserTest {
   }
 
   @Test
-  @Order(10)
+  @Order(13)
   void the_local_page_keeps_the_key_in_the_tab_and_sends_it_as_bearer() {
     signIn(admin, "/dashboard/local");
     browser.untilText("#who", "API key");
