@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.Waits;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -69,6 +70,42 @@ class MetricsTest {
           .containsPattern("sandbox_supervisor_claims_total [1-9]")
           .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"ttl_expired\"} 1.0")
           .contains("sandbox_supervisor_deadline_lateness_seconds_count 1"));
+    }
+  }
+
+  @Test
+  void provider_failures_of_every_operation_are_counted_once_by_backend_and_code() {
+    try (TestGateway gw = new TestGateway(Map.of())) {
+      String key = gw.bootstrap("Failing");
+      String id = gw.sandbox(key, null).getString("id");
+      // no lifecycle event records this one: a snapshot, which the local backend does not offer
+      Resp snapshot = gw.post("/v1/sandboxes/" + id + "/snapshot", key, null);
+      assertThat(snapshot.status()).as(snapshot.body()).isEqualTo(502);
+      assertThat(snapshot.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+      // these two also end in lifecycle events (execution.failed, sandbox.failed), which must not count them again
+      Resp exec = gw.post("/v1/sandboxes/" + id + "/execute", key,
+          new JsonObject().put("command", "/no/such/program").put("args", new JsonArray().add("x")));
+      assertThat(exec.status()).as(exec.body()).isEqualTo(502);
+      assertThat(exec.json().getJsonObject("detail").getString("code")).isEqualTo("execution_failed");
+      assertThat(gw.post("/v1/presets", key, new JsonObject().put("name", "failing-setup")
+          .put("setup_commands", new JsonArray().add("exit 7"))).status()).isEqualTo(201);
+      Resp create = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
+          .put("preset", "failing-setup"));
+      assertThat(create.status()).as(create.body()).isEqualTo(502);
+      assertThat(create.json().getJsonObject("detail").getString("code")).isEqualTo("workspace");
+
+      // once the ledger has priced both lifecycle events, each failure is counted exactly once
+      Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, null))
+          .contains("sandbox_executions_ended_total{backend=\"local\",status=\"failed\"} 1.0")
+          .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"failed\"} 1.0"));
+      String text = scrape(gw, null);
+      assertThat(text)
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"feature_not_supported\"} 1.0")
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"execution_failed\"} 1.0")
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"workspace\"} 1.0")
+          // the event bus counts the failed replies apart, by failure type (a timeout would be TIMEOUT)
+          .containsPattern("vertx_eventbus_reply_failures_total\\{[^}]*failure=\"RECIPIENT_FAILURE\"[^}]*\\} [1-9]")
+          .doesNotContain(id).doesNotContain(key).doesNotContain("org_");
     }
   }
 
