@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * node. Every backend call is made on this verticle's context and answered when its future completes; an
  * operation outside the backend's declared {@link Capability capabilities} is answered
  * {@code feature_not_supported} here, without calling it. File operations are admitted with a share per
- * organization ({@link FairShare}). The execution registry and streaming run on this context too.
+ * organization ({@link FairShare}). The execution registry and streaming run on this context too. Every
+ * provider failure it answers, whoever asked, is told to its {@link FailureCounter} once.
  */
 public final class AdapterVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(AdapterVerticle.class);
@@ -63,6 +64,15 @@ public final class AdapterVerticle extends VerticleBase {
    */
   static final long RETAINED_BUDGET_BYTES = 64L << 20;
 
+  /** Told of each provider failure an adapter answers: the contract's error only, never the provider's text. */
+  @FunctionalInterface
+  public interface FailureCounter {
+    FailureCounter NONE = (backend, error) -> { };
+
+    /** @param backend the adapter's backend, as requests name it */
+    void failed(String backend, ProviderError error);
+  }
+
   private final Backend provider;
   private final String nodeId;
   private final long journalBytes;
@@ -73,6 +83,7 @@ public final class AdapterVerticle extends VerticleBase {
   private long retainedBytes;
   private FairShare fileShare;
   private FileSessions files;
+  private FailureCounter failures = FailureCounter.NONE;
 
   public AdapterVerticle(Backend provider, String nodeId, long journalBytes) {
     this(provider, nodeId, journalBytes, new Materializer(new GitCloner(false)));
@@ -84,6 +95,12 @@ public final class AdapterVerticle extends VerticleBase {
     this.nodeId = Objects.requireNonNull(nodeId, "nodeId");
     this.journalBytes = journalBytes;
     this.materializer = materializer;
+  }
+
+  /** Counts every provider failure this verticle answers (set before deployment). */
+  public AdapterVerticle countingFailures(FailureCounter counter) {
+    this.failures = Objects.requireNonNull(counter, "counter");
+    return this;
   }
 
   @Override
@@ -202,6 +219,10 @@ public final class AdapterVerticle extends VerticleBase {
       // the contract's error only, never the provider's own text
       LOG.info("{} {} failed: {} (retryable {}, outcome {})", provider.name(), op, p.error().code().wire(),
           p.error().retryable(), p.error().outcome().wire());
+    }
+    if (!(cause instanceof ApiException)) {
+      failures.failed(provider.name(),
+          cause instanceof ProviderException p ? p.error() : BusFailures.normalize(provider.name(), op));
     }
     BusFailures.fail(msg, cause, provider.name(), op);
     return Future.failedFuture(cause);

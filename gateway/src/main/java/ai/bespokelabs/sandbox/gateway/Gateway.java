@@ -204,7 +204,8 @@ public final class Gateway implements AutoCloseable {
         if (backends.isEnabled(provider.name())) {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
               config.execution().journalBytes(),
-              new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))));
+              new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))
+              .countingFailures((backend, error) -> metrics.providerError(backend, error.code().wire()))));
         }
       }
       SupervisorVerticle supervisor = w.supervisor(watches(backends));

@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * A Server-Sent Events client for tests and benchmarks on Vert.x's HTTP client: the caller's thread takes one
  * event at a time ({@link #next}) while the event loop parses lines into a bounded queue, pausing the
  * response when the caller falls behind (so a slow reader exerts back-pressure, as a real client does).
- * Comments are skipped; several {@code data:} lines of one event are joined with a newline.
+ * Comments are skipped; several {@code data:} lines of one event are joined with a newline. Each event is held to
+ * the {@link StreamCheck}s on the class path as it is taken.
  */
 public final class SseClient implements AutoCloseable {
   /** One event: its id (or null), name and JSON data. */
@@ -44,6 +45,8 @@ public final class SseClient implements AutoCloseable {
 
   public final int status;
   public final String contentType;
+  private final String method;
+  private final String url;
   private final HttpClientResponse response;
   private final Context context;
   private final BlockingQueue<Object> events = new LinkedBlockingQueue<>();
@@ -56,7 +59,9 @@ public final class SseClient implements AutoCloseable {
   private StringBuilder data;
 
   /** Runs on the event loop as the response arrives, so no byte of the body is missed. */
-  private SseClient(HttpClientResponse response) {
+  private SseClient(String method, String url, HttpClientResponse response) {
+    this.method = method;
+    this.url = url;
     this.response = response;
     this.context = Vertx.currentContext();
     this.status = response.statusCode();
@@ -83,7 +88,7 @@ public final class SseClient implements AutoCloseable {
     }
     return Clients.await(Clients.http().request(options)
         .compose(request -> body == null ? request.send() : request.send(body))
-        .map(SseClient::new), TIMEOUT);
+        .map(response -> new SseClient(method, url, response)), TIMEOUT);
   }
 
   /** The next event; null at the end of the stream. */
@@ -116,7 +121,9 @@ public final class SseClient implements AutoCloseable {
       ended = true;
       return null;
     }
-    return (Event) next;
+    Event event = (Event) next;
+    StreamChecks.sse(method, url, event);
+    return event;
   }
 
   private void line(Buffer buffer) {

@@ -20,17 +20,20 @@ import java.util.function.Consumer;
 /**
  * A WebSocket client for tests and benchmarks on Vert.x's WebSocket client: text messages (JSON) are queued
  * for the caller's thread ({@link #nextJson}); binary messages go, whole, to a handler on the event loop; the
- * close status the server sent is kept ({@link #closeStatus}).
+ * close status the server sent is kept ({@link #closeStatus}). Each text message is held to the
+ * {@link StreamCheck}s on the class path as it is taken.
  */
 public final class WsClient implements AutoCloseable {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
+  private final String url;
   private final WebSocket webSocket;
   private final LinkedBlockingQueue<JsonObject> texts = new LinkedBlockingQueue<>();
   private final CompletableFuture<Integer> closed = new CompletableFuture<>();
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
 
-  private WsClient(WebSocket webSocket, Consumer<Buffer> binary) {
+  private WsClient(String url, WebSocket webSocket, Consumer<Buffer> binary) {
+    this.url = url;
     this.webSocket = webSocket;
     webSocket.textMessageHandler(text -> texts.add(new JsonObject(text)));
     webSocket.binaryMessageHandler(binary::accept);
@@ -58,7 +61,7 @@ public final class WsClient implements AutoCloseable {
     WebSocketConnectOptions options = new WebSocketConnectOptions().setHost(uri.getHost()).setPort(uri.getPort())
         .setURI(uri.getRawQuery() == null ? uri.getRawPath() : uri.getRawPath() + "?" + uri.getRawQuery())
         .putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + key);
-    return Clients.await(Clients.webSockets().connect(options).map(ws -> new WsClient(ws, binary)), TIMEOUT);
+    return Clients.await(Clients.webSockets().connect(options).map(ws -> new WsClient(url, ws, binary)), TIMEOUT);
   }
 
   /** Sends a text message without waiting for it to be written (e.g. one the server will refuse). */
@@ -78,6 +81,7 @@ public final class WsClient implements AutoCloseable {
       if (next == null) {
         throw new AssertionError("no text message within " + TIMEOUT);
       }
+      StreamChecks.webSocket(url, next);
       return next;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -87,7 +91,9 @@ public final class WsClient implements AutoCloseable {
 
   /** The text messages received and not taken yet. */
   public List<JsonObject> pending() {
-    return List.copyOf(texts);
+    List<JsonObject> pending = List.copyOf(texts);
+    pending.forEach(message -> StreamChecks.webSocket(url, message));
+    return pending;
   }
 
   /** The status of the server's close, once it came (waiting up to {@code timeout}). */

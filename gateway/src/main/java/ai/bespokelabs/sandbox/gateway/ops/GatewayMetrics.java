@@ -89,7 +89,10 @@ public final class GatewayMetrics implements StreamMeter, AutoCloseable {
         .tags("backend", backend).register(registry).increment();
   }
 
-  /** A provider failure that reached the lifecycle (a create or an execution), by backend and contract code. */
+  /**
+   * A provider failure an adapter of this node answered (any operation: create, execute, files, destroy, signal,
+   * health, ...), by backend and contract code; counted once, where the adapter answers it.
+   */
   public void providerError(String backend, String code) {
     Counter.builder("sandbox_provider_errors").description("Provider failures, by backend and error code")
         .tags("backend", backend, "code", code).register(registry).increment();

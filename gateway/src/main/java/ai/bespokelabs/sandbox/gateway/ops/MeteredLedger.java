@@ -15,8 +15,9 @@ import java.util.Map;
 /**
  * The ledger's handler with metrics around it: the ledger sees every lifecycle event exactly once across
  * nodes, so the series counted here (events priced and their lag, executions and sandboxes by backend and
- * outcome, provider failures by code) add up over the cluster's nodes without double counting. They are
- * recorded only once the ledger's transaction committed.
+ * outcome) add up over the cluster's nodes without double counting. They are recorded only once the ledger's
+ * transaction committed. Provider failures are not counted here but where an adapter answers them (a failed
+ * create or execution would otherwise count twice).
  */
 public final class MeteredLedger implements OutboxConsumer.Handler {
   private static final String BACKENDS = "SELECT id, backend, expires_at FROM sandboxes WHERE id = ANY($1)";
@@ -76,20 +77,11 @@ public final class MeteredLedger implements OutboxConsumer.Handler {
       JsonObject data = e.data() == null ? new JsonObject() : e.data();
       switch (e.type()) {
         case "execution.started" -> metrics.executionStarted(backend);
-        case "execution.completed", "execution.failed", "execution.timed_out", "execution.cancelled" -> {
+        case "execution.completed", "execution.failed", "execution.timed_out", "execution.cancelled" ->
           metrics.executionEnded(backend, e.type().substring("execution.".length()),
               data.getValue("duration_ms") instanceof Number n ? n.longValue() : -1);
-          if (data.getValue("code") instanceof String code) {
-            metrics.providerError(backend, code);
-          }
-        }
         case "sandbox.running" -> metrics.sandboxStarted(backend);
-        case "sandbox.failed" -> {
-          if (data.getValue("code") instanceof String code) {
-            metrics.providerError(backend, code);
-          }
-          metrics.sandboxEnded(backend, "failed");
-        }
+        case "sandbox.failed" -> metrics.sandboxEnded(backend, "failed");
         case "sandbox.destroyed" -> {
           String reason = data.getValue("reason") instanceof String r ? r : "unknown";
           metrics.sandboxEnded(backend, reason);

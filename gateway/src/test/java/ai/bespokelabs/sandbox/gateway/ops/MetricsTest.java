@@ -6,6 +6,8 @@ import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -51,8 +53,21 @@ class MetricsTest {
           .contains("sandbox_stream_credits_held 0.0")
           .containsPattern("vertx_http_server_requests_total\\{[^}]*route=\"/v1/sandboxes/:sandbox_id/execute\"")
           .contains("jvm_memory_used_bytes")
-          .contains("process_uptime_seconds")
-          .containsPattern("vertx_pool_in_use\\{[^}]*pool_type=\"sql\"");
+          .contains("process_uptime_seconds");
+      // request latency by route template, method and status: the execute above, counted under its template
+      assertThat(text)
+          .containsPattern("vertx_http_server_response_time_seconds_count\\{code=\"200\",method=\"POST\","
+              + "route=\"/v1/sandboxes/:sandbox_id/execute\"\\} [1-9]")
+          .containsPattern("vertx_http_server_response_time_seconds_sum\\{code=\"200\",method=\"POST\","
+              + "route=\"/v1/sandboxes/:sandbox_id/execute\"\\} [0-9.E-]+")
+          .containsPattern("vertx_http_server_response_time_seconds_count\\{code=\"201\",method=\"POST\","
+              + "route=\"/v1/sandboxes\"\\} 1");
+      // the PostgreSQL pool: connections in use, requests waiting for one, and how long they waited and held one
+      assertThat(text)
+          .containsPattern("vertx_pool_in_use\\{[^}]*pool_type=\"sql\"\\} [0-9]")
+          .containsPattern("vertx_pool_queue_pending\\{[^}]*pool_type=\"sql\"\\} [0-9]")
+          .containsPattern("vertx_pool_queue_time_seconds_count\\{[^}]*pool_type=\"sql\"\\} [1-9]")
+          .containsPattern("vertx_pool_usage_seconds_count\\{[^}]*pool_type=\"sql\"\\} [1-9]");
       // no series names a sandbox, an organization, a key or an execution
       assertThat(text).doesNotContain(id).doesNotContain(key).doesNotContain("org_").doesNotContain("exe_")
           .doesNotContain(TOKEN);
@@ -69,6 +84,67 @@ class MetricsTest {
           .containsPattern("sandbox_supervisor_claims_total [1-9]")
           .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"ttl_expired\"} 1.0")
           .contains("sandbox_supervisor_deadline_lateness_seconds_count 1"));
+    }
+  }
+
+  @Test
+  void streams_open_on_sse_and_on_a_websocket_show_in_the_watcher_gauges_until_they_close() {
+    try (TestGateway gw = new TestGateway(Map.of())) {
+      String key = gw.bootstrap("Watched");
+      String id = gw.sandbox(key, null).getString("id");
+      Resp started = gw.post("/v1/sandboxes/" + id + "/executions", key,
+          new JsonObject().put("command", "printf open; sleep 60"));
+      assertThat(started.status()).as(started.body()).isEqualTo(202);
+      String execution = gw.base + "/v1/sandboxes/" + id + "/executions/" + started.json().getString("id");
+      try (SseClient sse = SseClient.open(execution + "/stream", key, "GET", null);
+          WsClient ws = WsClient.connect(execution + "/ws", key)) {
+        assertThat(sse.next().name()).isEqualTo("stdout");
+        assertThat(ws.nextJson().getString("type")).isEqualTo("stdout");
+        assertThat(scrape(gw, null))
+            .contains("sandbox_stream_watchers{transport=\"sse\"} 1.0")
+            .contains("sandbox_stream_watchers{transport=\"websocket\"} 1.0");
+      }
+      Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, null))
+          .contains("sandbox_stream_watchers{transport=\"sse\"} 0.0")
+          .contains("sandbox_stream_watchers{transport=\"websocket\"} 0.0"));
+      assertThat(gw.post(execution.substring(gw.base.length()) + "/signal", key,
+          new JsonObject().put("signal", "KILL")).status()).isEqualTo(204);
+    }
+  }
+
+  @Test
+  void provider_failures_of_every_operation_are_counted_once_by_backend_and_code() {
+    try (TestGateway gw = new TestGateway(Map.of())) {
+      String key = gw.bootstrap("Failing");
+      String id = gw.sandbox(key, null).getString("id");
+      // no lifecycle event records this one: a snapshot, which the local backend does not offer
+      Resp snapshot = gw.post("/v1/sandboxes/" + id + "/snapshot", key, null);
+      assertThat(snapshot.status()).as(snapshot.body()).isEqualTo(502);
+      assertThat(snapshot.json().getJsonObject("detail").getString("code")).isEqualTo("feature_not_supported");
+      // these two also end in lifecycle events (execution.failed, sandbox.failed), which must not count them again
+      Resp exec = gw.post("/v1/sandboxes/" + id + "/execute", key,
+          new JsonObject().put("command", "/no/such/program").put("args", new JsonArray().add("x")));
+      assertThat(exec.status()).as(exec.body()).isEqualTo(502);
+      assertThat(exec.json().getJsonObject("detail").getString("code")).isEqualTo("execution_failed");
+      assertThat(gw.post("/v1/presets", key, new JsonObject().put("name", "failing-setup")
+          .put("setup_commands", new JsonArray().add("exit 7"))).status()).isEqualTo(201);
+      Resp create = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local")
+          .put("preset", "failing-setup"));
+      assertThat(create.status()).as(create.body()).isEqualTo(502);
+      assertThat(create.json().getJsonObject("detail").getString("code")).isEqualTo("workspace");
+
+      // once the ledger has priced both lifecycle events, each failure is counted exactly once
+      Waits.upTo(20).untilAsserted(() -> assertThat(scrape(gw, null))
+          .contains("sandbox_executions_ended_total{backend=\"local\",status=\"failed\"} 1.0")
+          .contains("sandbox_sandboxes_ended_total{backend=\"local\",reason=\"failed\"} 1.0"));
+      String text = scrape(gw, null);
+      assertThat(text)
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"feature_not_supported\"} 1.0")
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"execution_failed\"} 1.0")
+          .contains("sandbox_provider_errors_total{backend=\"local\",code=\"workspace\"} 1.0")
+          // the event bus counts the failed replies apart, by failure type (a timeout would be TIMEOUT)
+          .containsPattern("vertx_eventbus_reply_failures_total\\{[^}]*failure=\"RECIPIENT_FAILURE\"[^}]*\\} [1-9]")
+          .doesNotContain(id).doesNotContain(key).doesNotContain("org_");
     }
   }
 
