@@ -243,6 +243,22 @@ class ClusterTest {
     assertThat(call("a", "POST", "/v1/sandboxes/" + cloud + "/execute", key, "{\"command\":\"echo cloud\"}", 200)
         .getString("stdout")).isEqualTo("cloud\n");
 
+    // a key every node has cached, revoked through A, is refused by B and C well before their caches expire
+    String reader = call("a", "POST", "/v1/api-keys", key, "{\"name\":\"reader\",\"scopes\":[\"sandboxes:read\"]}",
+        201).getString("secret");
+    String readerId = null;
+    for (String node : NODES) {
+      readerId = call(node, "GET", "/v1/session", reader, null, 200).getString("api_key_id");
+    }
+    long revoked = System.nanoTime();
+    call("a", "DELETE", "/v1/api-keys/" + readerId, key, null, 204);
+    for (String node : List.of("b", "c")) {
+      Waits.upTo(3).alias("node " + node + " refuses the revoked key")
+          .until(() -> send(node, "GET", "/v1/session", reader, null).statusCode() == 401);
+    }
+    assertThat(Duration.ofNanos(System.nanoTime() - revoked)).as("refused on every node before a cache expiry")
+        .isLessThan(Duration.ofSeconds(3));
+
     // A dies mid-stream: C's watcher ends with a failed exit within the take-over bound
     String counter = call("b", "POST", "/v1/sandboxes/" + sbx + "/executions", key,
         "{\"command\":\"sleep 300 >/dev/null 2>&1 & echo $!; while true; do echo tick; sleep 0.1; done\"}", 202).getString("id");
