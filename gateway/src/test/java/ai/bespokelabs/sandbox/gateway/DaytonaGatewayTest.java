@@ -7,12 +7,6 @@ import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ai.bespokelabs.sandbox.testkit.Waits;
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.IThrowableProxy;
-import ch.qos.logback.classic.spi.StackTraceElementProxy;
-import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
@@ -23,14 +17,11 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
 
 /**
  * The Daytona backend through the gateway's REST, SSE and reconciliation, against the Daytona simulator; at
@@ -43,19 +34,12 @@ class DaytonaGatewayTest {
   static DaytonaSimulator sim;
   static TestGateway gw;
   static String key;
-  static final List<String> bodies = new ArrayList<>();
   static final long UPLOAD_LIMIT = 1 << 20;
-  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
-  static final Logger ROOT = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-  static final Logger OURS = (Logger) LoggerFactory.getLogger("ai.bespokelabs");
-  static Level oursBefore;
+  static SecretWatch watch;
 
   @BeforeAll
   static void start() {
-    LOGS.start();
-    ROOT.addAppender(LOGS);
-    oursBefore = OURS.getLevel();
-    OURS.setLevel(Level.DEBUG);
+    watch = SecretWatch.start();
     sim = DaytonaSimulator.start(DAYTONA_KEY).startDelayMs(50);
     gw = new TestGateway(Map.of("DAYTONA_API_KEY", DAYTONA_KEY, "DAYTONA_API_URL", sim.url(),
         "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_MAX_UPLOAD_BYTES", String.valueOf(UPLOAD_LIMIT)));
@@ -65,40 +49,12 @@ class DaytonaGatewayTest {
   @AfterAll
   static void stop() {
     try {
-      String db = DatabaseDump.of(gw);
-      assertThat(db).as("the dump holds the sandboxes").contains("daytona");
-      assertThat(db).as("the provider key is in no database row").doesNotContain(DAYTONA_KEY);
-      assertThat(bodies).as("the provider key never reaches a client").isNotEmpty()
-          .noneMatch(b -> b.contains(DAYTONA_KEY));
-      assertThat(LOGS.list).as("log events were captured").isNotEmpty();
-      assertThat(LOGS.list.stream().map(DaytonaGatewayTest::logText))
-          .as("the provider key is in no log event").noneMatch(t -> t.contains(DAYTONA_KEY));
+      watch.assertNeverLeaked(gw, "daytona", DAYTONA_KEY);
     } finally {
-      ROOT.detachAppender(LOGS);
-      OURS.setLevel(oursBefore);
+      watch.stop();
       gw.close();
       sim.close();
     }
-  }
-
-  /** A log event's message, arguments, MDC and every throwable in its chain with their stack frames. */
-  static String logText(ILoggingEvent e) {
-    StringBuilder b = new StringBuilder(e.getFormattedMessage()).append('\n').append(e.getMDCPropertyMap());
-    if (e.getArgumentArray() != null) {
-      for (Object a : e.getArgumentArray()) {
-        b.append('\n').append(a);
-      }
-    }
-    for (IThrowableProxy t = e.getThrowableProxy(); t != null; t = t.getCause()) {
-      b.append('\n').append(t.getClassName()).append(": ").append(t.getMessage());
-      for (StackTraceElementProxy f : t.getStackTraceElementProxyArray()) {
-        b.append('\n').append(f.getSTEAsString());
-      }
-      for (IThrowableProxy s : t.getSuppressed()) {
-        b.append('\n').append(s.getClassName()).append(": ").append(s.getMessage());
-      }
-    }
-    return b.toString();
   }
 
   @AfterEach
@@ -107,8 +63,7 @@ class DaytonaGatewayTest {
   }
 
   static Resp seen(Resp r) {
-    bodies.add(r.body());
-    return r;
+    return watch.seen(r);
   }
 
   @Test
@@ -170,7 +125,7 @@ class DaytonaGatewayTest {
             + "?path=" + URLEncoder.encode(path, StandardCharsets.UTF_8) + extra))
         .header("Authorization", "Bearer " + key).timeout(Duration.ofSeconds(60)).method(method, body).build(),
         HttpResponse.BodyHandlers.ofString());
-    bodies.add(r.body());
+    watch.seen(r.body());
     return r;
   }
 

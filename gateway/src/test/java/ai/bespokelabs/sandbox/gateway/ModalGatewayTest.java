@@ -7,9 +7,6 @@ import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.testkit.WsClient;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.json.JsonObject;
 import io.vertx.grpc.common.GrpcStatus;
 import java.io.ByteArrayOutputStream;
@@ -22,23 +19,24 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
 
-/** The modal backend through the gateway's API, against the Modal gRPC simulator. */
+/**
+ * The modal backend through the gateway's API, against the Modal gRPC simulator; at the end, neither part of the
+ * Modal token appears in a response body, a log event (ours at debug level included) or a database row.
+ */
 class ModalGatewayTest {
   static ModalSimulator sim;
   static TestGateway gw;
   static String key;
-  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
-  static final List<String> BODIES = new ArrayList<>();
+  static SecretWatch watch;
 
   @BeforeAll
   static void start() {
-    LOGS.start();
-    ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(LOGS);
+    watch = SecretWatch.start();
     sim = ModalSimulator.start();
     Map<String, String> env = new HashMap<>(sim.env());
     env.put("BESPOKE_SUPERVISION_INTERVAL_SECS", "1");
+    env.put("MODAL_REQUEST_TIMEOUT_SECS", String.valueOf(ProviderFailures.REQUEST_TIMEOUT_SECS));
     gw = new TestGateway(env);
     key = gw.bootstrap("Modal users");
   }
@@ -52,22 +50,16 @@ class ModalGatewayTest {
   @AfterAll
   static void stop() {
     try {
-      String db = DatabaseDump.of(gw);
-      for (String secret : List.of(ModalSimulator.TOKEN_SECRET, ModalSimulator.TOKEN_ID)) {
-        assertThat(db).doesNotContain(secret);
-        assertThat(BODIES).noneMatch(b -> b.contains(secret));
-        assertThat(LOGS.list).noneMatch(e -> e.getFormattedMessage().contains(secret));
-      }
+      watch.assertNeverLeaked(gw, "modal", ModalSimulator.TOKEN_SECRET, ModalSimulator.TOKEN_ID);
     } finally {
-      ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(LOGS);
+      watch.stop();
       gw.close();
       sim.close();
     }
   }
 
   static Resp keep(Resp r) {
-    BODIES.add(r.body());
-    return r;
+    return watch.seen(r);
   }
 
   static JsonObject createModal(JsonObject extra) {
@@ -165,7 +157,7 @@ class ModalGatewayTest {
         .method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
             : java.net.http.HttpRequest.BodyPublishers.ofByteArray(body)).build(),
         java.net.http.HttpResponse.BodyHandlers.ofByteArray());
-    BODIES.add(new String(r.body(), StandardCharsets.UTF_8));
+    watch.seen(new String(r.body(), StandardCharsets.UTF_8));
     return r;
   }
 
@@ -374,5 +366,56 @@ class ModalGatewayTest {
 
     Resp gpu = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal").put("gpu", "H100:0")));
     assertThat(gpu.status()).as(gpu.body()).isEqualTo(422);
+  }
+
+  /**
+   * A sandbox's first program looks its task up at Modal: Modal not knowing the sandbox is {@code not_found};
+   * answering too slowly, a {@code timeout} at the request timeout; a refusal with gRPC's retry pushback is
+   * retryable with that wait. The sandbox is served once Modal answers again.
+   */
+  @Test
+  void not_found_a_slow_answer_and_a_retry_pushback_reach_the_client_in_the_error_contract() {
+    String id = createModal(new JsonObject()).getString("id");
+    JsonObject command = new JsonObject().put("command", "echo reached");
+    sim.fail("SandboxGetTaskId", GrpcStatus.NOT_FOUND);
+    ProviderFailures.assertFailure(exec(id, command), ProviderFailures.payload("not_found", "modal", "execute", false,
+        "failed", new JsonObject().put("provider_code", "not_found")));
+
+    sim.delay("SandboxGetTaskId", ProviderFailures.SLOW_ANSWER_MS);
+    ProviderFailures.assertTimesOut(() -> exec(id, command), ProviderFailures.payload("timeout", "modal", "execute",
+        true, "unknown", new JsonObject()));
+
+    sim.fail("SandboxGetTaskId", GrpcStatus.UNAVAILABLE, 1_500L);
+    ProviderFailures.assertFailure(exec(id, command), ProviderFailures.payload("connection", "modal", "execute", true,
+        "unknown", new JsonObject().put("provider_code", "unavailable").put("retry_after_ms", 1500)
+            .put("retry_after_secs", 2)));
+    sim.fail("SandboxCreate", GrpcStatus.RESOURCE_EXHAUSTED, 4_000L);
+    ProviderFailures.assertWaitHint(keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal"))),
+        "modal", 4);
+
+    Resp served = exec(id, command);
+    assertThat(served.status()).as(served.body()).isEqualTo(200);
+    assertThat(served.json().getString("stdout")).isEqualTo("reached\n");
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  /**
+   * A create whose answer is lost after Modal created the sandbox: the sandboxes tagged with its create token
+   * are terminated, exactly once, and the client learns {@code cleanup_status deleted} (so it may retry).
+   */
+  @Test
+  void a_create_whose_answer_is_lost_is_terminated_exactly_once() throws Exception {
+    java.util.Set<String> before = sim.liveSandboxes();
+    int creates = sim.calls("SandboxCreate");
+    int terminates = sim.calls("SandboxTerminate");
+    sim.failAfter("SandboxCreate", GrpcStatus.UNAVAILABLE);
+    Resp lost = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")));
+    ProviderFailures.assertFailure(lost, ProviderFailures.payload("connection", "modal", "create", true, "failed",
+        new JsonObject().put("provider_code", "unavailable").put("cleanup_status", "deleted")));
+    assertThat(sim.calls("SandboxCreate")).as("Modal created it, once").isEqualTo(creates + 1);
+    assertThat(sim.calls("SandboxTerminate")).as("terminated once").isEqualTo(terminates + 1);
+    assertThat(sim.liveSandboxes()).as("nothing was left behind").isEqualTo(before);
+    Thread.sleep(1_500); // a supervision pass (every second here) terminates nothing more
+    assertThat(sim.calls("SandboxTerminate")).isEqualTo(terminates + 1);
   }
 }

@@ -2,10 +2,18 @@ package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSimulator;
+import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSimulator;
+import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
+import ai.bespokelabs.sandbox.adapters.modal.ModalSimulator;
+import ai.bespokelabs.sandbox.adapters.ray.RaySimulator;
+import ai.bespokelabs.sandbox.adapters.runpod.RunPodSimulator;
+import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSimulator;
 import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
 import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -100,6 +108,88 @@ class ProviderTest {
   void every_enabled_backend_is_listed() {
     assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").stream()
         .map(p -> ((JsonObject) p).getString("backend")).toList()).containsExactly("bwrap", "docker", "local", "safehouse");
+  }
+
+  /**
+   * With every cloud provider configured (each against its simulator), {@code GET /v1/providers} lists all
+   * eleven backends in name order with the capabilities each declares, none checked yet. A host backend whose
+   * tool or engine this machine lacks (safehouse is macOS only; docker needs an engine) is still listed, as not
+   * configured, and a create there is refused with {@code backend_not_installed}.
+   */
+  @Test
+  void with_every_cloud_provider_configured_all_eleven_backends_are_listed_with_their_capabilities()
+      throws Exception {
+    String secret = "provider_listing_test_key_0123";
+    try (E2bSimulator e2b = E2bSimulator.start(); DaytonaSimulator daytona = DaytonaSimulator.start(secret);
+        ModalSimulator modal = ModalSimulator.start(); RunPodSimulator runpod = RunPodSimulator.start(secret);
+        RaySimulator ray = RaySimulator.start(secret); TensorlakeSimulator tensorlake = TensorlakeSimulator.start(secret);
+        CodeCapsulesSimulator codecapsules = CodeCapsulesSimulator.start()) {
+      Map<String, String> env = new java.util.HashMap<>();
+      env.putAll(e2b.env());
+      env.putAll(Map.of("DAYTONA_API_KEY", secret, "DAYTONA_API_URL", daytona.url()));
+      env.putAll(modal.env());
+      env.putAll(Map.of("RUNPOD_API_KEY", secret, "RUNPOD_API_URL", runpod.url()));
+      env.putAll(Map.of("RAY_ADDRESS", ray.url(), "RAY_JOB_TOKEN", secret));
+      env.putAll(Map.of("TENSORLAKE_API_KEY", secret, "TENSORLAKE_API_URL", tensorlake.url(),
+          "TENSORLAKE_SANDBOX_URL", tensorlake.daemonUrl()));
+      env.putAll(codecapsules.env());
+      try (TestGateway all = new TestGateway(env)) {
+        String ops = all.bootstrap("Every provider");
+        boolean engine = Files.exists(Path.of("/var/run/docker.sock")) || System.getenv("DOCKER_HOST") != null;
+        Map<String, Boolean> configured = new java.util.LinkedHashMap<>();
+        configured.put("bwrap", true);
+        configured.put("codecapsules", true);
+        configured.put("daytona", true);
+        configured.put("docker", engine);
+        configured.put("e2b", true);
+        configured.put("local", true);
+        configured.put("modal", true);
+        configured.put("ray", true);
+        configured.put("runpod", true);
+        configured.put("safehouse", false);
+        configured.put("tensorlake", true);
+        Map<String, List<String>> capabilities = Map.ofEntries(
+            Map.entry("bwrap", List.of("adopt", "files", "metrics")),
+            Map.entry("codecapsules", List.of("files", "metrics")),
+            Map.entry("daytona", List.of("adopt", "files", "metrics", "provider_timeout")),
+            Map.entry("docker", List.of("adopt", "files", "metrics", "snapshot")),
+            Map.entry("e2b", List.of("adopt", "files", "metrics", "provider_timeout")),
+            Map.entry("local", List.of("adopt", "files", "metrics")),
+            Map.entry("modal", List.of("adopt", "files", "snapshot")),
+            Map.entry("ray", List.of()),
+            Map.entry("runpod", List.of("files")),
+            Map.entry("safehouse", List.of("adopt", "files", "metrics")),
+            Map.entry("tensorlake", List.of("adopt", "files", "metrics", "snapshot")));
+
+        Resp listed = all.get("/v1/providers", ops);
+        assertThat(listed.status()).as(listed.body()).isEqualTo(200);
+        io.vertx.core.json.JsonArray items = listed.json().getJsonArray("items");
+        assertThat(items.stream().map(i -> ((JsonObject) i).getString("backend")).toList())
+            .containsExactlyElementsOf(configured.keySet());
+        for (Object o : items) {
+          JsonObject item = (JsonObject) o;
+          String backend = item.getString("backend");
+          assertThat(item).as(backend).isEqualTo(new JsonObject().put("backend", backend)
+              .put("configured", configured.get(backend))
+              .put("capabilities", new io.vertx.core.json.JsonArray(capabilities.get(backend)))
+              .put("status", "unknown").putNull("checked_at").put("message", "Not checked yet."));
+          if (!configured.get(backend)) {
+            Resp refused = all.post("/v1/sandboxes", ops, new JsonObject().put("backend", backend));
+            assertThat(refused.status()).as(refused.body()).isEqualTo(422);
+            assertThat(refused.json().getJsonObject("detail").getString("code")).as(refused.body())
+                .isEqualTo("backend_not_installed");
+            assertThat(refused.json().getJsonObject("detail").getString("backend")).isEqualTo(backend);
+          }
+        }
+        assertThat(e2b.violations()).isEmpty();
+        assertThat(daytona.violations()).isEmpty();
+        assertThat(modal.violations()).isEmpty();
+        assertThat(runpod.violations()).isEmpty();
+        assertThat(ray.violations()).isEmpty();
+        assertThat(tensorlake.violations()).isEmpty();
+        assertThat(codecapsules.violations()).isEmpty();
+      }
+    }
   }
 
   @Test

@@ -8,22 +8,16 @@ import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.testkit.Waits;
 import ai.bespokelabs.sandbox.testkit.WsClient;
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
 
 /**
  * The Ray backend through the gateway's REST, SSE, WebSocket and reconciliation, against the Ray simulator;
@@ -35,37 +29,24 @@ class RayGatewayTest {
   static RaySimulator sim;
   static TestGateway gw;
   static String key;
-  static final List<String> bodies = new ArrayList<>();
-  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
-  static final Logger ROOT = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-  static final Logger OURS = (Logger) LoggerFactory.getLogger("ai.bespokelabs");
-  static Level oursBefore;
+  static SecretWatch watch;
 
   @BeforeAll
   static void start() {
-    LOGS.start();
-    ROOT.addAppender(LOGS);
-    oursBefore = OURS.getLevel();
-    OURS.setLevel(Level.DEBUG);
+    watch = SecretWatch.start();
     sim = RaySimulator.start(TOKEN);
     gw = new TestGateway(Map.of("RAY_ADDRESS", sim.url(), "RAY_JOB_TOKEN", TOKEN,
-        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+        "BESPOKE_SUPERVISION_INTERVAL_SECS", "1",
+        "RAY_REQUEST_TIMEOUT_SECS", String.valueOf(ProviderFailures.REQUEST_TIMEOUT_SECS)));
     key = gw.bootstrap("Ray users");
   }
 
   @AfterAll
   static void stop() {
     try {
-      String db = DatabaseDump.of(gw);
-      assertThat(db).as("the dump holds the sandboxes").contains("ray");
-      assertThat(db).as("the token is in no database row").doesNotContain(TOKEN);
-      assertThat(bodies).as("the token never reaches a client").isNotEmpty().noneMatch(b -> b.contains(TOKEN));
-      assertThat(LOGS.list).as("log events were captured").isNotEmpty();
-      assertThat(LOGS.list.stream().map(DaytonaGatewayTest::logText))
-          .as("the token is in no log event").noneMatch(t -> t.contains(TOKEN));
+      watch.assertNeverLeaked(gw, "ray", TOKEN);
     } finally {
-      ROOT.detachAppender(LOGS);
-      OURS.setLevel(oursBefore);
+      watch.stop();
       gw.close();
       sim.close();
     }
@@ -78,8 +59,7 @@ class RayGatewayTest {
   }
 
   static Resp seen(Resp r) {
-    bodies.add(r.body());
-    return r;
+    return watch.seen(r);
   }
 
   static JsonObject create(String org, JsonObject extra) {
@@ -230,16 +210,72 @@ class RayGatewayTest {
     String id = create(key, new JsonObject()).getString("id");
     sim.faults().status(HttpMethod.POST, "/api/jobs/", 429, Map.of("Retry-After", "9"), null, 1);
     Resp limited = seen(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "true")));
-    JsonObject detail = limited.json().getJsonObject("detail");
-    assertThat(detail.getString("code")).as(limited.body()).isEqualTo("execution_failed");
-    assertThat(detail.getBoolean("retryable")).isTrue();
-    assertThat(detail.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(9);
+    ProviderFailures.assertFailure(limited, ProviderFailures.payload("execution_failed", "ray", "execute", true,
+        "failed", new JsonObject().put("provider_status", 429).put("retry_after_secs", 9).put("retry_after_ms", 9000)));
     assertThat(limited.body()).doesNotContain("injected failure");
+    sim.faults().status(HttpMethod.POST, "/api/jobs/", 503, Map.of("Retry-After", "4"), null, 1);
+    ProviderFailures.assertWaitHint(seen(gw.post("/v1/sandboxes/" + id + "/execute", key,
+        new JsonObject().put("command", "true"))), "ray", 4);
 
     Resp refused = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "ray")
         .put("image", "python:3.12")));
     assertThat(refused.status()).isEqualTo(422);
     seen(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  /**
+   * After a restart the gateway reads a sandbox back from its anchor job: Ray not knowing it is
+   * {@code not_found}, Ray answering too slowly a {@code timeout} at the request timeout; neither changed
+   * anything, and the sandbox is served once Ray answers again.
+   */
+  @Test
+  void a_missing_anchor_is_not_found_and_a_slow_ray_times_out() {
+    String id = create(key, new JsonObject()).getString("id");
+    String anchor = "/api/jobs/bsk-sandbox-" + id;
+    gw = gw.restarted();
+    JsonObject command = new JsonObject().put("command", "echo back");
+    sim.faults().status(HttpMethod.GET, anchor, 404, Map.of(), null, 1);
+    ProviderFailures.assertFailure(seen(gw.post("/v1/sandboxes/" + id + "/execute", key, command)),
+        ProviderFailures.payload("not_found", "ray", "execute", false, "failed", new JsonObject()));
+
+    sim.faults().delay(HttpMethod.GET, anchor, ProviderFailures.SLOW_ANSWER_MS, 1);
+    ProviderFailures.assertTimesOut(() -> seen(gw.post("/v1/sandboxes/" + id + "/execute", key, command)),
+        ProviderFailures.payload("timeout", "ray", "execute", true, "failed", new JsonObject()));
+    assertThat(executionJobsOf(id)).as("nothing was submitted").isEmpty();
+
+    Resp served = seen(gw.post("/v1/sandboxes/" + id + "/execute", key, command));
+    assertThat(served.status()).as(served.body()).isEqualTo(200);
+    assertThat(served.json().getString("stdout")).isEqualTo("back\n");
+    assertThat(seen(gw.delete("/v1/sandboxes/" + id, key)).status()).isBetween(200, 204);
+  }
+
+  /**
+   * A submit whose answer is lost may have started the job: it is stopped exactly once, by its submission id,
+   * and the client learns {@code cleanup_status deleted} with outcome {@code unknown} (the program may have
+   * run). A lost create answer needs no cleanup: the anchor found by its id is the sandbox.
+   */
+  @Test
+  void a_job_whose_submit_answer_was_lost_is_stopped_exactly_once() throws Exception {
+    long anchors = sim.count(HttpMethod.POST, "/api/jobs/");
+    sim.faults().loseResponse(HttpMethod.POST, "/api/jobs/", 1);
+    JsonObject sbx = create(key, new JsonObject());
+    String id = sbx.getString("id");
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/")).as("one submit, never a second").isEqualTo(anchors + 1);
+    assertThat(jobsOf(id)).hasSize(1);
+
+    long stops = sim.count(HttpMethod.POST, "/api/jobs/[^/]+/stop");
+    sim.faults().loseResponse(HttpMethod.POST, "/api/jobs/", 1);
+    Resp lost = seen(gw.post("/v1/sandboxes/" + id + "/execute", key, new JsonObject().put("command", "sleep 30")));
+    ProviderFailures.assertFailure(lost, ProviderFailures.payload("connection", "ray", "execute", true, "unknown",
+        new JsonObject().put("cleanup_status", "deleted")));
+    List<JsonObject> started = executionJobsOf(id);
+    assertThat(started).as("the job did start").hasSize(1);
+    String submission = started.get(0).getString("submission_id");
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/" + submission + "/stop")).as("stopped once").isEqualTo(1);
+    Waits.upTo(10).until(() -> "STOPPED".equals(sim.job(submission).getString("status")));
+    Thread.sleep(1_500); // a supervision pass (every second here) stops nothing more
+    assertThat(sim.count(HttpMethod.POST, "/api/jobs/[^/]+/stop")).isEqualTo(stops + 1);
+    assertThat(seen(gw.delete("/v1/sandboxes/" + id, key)).status()).isBetween(200, 204);
   }
 
   @Test

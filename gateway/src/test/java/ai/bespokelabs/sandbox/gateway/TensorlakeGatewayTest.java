@@ -8,10 +8,6 @@ import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.SseClient.Event;
 import ai.bespokelabs.sandbox.testkit.Waits;
 import ai.bespokelabs.sandbox.testkit.WsClient;
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -24,14 +20,12 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
 
 /**
  * The Tensorlake backend through the gateway's REST, SSE, WebSocket and reconciliation, against the Tensorlake
@@ -44,38 +38,24 @@ class TensorlakeGatewayTest {
   static TensorlakeSimulator sim;
   static TestGateway gw;
   static String key;
-  static final List<String> bodies = new ArrayList<>();
-  static final ListAppender<ILoggingEvent> LOGS = new ListAppender<>();
-  static final Logger ROOT = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-  static final Logger OURS = (Logger) LoggerFactory.getLogger("ai.bespokelabs");
-  static Level oursBefore;
+  static SecretWatch watch;
 
   @BeforeAll
   static void start() {
-    LOGS.start();
-    ROOT.addAppender(LOGS);
-    oursBefore = OURS.getLevel();
-    OURS.setLevel(Level.DEBUG);
+    watch = SecretWatch.start();
     sim = TensorlakeSimulator.start(TL_KEY).startDelayMs(50);
     gw = new TestGateway(Map.of("TENSORLAKE_API_KEY", TL_KEY, "TENSORLAKE_API_URL", sim.url(),
-        "TENSORLAKE_SANDBOX_URL", sim.daemonUrl(), "BESPOKE_SUPERVISION_INTERVAL_SECS", "1"));
+        "TENSORLAKE_SANDBOX_URL", sim.daemonUrl(), "BESPOKE_SUPERVISION_INTERVAL_SECS", "1",
+        "TENSORLAKE_REQUEST_TIMEOUT_SECS", String.valueOf(ProviderFailures.REQUEST_TIMEOUT_SECS)));
     key = gw.bootstrap("Tensorlake users");
   }
 
   @AfterAll
   static void stop() {
     try {
-      String db = DatabaseDump.of(gw);
-      assertThat(db).as("the dump holds the sandboxes").contains("tensorlake");
-      assertThat(db).as("the provider key is in no database row").doesNotContain(TL_KEY);
-      assertThat(bodies).as("the provider key never reaches a client").isNotEmpty()
-          .noneMatch(b -> b.contains(TL_KEY));
-      assertThat(LOGS.list).as("log events were captured").isNotEmpty();
-      assertThat(LOGS.list.stream().map(DaytonaGatewayTest::logText))
-          .as("the provider key is in no log event").noneMatch(t -> t.contains(TL_KEY));
+      watch.assertNeverLeaked(gw, "tensorlake", TL_KEY);
     } finally {
-      ROOT.detachAppender(LOGS);
-      OURS.setLevel(oursBefore);
+      watch.stop();
       gw.close();
       sim.close();
     }
@@ -88,8 +68,7 @@ class TensorlakeGatewayTest {
   }
 
   static Resp seen(Resp r) {
-    bodies.add(r.body());
-    return r;
+    return watch.seen(r);
   }
 
   static HttpResponse<String> files(String method, String sbx, String endpoint, String path, String extra,
@@ -98,7 +77,7 @@ class TensorlakeGatewayTest {
             + "?path=" + URLEncoder.encode(path, StandardCharsets.UTF_8) + extra))
         .header("Authorization", "Bearer " + key).timeout(Duration.ofSeconds(60)).method(method, body).build(),
         HttpResponse.BodyHandlers.ofString());
-    bodies.add(r.body());
+    watch.seen(r.body());
     return r;
   }
 
@@ -238,10 +217,12 @@ class TensorlakeGatewayTest {
     assertThat(detail.getString("op")).isEqualTo("create");
 
     sim.faults().status(HttpMethod.POST, "/sandboxes", 429, Map.of("Retry-After", "9"), null, 1);
-    JsonObject limited = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake"))).json()
-        .getJsonObject("detail");
-    assertThat(limited.getBoolean("retryable")).isTrue();
-    assertThat(limited.getJsonObject("context").getInteger("retry_after_secs")).isEqualTo(9);
+    ProviderFailures.assertFailure(seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake"))),
+        ProviderFailures.payload("creation_failed", "tensorlake", "create", true, "failed", new JsonObject()
+            .put("provider_status", 429).put("retry_after_secs", 9).put("retry_after_ms", 9000)));
+    sim.faults().status(HttpMethod.POST, "/sandboxes", 503, Map.of("Retry-After", "2"), null, 1);
+    ProviderFailures.assertWaitHint(seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend",
+        "tensorlake"))), "tensorlake", 2);
 
     long creates = sim.count(HttpMethod.POST, "/sandboxes");
     sim.timeoutNextCreate();
@@ -255,6 +236,54 @@ class TensorlakeGatewayTest {
     assertThat(health.json().getString("status")).isEqualTo("healthy");
     Resp providers = seen(gw.get("/v1/providers", key));
     assertThat(providers.body()).contains("tensorlake");
+  }
+
+  /**
+   * Tensorlake not knowing a sandbox is {@code not_found}; answering too slowly, a {@code timeout} at the
+   * request timeout; neither changes the sandbox, which is served once Tensorlake answers again.
+   */
+  @Test
+  void a_provider_404_is_not_found_and_a_slow_answer_times_out() {
+    Resp created = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake")));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String sbx = created.json().getString("id");
+    String resource = "/sandboxes/" + created.json().getString("provider_resource_id");
+
+    sim.faults().status(HttpMethod.GET, resource, 404, Map.of(), null, 1);
+    ProviderFailures.assertFailure(seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key)),
+        ProviderFailures.payload("not_found", "tensorlake", "metrics", false, "failed",
+            new JsonObject().put("provider_status", 404)));
+
+    sim.faults().delay(HttpMethod.GET, resource, ProviderFailures.SLOW_ANSWER_MS, 1);
+    ProviderFailures.assertTimesOut(() -> seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key)),
+        ProviderFailures.payload("timeout", "tensorlake", "metrics", true, "failed", new JsonObject()));
+
+    Resp m = seen(gw.get("/v1/sandboxes/" + sbx + "/metrics", key));
+    assertThat(m.status()).as(m.body()).isEqualTo(200);
+    assertThat(seen(gw.get("/v1/sandboxes/" + sbx, key)).json().getString("status")).isEqualTo("running");
+    assertThat(seen(gw.delete("/v1/sandboxes/" + sbx, key)).status()).isBetween(200, 204);
+  }
+
+  /**
+   * A create answered with an error after Tensorlake allocated the sandbox: whatever carries the create's token
+   * is deleted exactly once, and the client learns {@code cleanup_status deleted}.
+   */
+  @Test
+  void a_create_that_failed_after_allocating_is_deleted_exactly_once() throws Exception {
+    long creates = sim.count(HttpMethod.POST, "/sandboxes");
+    long deletes = sim.count(HttpMethod.DELETE, "/sandboxes/.*");
+    java.util.Set<String> before = sim.sandboxes().stream().map(s -> s.getString("sandbox_id"))
+        .collect(java.util.stream.Collectors.toSet());
+    sim.failNextCreateAfterAllocating(500);
+    Resp failed = seen(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "tensorlake")));
+    ProviderFailures.assertFailure(failed, ProviderFailures.payload("creation_failed", "tensorlake", "create", true,
+        "failed", new JsonObject().put("provider_status", 500).put("cleanup_status", "deleted")));
+    assertThat(sim.count(HttpMethod.POST, "/sandboxes")).as("one create, never a second").isEqualTo(creates + 1);
+    assertThat(sim.count(HttpMethod.DELETE, "/sandboxes/.*")).as("deleted once").isEqualTo(deletes + 1);
+    Thread.sleep(1_500); // a supervision pass (every second here) deletes nothing more
+    assertThat(sim.count(HttpMethod.DELETE, "/sandboxes/.*")).isEqualTo(deletes + 1);
+    assertThat(sim.sandboxes().stream().map(s -> s.getString("sandbox_id"))).as("nothing was left behind")
+        .allMatch(before::contains);
   }
 
   @Test

@@ -81,15 +81,30 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
         });
   }
 
-  /** Keeps the create's env vars in the sandbox ({@link CodeCapsulesEnv}); a sandbox without them is deleted. */
+  /**
+   * Keeps the create's env vars in the sandbox ({@link CodeCapsulesEnv}); a sandbox without them is deleted.
+   * Deleted, nothing of the create remains: its outcome is {@code failed}, and a transient failure (no answer,
+   * 429, 5xx) may be retried.
+   */
   private Future<Void> writeEnv(String id, CreateSandbox request) {
     SandboxConfig c = request.config();
     return envs.write(id, c == null ? null : c.envVars()).recover(t -> delete(id, "create").transform(ar -> {
       ProviderError e = t instanceof ProviderException p ? p.error()
           : ProviderError.of(ErrorCode.CREATION_FAILED, CodeCapsulesClient.BACKEND, "create", false, Outcome.UNKNOWN);
-      return Future.failedFuture(new ProviderException(e.withContext("cleanup_status",
-          ar.succeeded() ? "deleted" : "unknown"), t));
+      ProviderError out = ar.succeeded()
+          ? new ProviderError(e.code(), e.backend(), e.op(), transientFailure(e), Outcome.FAILED, e.context())
+              .withContext("cleanup_status", "deleted")
+          : e.withContext("cleanup_status", "unknown");
+      return Future.failedFuture(new ProviderException(out, t));
     }));
+  }
+
+  /** A failure that may pass: no answer, or a 429 or 5xx one. */
+  private static boolean transientFailure(ProviderError e) {
+    if (e.context().get("provider_status") instanceof Long status) {
+      return status == 429 || status >= 500;
+    }
+    return e.code() == ErrorCode.TIMEOUT || e.code() == ErrorCode.CONNECTION;
   }
 
   private static Map<String, String> marks(CreateSandbox request) {

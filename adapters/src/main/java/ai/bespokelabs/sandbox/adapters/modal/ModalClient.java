@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import modal.client.Api;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadRequest;
 import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecStdioReadResponse;
@@ -81,9 +82,12 @@ final class ModalClient {
     this.settings = settings;
     this.api = Endpoint.of(settings.serverUrl());
     this.auth = new ModalAuth(this::fetchAuthToken);
-    this.plain = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
+    // a call's timeout is its deadline here too, not only the grpc-timeout header a server may ignore
+    this.plain = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE)
+            .setScheduleDeadlineAutomatically(true),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setHttp2ClearTextUpgrade(false));
-    this.tls = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE),
+    this.tls = GrpcClient.client(vertx, new GrpcClientOptions().setMaxMessageSize(MAX_MESSAGE)
+            .setScheduleDeadlineAutomatically(true),
         new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2).setSsl(true).setUseAlpn(true));
   }
 
@@ -155,8 +159,24 @@ final class ModalClient {
       authorize(req, jwt, authToken);
       req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
       return req.send(request).compose(resp -> resp.last().recover(e -> Future.failedFuture(
-          authToken != null && expired(resp.status(), resp.statusMessage()) ? new TokenExpired() : e)));
+          authToken != null && expired(resp.status(), resp.statusMessage()) ? new TokenExpired()
+              : ModalErrors.Pushback.of(e, resp))))
+          .recover(e -> Future.failedFuture(pastDeadline(req, e)));
     });
+  }
+
+  /**
+   * A call cancelled at its deadline fails as a timeout: the stream reset it ends with does not say why, and
+   * would read as a lost connection.
+   */
+  private static Throwable pastDeadline(GrpcClientRequest<?, ?> req, Throwable e) {
+    io.vertx.core.Timer deadline = req.deadline();
+    if (deadline == null || !deadline.succeeded() || e instanceof TokenExpired) {
+      return e;
+    }
+    TimeoutException t = new TimeoutException("no answer within the call's deadline");
+    t.initCause(e);
+    return t;
   }
 
   /**
@@ -182,11 +202,12 @@ final class ModalClient {
           if (ar.succeeded()) {
             done.tryComplete(out);
           } else {
-            done.tryFail(expired(resp.status(), resp.statusMessage()) ? new TokenExpired() : ar.cause());
+            done.tryFail(expired(resp.status(), resp.statusMessage()) ? new TokenExpired()
+                : ModalErrors.Pushback.of(ar.cause(), resp));
           }
         });
         return done.future();
-      });
+      }).recover(e -> Future.failedFuture(pastDeadline(req, e)));
     }), op);
   }
 

@@ -6,6 +6,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.grpc.client.GrpcClientResponse;
 import io.vertx.grpc.client.InvalidStatusException;
 import io.vertx.grpc.common.GrpcStatus;
 
@@ -48,13 +49,52 @@ final class ModalErrors {
     return null;
   }
 
+  /**
+   * A call's failure with the wait the server asked for in gRPC's retry pushback trailer
+   * ({@code grpc-retry-pushback-ms}, gRFC A6), which a server may send with a refusal to say when to try again.
+   */
+  static final class Pushback extends RuntimeException {
+    static final String TRAILER = "grpc-retry-pushback-ms";
+    final long ms;
+
+    private Pushback(Throwable cause, long ms) {
+      super("retry pushback " + ms + " ms", cause, false, false);
+      this.ms = ms;
+    }
+
+    /**
+     * {@code failure} with the response's pushback, when it carries a valid one (a non-negative count of
+     * milliseconds, in the trailers or, for an answer without messages, its headers); else {@code failure}.
+     */
+    static Throwable of(Throwable failure, GrpcClientResponse<?, ?> response) {
+      String value = response.trailers() == null ? null : response.trailers().get(TRAILER);
+      if (value == null && response.headers() != null) {
+        value = response.headers().get(TRAILER);
+      }
+      if (value == null) {
+        return failure;
+      }
+      try {
+        long ms = Long.parseLong(value.trim());
+        return ms < 0 ? failure : new Pushback(failure, ms);
+      } catch (NumberFormatException e) {
+        return failure;
+      }
+    }
+  }
+
   /** Any failure of a call: already mapped, a gRPC status, or a transport failure. */
   static Throwable map(Throwable t, String op) {
     if (t instanceof ProviderException || t instanceof ApiException) {
       return t;
     }
     GrpcStatus status = status(t);
-    return status != null ? status(status, op) : transport(t, op);
+    if (status == null) {
+      return transport(t, op);
+    }
+    ProviderException e = status(status, op);
+    return t instanceof Pushback p && e.error().retryable()
+        ? new ProviderException(e.error().withContext("retry_after_ms", p.ms)) : e;
   }
 
   /** A call that ended with a status other than OK. */

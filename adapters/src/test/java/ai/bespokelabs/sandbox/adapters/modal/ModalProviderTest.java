@@ -65,8 +65,12 @@ class ModalProviderTest {
   }
 
   static ModalProvider provider(String secret) {
+    return provider(secret, Duration.ofSeconds(5));
+  }
+
+  static ModalProvider provider(String secret, Duration requestTimeout) {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
-        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, Duration.ofSeconds(5)),
+        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, requestTimeout),
         new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
             new java.math.BigDecimal("0.0098"))), Map.of("modal", Map.of("A100", GPU_RATE))));
   }
@@ -551,6 +555,13 @@ class ModalProviderTest {
     assertThat(busy.retryable()).isTrue();
     sim.fail("SandboxList", GrpcStatus.UNAVAILABLE);
     assertThat(error(() -> await(() -> provider.inventory().list())).retryable()).isTrue();
+    // the wait a server asks for in gRPC's retry pushback trailer is the error's wait hint
+    sim.fail("SandboxList", GrpcStatus.RESOURCE_EXHAUSTED, 2_500L);
+    assertThat(error(() -> await(() -> provider.inventory().list())).context())
+        .containsEntry("retry_after_ms", 2_500L).containsEntry("retry_after_secs", 3L);
+    sim.fail("SandboxList", GrpcStatus.RESOURCE_EXHAUSTED, -1L);
+    assertThat(error(() -> await(() -> provider.inventory().list())).context()).as("a negative pushback is no hint")
+        .doesNotContainKeys("retry_after_ms", "retry_after_secs");
     sim.fail("SandboxSnapshotFs", GrpcStatus.DEADLINE_EXCEEDED);
     ProviderError slow = error(() -> await(() -> provider.lifecycle().snapshot(new SnapshotSandbox("s", "o", "x"))));
     assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
@@ -558,6 +569,24 @@ class ModalProviderTest {
     ProviderError gone = error(() -> await(() -> provider.executions().start(exec("sb-nope", "true", false, 5),
         new Recording())));
     assertThat(gone.code()).isEqualTo(ErrorCode.NOT_FOUND);
+  }
+
+  @Test
+  void a_call_modal_answers_too_late_times_out_at_its_deadline() {
+    ModalProvider impatient = provider(ModalSimulator.TOKEN_SECRET, Duration.ofSeconds(1));
+    try {
+      await(() -> impatient.inventory().checkHealth());
+      sim.delay("SandboxList", 4_000);
+      long t0 = System.nanoTime();
+      ProviderError slow = error(() -> await(() -> impatient.inventory().list()));
+      assertThat(slow.code()).isEqualTo(ErrorCode.TIMEOUT);
+      assertThat(slow.outcome()).as("a listing changes nothing").isEqualTo(Outcome.FAILED);
+      assertThat(slow.retryable()).isTrue();
+      assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("at the deadline, not at the late answer")
+          .isLessThan(Duration.ofMillis(3_000));
+    } finally {
+      await(impatient::close);
+    }
   }
 
   @Test

@@ -56,8 +56,10 @@ import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecWaitRespons
  * router call without its task's bearer token too, and a message with a field the protos do not define, an unknown
  * id or an invalid value is {@code INVALID_ARGUMENT}/{@code NOT_FOUND}; each refusal of a malformed request is
  * recorded as a violation. Programs run as real local processes in a directory per sandbox; a file-system
- * snapshot copies that directory. Faults: a status for the next call of a method, a status after its effects
- * (a lost answer), and an output stream that ends with {@code UNAVAILABLE} after some bytes.
+ * snapshot copies that directory. Faults: a status for the next call of a method (optionally with gRPC's retry
+ * pushback trailer {@code grpc-retry-pushback-ms}, gRFC A6, which a server sends with a refusal to say when to
+ * try again), a status after its effects (a lost answer), a slow answer (the call handled after a delay), and
+ * an output stream that ends with {@code UNAVAILABLE} after some bytes.
  */
 public final class ModalSimulator implements AutoCloseable {
   public static final String TOKEN_ID = "ak-sim-token-id";
@@ -74,7 +76,8 @@ public final class ModalSimulator implements AutoCloseable {
   private final HttpServer server;
   private final Path root;
   private final List<String> violations = new CopyOnWriteArrayList<>();
-  private final Map<String, List<GrpcStatus>> faults = new ConcurrentHashMap<>();
+  private final Map<String, List<Refusal>> faults = new ConcurrentHashMap<>();
+  private final Map<String, List<Long>> delays = new ConcurrentHashMap<>();
   private final Map<String, List<GrpcStatus>> faultsAfter = new ConcurrentHashMap<>();
   private final Map<String, Integer> drops = new ConcurrentHashMap<>();
   private final Map<String, Integer> calls = new ConcurrentHashMap<>();
@@ -185,9 +188,25 @@ public final class ModalSimulator implements AutoCloseable {
     return headerValues;
   }
 
+  /** A status to answer a call with, and the retry pushback trailer's milliseconds to send with it, or null. */
+  record Refusal(GrpcStatus status, Long pushbackMs) {}
+
   /** The next call of {@code method} answers {@code status} without effect. */
   public void fail(String method, GrpcStatus status) {
-    faults.computeIfAbsent(method, k -> new CopyOnWriteArrayList<>()).add(status);
+    fail(method, status, null);
+  }
+
+  /**
+   * The next call of {@code method} answers {@code status} without effect, with the trailer
+   * {@code grpc-retry-pushback-ms: <pushbackMs>}.
+   */
+  public void fail(String method, GrpcStatus status, Long pushbackMs) {
+    faults.computeIfAbsent(method, k -> new CopyOnWriteArrayList<>()).add(new Refusal(status, pushbackMs));
+  }
+
+  /** The next call of {@code method} is handled (and answered) {@code ms} milliseconds after it arrived. */
+  public void delay(String method, long ms) {
+    delays.computeIfAbsent(method, k -> new CopyOnWriteArrayList<>()).add(ms);
   }
 
   /** The next call of {@code method} takes effect, then answers {@code status} (the answer is lost). */
@@ -278,16 +297,23 @@ public final class ModalSimulator implements AutoCloseable {
   public void clearFaults() {
     faults.clear();
     faultsAfter.clear();
+    delays.clear();
     drops.clear();
   }
 
   /** A status to answer with. */
   static final class Status extends RuntimeException {
     final GrpcStatus status;
+    final Long pushbackMs;
 
     Status(GrpcStatus status, String message) {
+      this(status, message, null);
+    }
+
+    Status(GrpcStatus status, String message, Long pushbackMs) {
       super(message, null, false, false);
       this.status = status;
+      this.pushbackMs = pushbackMs;
     }
   }
 
@@ -348,32 +374,45 @@ public final class ModalSimulator implements AutoCloseable {
         GrpcMessageDecoder.decoder(prototype));
     grpc.callHandler(m, req -> req.handler(msg -> {
       long t0 = System.nanoTime();
-      GrpcServerResponse<Req, Resp> resp = req.response();
-      Future<Resp> answer;
-      try {
-        check(req, msg, service, name);
-        answer = handler.apply(msg);
-      } catch (Status s) {
-        answer = Future.failedFuture(s);
+      Long slow = take(delays, name);
+      if (slow != null) {
+        vertx.setTimer(slow, t -> answer(req, msg, service, name, handler, t0));
+      } else {
+        answer(req, msg, service, name, handler, t0);
       }
-      answer.onComplete(ar -> {
-        GrpcStatus after = take(faultsAfter, name);
-        if (after != null) {
-          resp.status(after).end();
-        } else if (ar.succeeded()) {
-          resp.end(ar.result());
-        } else if (ar.cause() instanceof Status s) {
-          resp.status(s.status).statusMessage(s.getMessage()).end();
-        } else {
-          resp.status(GrpcStatus.INTERNAL).end();
-        }
-        answering.addAndGet(System.nanoTime() - t0);
-      });
     }));
   }
 
-  private static GrpcStatus take(Map<String, List<GrpcStatus>> from, String name) {
-    List<GrpcStatus> list = from.get(name);
+  private <Req extends Message, Resp extends Message> void answer(GrpcServerRequest<Req, Resp> req, Req msg,
+      ServiceName service, String name, Function<Req, Future<Resp>> handler, long t0) {
+    GrpcServerResponse<Req, Resp> resp = req.response();
+    Future<Resp> answer;
+    try {
+      check(req, msg, service, name);
+      answer = handler.apply(msg);
+    } catch (Status s) {
+      answer = Future.failedFuture(s);
+    }
+    answer.onComplete(ar -> {
+      GrpcStatus after = take(faultsAfter, name);
+      if (after != null) {
+        resp.status(after).end();
+      } else if (ar.succeeded()) {
+        resp.end(ar.result());
+      } else if (ar.cause() instanceof Status s) {
+        if (s.pushbackMs != null) {
+          resp.trailers().set("grpc-retry-pushback-ms", String.valueOf(s.pushbackMs));
+        }
+        resp.status(s.status).statusMessage(s.getMessage()).end();
+      } else {
+        resp.status(GrpcStatus.INTERNAL).end();
+      }
+      answering.addAndGet(System.nanoTime() - t0);
+    });
+  }
+
+  private static <T> T take(Map<String, List<T>> from, String name) {
+    List<T> list = from.get(name);
     return list == null || list.isEmpty() ? null : list.remove(0);
   }
 
@@ -408,9 +447,9 @@ public final class ModalSimulator implements AutoCloseable {
       }
     }
     unknownFields(msg, name);
-    GrpcStatus fault = take(faults, name);
+    Refusal fault = take(faults, name);
     if (fault != null) {
-      throw new Status(fault, "injected");
+      throw new Status(fault.status(), "injected", fault.pushbackMs());
     }
   }
 

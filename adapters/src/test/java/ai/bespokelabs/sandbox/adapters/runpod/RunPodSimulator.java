@@ -34,8 +34,9 @@ import java.util.regex.Pattern;
  * port mapping until {@link #startDelayMs}; then {@code 22} maps to the SSH server's port and the pod's
  * {@code PUBLIC_KEY} may log in.
  *
- * <p>Faults ({@link #faults()}): any status with headers (429 with {@code Retry-After}), dropped connections,
- * lost answers (the create happens, its answer is lost), and {@link #failNextCreateAfterAllocating}.
+ * <p>Faults ({@link #faults()}): any status with headers (429 with {@code Retry-After}), slow answers (the
+ * request is handled after the delay), dropped connections, lost answers (the create happens, its answer is
+ * lost), and {@link #failNextCreateAfterAllocating}.
  */
 public final class RunPodSimulator implements AutoCloseable {
   private static final Pattern POD = Pattern.compile("^/pods/([^/]+)$");
@@ -126,9 +127,12 @@ public final class RunPodSimulator implements AutoCloseable {
     return p == null ? null : view(p);
   }
 
-  /** How many requests of {@code method} reached {@code path} (after auth). */
+  /** How many requests of {@code method} reached a path matching the regular expression {@code path} (after auth). */
   public long count(HttpMethod method, String path) {
-    return requests.stream().filter((method + " " + path)::equals).count();
+    Pattern p = Pattern.compile(path);
+    String prefix = method + " ";
+    return requests.stream().filter(r -> r.startsWith(prefix) && p.matcher(r.substring(prefix.length())).matches())
+        .count();
   }
 
   /** A pod created behind the gateway's back, carrying the given name. */
@@ -196,6 +200,14 @@ public final class RunPodSimulator implements AutoCloseable {
     if (f != null && f.kind() == Faults.Kind.LOSE_RESPONSE) {
       req.response().headersEndHandler(v -> req.connection().close());
     }
+    if (f != null && f.kind() == Faults.Kind.DELAY) {
+      vertx.setTimer(f.delayMs(), t -> serve(req));
+      return;
+    }
+    serve(req);
+  }
+
+  private void serve(HttpServerRequest req) {
     req.body().onSuccess(body -> {
       String path = req.path().startsWith("/v1/") ? req.path().substring(3) : null;
       if (path == null) {
