@@ -130,6 +130,21 @@ public final class AdapterVerticle extends VerticleBase {
     return provider.close();
   }
 
+  /** The provider's price quote for a sandbox it just made; without one (or when asking failed) the catalog's. */
+  private Future<java.math.BigDecimal> quotedRate(CreateSandbox request, String resourceId) {
+    Future<java.math.BigDecimal> quote;
+    try {
+      quote = provider.lifecycle().quotedHourlyRate(request, resourceId);
+    } catch (RuntimeException e) {
+      quote = Future.failedFuture(e);
+    }
+    return quote.map(rate -> rate != null && rate.signum() > 0 ? rate : null).recover(e -> {
+      LOG.warn("The {} price of sandbox {} could not be read; it is billed at the catalog's rate: {}", provider.name(),
+          request.sandboxId(), e.toString());
+      return Future.succeededFuture(null);
+    });
+  }
+
   private void handle(Message<Object> msg) {
     String action = String.valueOf(msg.headers().get(Addresses.ACTION));
     switch (action) {
@@ -137,7 +152,7 @@ public final class AdapterVerticle extends VerticleBase {
         CreateSandbox request = (CreateSandbox) msg.body();
         call(msg, "create", null, () -> provider.lifecycle().create(request)
             .compose(id -> materializer.apply(provider, request, id).map(id))
-            .map(id -> new SandboxCreated(id, nodeId)));
+            .compose(id -> quotedRate(request, id).map(rate -> new SandboxCreated(id, nodeId, rate))));
       }
       case Addresses.DESTROY -> call(msg, "destroy", null,
           () -> provider.lifecycle().destroy((DestroySandbox) msg.body()));

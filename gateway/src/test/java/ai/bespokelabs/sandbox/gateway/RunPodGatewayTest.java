@@ -98,6 +98,9 @@ class RunPodGatewayTest {
     assertThat(created.json().getString("status")).isEqualTo("running");
     assertThat(sim.pod(resource).getString("name")).contains(sbx);
     assertThat(sim.pod(resource).getJsonObject("gpu").getString("id")).isEqualTo("NVIDIA A40");
+    // the pod's live price (the catalog has none for RunPod's GPUs) is the sandbox's rate, so it accrues cost
+    // from its first second, before any reconciliation reports RunPod's own figure
+    assertThat(created.json().getString("hourly_rate_usd")).isEqualTo("0.69");
 
     Resp exec = seen(gw.post("/v1/sandboxes/" + sbx + "/execute", key,
         new JsonObject().put("command", "echo hello $WHO; echo oops >&2; exit 2")));
@@ -105,6 +108,12 @@ class RunPodGatewayTest {
     assertThat(exec.json().getString("stdout")).isEqualTo("hello runpod\n");
     assertThat(exec.json().getString("stderr")).isEqualTo("oops\n");
     assertThat(exec.json().getInteger("exit_code")).isEqualTo(2);
+    JsonObject usage = exec.json().getJsonObject("usage");
+    assertThat(new java.math.BigDecimal(usage.getString("provider_cost_usd"))).as("priced at the pod's rate")
+        .isEqualByComparingTo(new java.math.BigDecimal(usage.getString("runtime_seconds"))
+            .multiply(new java.math.BigDecimal("0.69")).divide(java.math.BigDecimal.valueOf(3600), 9,
+                java.math.RoundingMode.HALF_UP));
+    assertThat(new java.math.BigDecimal(usage.getString("provider_cost_usd"))).isPositive();
 
     Resp started = seen(gw.post("/v1/sandboxes/" + sbx + "/executions", key,
         new JsonObject().put("command", "cat; echo closed >&2").put("stdin", true)));

@@ -69,16 +69,22 @@ final class RunPodInventory implements Inventory {
     return "TERMINATED".equals(desired) ? "terminated" : "provisioning";
   }
 
+  /** The pod's price per hour in USD as RunPod states it (its adjusted price when it has one); null when absent. */
+  static BigDecimal hourlyRate(JsonObject pod) {
+    Object perHour = pod.getValue("adjustedCostPerHr") instanceof Number n ? n : pod.getValue("costPerHr");
+    return perHour instanceof Number rate ? BigDecimal.valueOf(rate.doubleValue()) : null;
+  }
+
   /** What RunPod charged so far for the running pod, from its own hourly cost; null when it does not say. */
   BigDecimal cost(JsonObject pod) {
-    Object perHour = pod.getValue("adjustedCostPerHr") instanceof Number n ? n : pod.getValue("costPerHr");
+    BigDecimal rate = hourlyRate(pod);
     String started = pod.getString("lastStartedAt");
-    if (!(perHour instanceof Number rate) || started == null) {
+    if (rate == null || started == null) {
       return null;
     }
     try {
       long secs = Math.max(0, Duration.between(Instant.parse(started), clock.instant()).toSeconds());
-      return BigDecimal.valueOf(rate.doubleValue()).multiply(BigDecimal.valueOf(secs))
+      return rate.multiply(BigDecimal.valueOf(secs))
           .divide(BigDecimal.valueOf(3600), 6, RoundingMode.HALF_UP);
     } catch (DateTimeParseException e) {
       return null;

@@ -15,6 +15,7 @@ import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import java.math.BigDecimal;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -79,6 +80,12 @@ final class RunPodLifecycle implements Lifecycle {
       return id == null ? maybeCreated(request, RunPodClient.badResponse("create", true).error())
           : Future.succeededFuture(id);
     }).compose(id -> awaitSsh(id, deadline, 100).map(id));
+  }
+
+  /** RunPod's live price of the new pod (the seed bills a pod at it too), read from the pod itself. */
+  @Override
+  public Future<BigDecimal> quotedHourlyRate(CreateSandbox request, String providerResourceId) {
+    return pods.get(providerResourceId, "create").map(RunPodInventory::hourlyRate);
   }
 
   static JsonObject createBody(CreateSandbox request, String publicKey, RunPodSettings settings) {

@@ -6,12 +6,22 @@ import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
 import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox;
 import io.vertx.core.Future;
+import java.math.BigDecimal;
 
 /** Creating and ending sandboxes. The optional operations are called only when their capability is declared. */
 public interface Lifecycle {
 
   /** Creates the sandbox; completes with the provider's id for it (its "provider resource id"). */
   Future<String> create(CreateSandbox request);
+
+  /**
+   * The provider's own hourly price of the sandbox {@link #create} just made, for a provider that quotes one per
+   * resource (RunPod's live GPU price); the gateway then bills the sandbox at this rate instead of the pricing
+   * catalog's. Completes with null when there is no quote; asked once per create, and a failure only means none.
+   */
+  default Future<BigDecimal> quotedHourlyRate(CreateSandbox request, String providerResourceId) {
+    return Future.succeededFuture(null);
+  }
 
   /** Destroys the sandbox from its provider resource id; succeeds when it is already gone. */
   Future<SandboxDestroyed> destroy(DestroySandbox request);

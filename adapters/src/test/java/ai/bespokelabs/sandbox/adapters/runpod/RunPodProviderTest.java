@@ -268,7 +268,10 @@ class RunPodProviderTest {
 
   @Test
   void list_finds_our_pods_with_cost_and_destroy_terminates() {
-    String id = on(() -> provider.lifecycle().create(create("sbx_other", config(null))));
+    CreateSandbox made = create("sbx_other", config(null));
+    String id = on(() -> provider.lifecycle().create(made));
+    assertThat(on(() -> provider.lifecycle().quotedHourlyRate(made, id))).as("the pod's adjustedCostPerHr")
+        .isEqualByComparingTo("0.69");
     List<Resource> found = on(() -> provider.inventory().list());
     Resource r = found.stream().filter(x -> x.resourceId().equals(id)).findFirst().orElseThrow();
     assertThat(r.sandboxId()).isEqualTo("sbx_other");

@@ -82,8 +82,14 @@ public final class Messages {
     }
   }
 
-  /** A created sandbox: the provider's id for it and the node hosting its runtime. */
-  public record SandboxCreated(String providerResourceId, String nodeId) {
+  /**
+   * A created sandbox: the provider's id for it, the node hosting its runtime, and the provider's own hourly
+   * price for it when the provider quoted one (null otherwise: the pricing catalog's rate stands).
+   */
+  public record SandboxCreated(String providerResourceId, String nodeId, java.math.BigDecimal quotedHourlyRateUsd) {
+    public SandboxCreated(String providerResourceId, String nodeId) {
+      this(providerResourceId, nodeId, null);
+    }
   }
 
   /**

@@ -207,17 +207,21 @@ public final class SandboxRepository {
   private static final String COMPLETE_CREATION = changed("""
       u AS (
         UPDATE sandboxes SET status = 'running', running_at = $2, provider_resource_id = $3, node_id = $4,
-          version = version + 1
+          hourly_rate_usd = COALESCE($7::numeric, hourly_rate_usd), version = version + 1
         WHERE id = $1 AND status = 'creating' RETURNING *),
       a AS (
         UPDATE sandbox_creation_attempts SET status = 'succeeded', completed_at = $2, provider_resource_id = $3
         WHERE sandbox_id = $1 AND status = 'creating')""", "sandbox.running", "running", 5, 2, 6);
 
-  /** Marks a creation successful: {@code running}, attempt succeeded. */
+  /**
+   * Marks a creation successful: {@code running}, attempt succeeded; a provider's own price quote for the
+   * sandbox ({@code quotedHourlyRateUsd}, null for none) replaces the catalog's rate it was inserted with.
+   */
   public Future<SandboxRecord> completeCreation(String id, String providerResourceId, String nodeId,
-      OffsetDateTime now) {
-    return current(pool.preparedQuery(COMPLETE_CREATION).execute(Tuple.of(id, now, providerResourceId, nodeId,
-        Ids.newId("evt"), new JsonObject().put("provider_resource_id", providerResourceId))));
+      BigDecimal quotedHourlyRateUsd, OffsetDateTime now) {
+    return current(pool.preparedQuery(COMPLETE_CREATION).execute(Tuple.from(java.util.Arrays.asList(id, now,
+        providerResourceId, nodeId, Ids.newId("evt"), new JsonObject().put("provider_resource_id", providerResourceId),
+        quotedHourlyRateUsd))));
   }
 
   private static final String FAIL_CREATION = changed("""

@@ -64,6 +64,7 @@ class MessagesCodecTest {
       new CreateSandbox("sbx_2", "org_1", "docker", "tok", EMPTY_CONFIG),
       new SandboxCreated("res_1", "node_1"),
       new SandboxCreated("res_1", null),
+      new SandboxCreated("res_1", "node_1", new java.math.BigDecimal("0.69")),
       new ExecSandbox("sbx_1", "exe_1", "res_1", "print(1)", "python", null, null, Map.of("K", "v"), "/tmp",
           30, 1 << 20, true, "rec.addr", "sub.addr"),
       new ExecSandbox("sbx_1", "exe_1", "res_1", null, null, "ls", List.of(), Map.of(), null, 30, 100),

@@ -283,7 +283,7 @@ public final class SandboxApi implements Endpoints {
     return made.transform(ar -> {
       if (ar.succeeded()) {
         return sandboxes.completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
-            Times.now(clock)).map(done -> {
+            ar.result().quotedHourlyRateUsd(), Times.now(clock)).map(done -> {
               routes.remember(done);
               return reply(201, done);
             });
