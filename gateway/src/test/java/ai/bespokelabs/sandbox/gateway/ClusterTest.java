@@ -221,6 +221,35 @@ class ClusterTest {
     JsonObject ran = call("c", "POST", "/v1/sandboxes/" + sbx + "/execute", key, "{\"command\":\"echo hi\"}", 200);
     assertThat(ran.getString("stdout")).isEqualTo("hi\n");
 
+    // a slow reader on C holds back a program on A: credits cross the bus, output is not piled up in between
+    String script = "import sys, os\n"
+        + "chunk = b'y' * 65536\n"
+        + "for i in range(1, 4097):\n"
+        + "    sys.stdout.buffer.write(chunk); sys.stdout.flush()\n"
+        + "    if i % 16 == 0:\n"
+        + "        open('progress.tmp', 'w').write(str(i * 65536)); os.replace('progress.tmp', 'progress')\n";
+    String flood = call("b", "POST", "/v1/sandboxes/" + sbx + "/executions", key,
+        new JsonObject().put("code", script).encode(), 202).getString("id");
+    try (SseClient slow = stream("c", key, sbx, flood)) {
+      long consumed = 0;
+      long t0 = System.nanoTime();
+      while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(3)) {
+        SseClient.Event e = slow.next();
+        assertThat(e).as("the stream ended early").isNotNull();
+        if (e.isOutput()) {
+          consumed += e.bytes().length;
+        }
+        Thread.sleep(Math.max(2, e.isOutput() ? e.bytes().length / 16384 : 0)); // about 16 MB/s at most
+      }
+      HttpResponse<String> progress = send("a", "GET", "/v1/sandboxes/" + sbx + "/files/content?path=progress", key,
+          null);
+      assertThat(progress.statusCode()).as(progress.body()).isEqualTo(200);
+      long produced = Long.parseLong(progress.body().trim());
+      assertThat(produced).as("the program is held back by the slow reader").isLessThan(256L << 20);
+      assertThat(produced - consumed).as("bytes in flight between the nodes stay bounded").isLessThan(24L << 20);
+      call("c", "POST", "/v1/sandboxes/" + sbx + "/executions/" + flood + "/signal", key, "{\"signal\":\"KILL\"}", 204);
+    }
+
     // a policy holds across nodes: 200 concurrent creates spread over the three against a cap of 5
     String capped = call("b", "POST", "/v1/organizations", null, "{\"name\":\"Capped\"}", 201)
         .getJsonObject("api_key").getString("secret");
