@@ -168,6 +168,41 @@ class CliTest {
     assertThat(r.code()).isGreaterThan(128);
   }
 
+  /** The CLI as a user runs it: its own JVM (the same classes), its stdin a pipe, signals from the system. */
+  static Process spawn(String... args) throws java.io.IOException {
+    List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+        "-cp", System.getProperty("java.class.path"), "ai.bespokelabs.sandbox.cli.Main"));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
+    pb.environment().putAll(env(true));
+    return pb.start();
+  }
+
+  @Test
+  void theRealCommandTakesPipedStdinAndTurnsCtrlCIntoASignal() throws Exception {
+    String id = create();
+    Process cat = spawn("exec", id, "--", "cat; echo eof");
+    try (var in = cat.getOutputStream()) {
+      in.write("piped through a real pipe\n".getBytes(StandardCharsets.UTF_8));
+    }
+    assertThat(cat.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(new String(cat.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
+        .isEqualTo("piped through a real pipe\neof\n");
+    assertThat(cat.exitValue()).isZero();
+
+    Process sleeper = spawn("exec", id, "--no-stdin", "--", "echo ready; sleep 60");
+    var out = new java.io.BufferedReader(new java.io.InputStreamReader(sleeper.getInputStream(), StandardCharsets.UTF_8));
+    assertThat(out.readLine()).isEqualTo("ready");
+    Process kill = new ProcessBuilder("kill", "-INT", String.valueOf(sleeper.pid())).start();
+    assertThat(kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0).isTrue();
+    assertThat(sleeper.waitFor(30, TimeUnit.SECONDS)).as("the command ends after Ctrl-C").isTrue();
+    assertThat(sleeper.exitValue()).as(new String(sleeper.getErrorStream().readAllBytes(), StandardCharsets.UTF_8))
+        .isGreaterThan(128);
+    JsonArray executions = gw.get("/v1/sandboxes/" + id + "/detail", key).json().getJsonArray("executions");
+    assertThat(executions.stream().map(e -> ((JsonObject) e).getString("status")))
+        .as("the program was stopped on the gateway, not abandoned").contains("cancelled");
+  }
+
   @Test
   void copiesFilesAndDirectoriesBothWays(@TempDir Path tmp) throws Exception {
     String id = create();
