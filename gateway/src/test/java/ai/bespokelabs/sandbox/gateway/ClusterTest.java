@@ -222,14 +222,8 @@ class ClusterTest {
     assertThat(ran.getString("stdout")).isEqualTo("hi\n");
 
     // a slow reader on C holds back a program on A: credits cross the bus, output is not piled up in between
-    String script = "import sys, os\n"
-        + "chunk = b'y' * 65536\n"
-        + "for i in range(1, 4097):\n"
-        + "    sys.stdout.buffer.write(chunk); sys.stdout.flush()\n"
-        + "    if i % 16 == 0:\n"
-        + "        open('progress.tmp', 'w').write(str(i * 65536)); os.replace('progress.tmp', 'progress')\n";
     String flood = call("b", "POST", "/v1/sandboxes/" + sbx + "/executions", key,
-        new JsonObject().put("code", script).encode(), 202).getString("id");
+        new JsonObject().put("code", StreamingTest.FLOOD).encode(), 202).getString("id");
     try (SseClient slow = stream("c", key, sbx, flood)) {
       long consumed = 0;
       long t0 = System.nanoTime();

@@ -249,18 +249,20 @@ class StreamingTest {
     assertThat(gapBytes + received).isEqualTo(3L << 20);
   }
 
+  /** Writes 256 MiB to stdout, noting in the file {@code progress} (every MiB) how much it wrote so far. */
+  static final String FLOOD = "import sys, os\n"
+      + "chunk = b'y' * 65536\n"
+      + "for i in range(1, 4097):\n"
+      + "    sys.stdout.buffer.write(chunk); sys.stdout.flush()\n"
+      + "    if i % 16 == 0:\n"
+      + "        open('progress.tmp', 'w').write(str(i * 65536)); os.replace('progress.tmp', 'progress')\n";
+
   @Test
   void a_slow_reader_throttles_the_program_and_keeps_the_heap_bounded() throws Exception {
-    String script = "import sys, os\n"
-        + "chunk = b'y' * 65536\n"
-        + "for i in range(1, 4097):\n"
-        + "    sys.stdout.buffer.write(chunk); sys.stdout.flush()\n"
-        + "    if i % 16 == 0:\n"
-        + "        open('progress.tmp', 'w').write(str(i * 65536)); os.replace('progress.tmp', 'progress')\n";
     long heapBefore = usedHeapAfterGc();
     long consumed = 0;
     long peakHeap = 0;
-    try (SseClient sse = executeSse(new JsonObject().put("code", script))) {
+    try (SseClient sse = executeSse(new JsonObject().put("code", FLOOD))) {
       assertThat(sse.status).isEqualTo(200);
       long t0 = System.nanoTime();
       List<Event> others = new ArrayList<>();
