@@ -268,15 +268,44 @@ public final class SandboxRepository {
   }
 
   /**
+   * What a list keeps: sandboxes in one of {@code statuses} and one of {@code backends} (null: any), created at
+   * or after {@code createdAfter} and before {@code createdBefore} (null: unbounded).
+   */
+  public record ListFilter(List<String> statuses, List<String> backends, OffsetDateTime createdAfter,
+      OffsetDateTime createdBefore) {
+    public static final ListFilter NONE = new ListFilter(null, null, null, null);
+  }
+
+  // The creation-time bounds are always applied (infinite when absent) so that even a generic plan reads them
+  // as a range of the (organization_id, created_at, id) index; status and backend only filter the rows read.
+  private static final String LIST = SELECT + """
+       WHERE s.organization_id = $1
+        AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3::timestamptz, $4::text))
+        AND s.created_at >= COALESCE($5::timestamptz, '-infinity'::timestamptz)
+        AND s.created_at < COALESCE($6::timestamptz, 'infinity'::timestamptz)
+        AND ($7::text[] IS NULL OR s.status = ANY ($7::text[]))
+        AND ($8::text[] IS NULL OR s.backend = ANY ($8::text[]))
+      ORDER BY s.created_at DESC, s.id DESC LIMIT $2""";
+
+  /**
    * A page of the organization's sandboxes, newest first. {@code after} is the last row of the previous
    * page ({@code created_at}, {@code id}); {@code limit <= 0} means all.
    */
   public Future<List<SandboxRecord>> list(String orgId, int limit, OffsetDateTime afterCreatedAt, String afterId) {
-    return pool.preparedQuery(SELECT + " WHERE s.organization_id = $1"
-            + " AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3::timestamptz, $4::text))"
-            + " ORDER BY s.created_at DESC, s.id DESC LIMIT $2")
-        .execute(Tuple.of(orgId, limit > 0 ? limit : null, afterCreatedAt, afterId))
+    return list(orgId, limit, afterCreatedAt, afterId, ListFilter.NONE);
+  }
+
+  /** A page as {@link #list(String, int, OffsetDateTime, String)} of the sandboxes {@code filter} keeps. */
+  public Future<List<SandboxRecord>> list(String orgId, int limit, OffsetDateTime afterCreatedAt, String afterId,
+      ListFilter filter) {
+    return pool.preparedQuery(LIST)
+        .execute(Tuple.of(orgId, limit > 0 ? limit : null, afterCreatedAt, afterId, filter.createdAfter(),
+            filter.createdBefore(), array(filter.statuses()), array(filter.backends())))
         .map(SandboxRepository::all);
+  }
+
+  private static String[] array(List<String> values) {
+    return values == null ? null : values.toArray(String[]::new);
   }
 
   /** A sandbox the supervisor claimed for termination; {@code expired}: claimed for its deadline. */

@@ -323,8 +323,9 @@ public final class SandboxApi implements Endpoints {
         throw ApiException.invalid("invalid pagination cursor");
       }
     }
+    SandboxRepository.ListFilter filter = SandboxFilters.parse(ctx.queryParams());
     int pageSize = limit;
-    return sandboxes.list(p.organizationId(), limit == 0 ? 0 : limit + 1, afterTs, afterId).map(rows -> {
+    return sandboxes.list(p.organizationId(), limit == 0 ? 0 : limit + 1, afterTs, afterId, filter).map(rows -> {
       if (pageSize > 0 && rows.size() > pageSize) {
         List<SandboxRecord> page = rows.subList(0, pageSize);
         SandboxRecord last = page.get(page.size() - 1);
