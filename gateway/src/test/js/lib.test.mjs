@@ -9,26 +9,18 @@ const source = readFileSync(new URL('../../main/resources/dashboard/assets/lib.j
 const lib = await import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'));
 
 const sbx = (id, status, backend, created, extra = {}) => ({ id, status, backend, created_at: created, ...extra });
-const LIST = [
-  sbx('a', 'running', 'local', '2026-03-02T10:00:00+00:00'),
-  sbx('b', 'destroyed', 'docker', '2026-03-01T23:59:59+00:00'),
-  sbx('c', 'failed', 'local', '2026-02-28T00:00:00+00:00'),
-];
 
-test('filters by status, backend and an inclusive UTC day range', () => {
-  assert.deepEqual(lib.filterSandboxes(LIST, { status: 'running' }).map((s) => s.id), ['a']);
-  assert.deepEqual(lib.filterSandboxes(LIST, { backend: 'local' }).map((s) => s.id), ['a', 'c']);
-  assert.deepEqual(lib.filterSandboxes(LIST, { from: '2026-03-01', to: '2026-03-01' }).map((s) => s.id), ['b']);
-  assert.deepEqual(lib.filterSandboxes(LIST, { from: '2026-03-02' }).map((s) => s.id), ['a']);
-  assert.equal(lib.filterSandboxes(LIST, {}).length, 3);
-});
-
-test('paginates with the page clamped to the pages there are', () => {
-  const items = Array.from({ length: 23 }, (_, i) => i);
-  assert.deepEqual(lib.paginate(items, 1, 10), { items: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], page: 1, pages: 3, total: 23 });
-  assert.deepEqual(lib.paginate(items, 9, 10).items, [20, 21, 22]);
-  assert.equal(lib.paginate(items, 0, 10).page, 1);
-  assert.deepEqual(lib.paginate([], 1, 10), { items: [], page: 1, pages: 1, total: 0 });
+test('asks the server for a filtered page: status, backend and an inclusive UTC day range', () => {
+  assert.equal(lib.sandboxQuery({}, 10), '/v1/sandboxes?limit=10');
+  assert.equal(lib.sandboxQuery({}, 10, 'abc'), '/v1/sandboxes?limit=10&cursor=abc');
+  assert.equal(lib.sandboxQuery({ status: 'running', backend: 'local' }, 10, 'abc'),
+    '/v1/sandboxes?limit=10&status=running&backend=local&cursor=abc');
+  const q = new URL(lib.sandboxQuery({ from: '2026-02-28', to: '2026-03-01' }, 10), 'http://x').searchParams;
+  assert.equal(q.get('created_after'), '2026-02-28T00:00:00Z');
+  assert.equal(q.get('created_before'), '2026-03-02T00:00:00Z');
+  assert.equal(new URL(lib.sandboxQuery({ to: '2026-12-31' }, 10), 'http://x').searchParams.get('created_before'),
+    '2027-01-01T00:00:00Z');
+  assert.equal(lib.sandboxQuery({ from: '2026-03-02', to: '2026-03-01' }, 10), null);
 });
 
 test('pages a cursor-paged list: back and forth over the cursors seen, the total once the end is seen', () => {

@@ -42,25 +42,21 @@ export function nearingTtl(list, nowMs, windowSecs = 900) {
   });
 }
 
-/** The sandboxes matching the filters: status, backend, and a creation day range (YYYY-MM-DD, inclusive, UTC). */
-export function filterSandboxes(list, { status = '', backend = '', from = '', to = '' } = {}) {
-  const fromMs = from ? Date.parse(from + 'T00:00:00Z') : null;
-  const toMs = to ? Date.parse(to + 'T00:00:00Z') + 86400000 : null;
-  return list.filter((s) => {
-    if (status && s.status !== status) return false;
-    if (backend && s.backend !== backend) return false;
-    const created = Date.parse(s.created_at);
-    if (fromMs !== null && created < fromMs) return false;
-    if (toMs !== null && created >= toMs) return false;
-    return true;
-  });
-}
-
-/** One page (1-based, clamped) of a list. */
-export function paginate(list, page, size) {
-  const pages = Math.max(1, Math.ceil(list.length / size));
-  const p = Math.min(Math.max(1, page), pages);
-  return { items: list.slice((p - 1) * size, p * size), page: p, pages, total: list.length };
+/**
+ * The address of one page of the sandbox list (GET /v1/sandboxes) with the filters: status, backend, and a
+ * creation day range (YYYY-MM-DD, inclusive, UTC) sent as created_after (the first day's start) and
+ * created_before (the start of the day after the last). Null when the last day is before the first: nothing
+ * can match.
+ */
+export function sandboxQuery({ status = '', backend = '', from = '', to = '' } = {}, size, cursor = '') {
+  if (from && to && from > to) return null;
+  const q = new URLSearchParams({ limit: String(size) });
+  if (status) q.set('status', status);
+  if (backend) q.set('backend', backend);
+  if (from) q.set('created_after', `${from}T00:00:00Z`);
+  if (to) q.set('created_before', new Date(Date.parse(`${to}T00:00:00Z`) + 86400000).toISOString().replace('.000Z', 'Z'));
+  if (cursor) q.set('cursor', cursor);
+  return `/v1/sandboxes?${q}`;
 }
 
 /**

@@ -1,8 +1,8 @@
-// The sandbox list: status, provider and creation-date filters, ten to a page. Without a filter the server
-// pages the list (GET /v1/sandboxes?limit=10, then the page's X-Next-Cursor), so a refresh fetches one page;
-// the list route has no filters, so with one the whole list is fetched and filtered and paged here.
+// The sandbox list: status, provider and creation-date filters, ten to a page. The server filters and pages
+// the list (GET /v1/sandboxes?limit=10 with the filters, then the page's X-Next-Cursor), so a refresh fetches
+// one page, filtered or not.
 import { h, fill, table, keepFocus } from './dom.js';
-import { CursorPager, filterSandboxes, paginate, duration, ageSecs, ttlLeft, usd } from './lib.js';
+import { CursorPager, sandboxQuery, duration, ageSecs, ttlLeft, usd } from './lib.js';
 
 export const PAGE_SIZE = 10;
 const STATUSES = ['creating', 'running', 'stopping', 'destroyed', 'failed'];
@@ -65,18 +65,11 @@ export class Sandboxes {
     }
     await this.askProviders();
     const f = this.filters();
-    if (f.status || f.backend || f.from || f.to) {
-      const all = await this.app.client.get('/v1/sandboxes');
-      if (seq !== this.seq) return; // a newer render is under way
-      const p = paginate(filterSandboxes(all, f), this.page, PAGE_SIZE);
-      this.page = p.page;
-      this.show(p.items, { count: `${p.total} of ${all.length} sandboxes`, label: `Page ${p.page} of ${p.pages}`,
-        hasPrev: p.page > 1, hasNext: p.page < p.pages }, all.length ? 'No sandbox matches the filters.' : 'No sandboxes yet.');
-      return;
-    }
-    const cursor = this.pager.cursor();
-    const r = await this.app.client.page(`/v1/sandboxes?limit=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    if (seq !== this.seq) return;
+    const filtered = Boolean(f.status || f.backend || f.from || f.to);
+    const empty = filtered ? 'No sandbox matches the filters.' : 'No sandboxes yet.';
+    const path = sandboxQuery(f, PAGE_SIZE, this.pager.cursor());
+    const r = path === null ? { items: [], next: null } : await this.app.client.page(path);
+    if (seq !== this.seq) return; // a newer render is under way
     if (r.items.length === 0 && this.pager.page > 1) { // the sandboxes of this page are gone: start over
       this.pager.reset();
       this.page = 1;
@@ -85,9 +78,10 @@ export class Sandboxes {
     }
     const p = this.pager.loaded(r.items.length, r.next);
     this.page = p.page;
-    const count = p.to === 0 ? 'No sandboxes yet.'
-      : `Sandboxes ${p.from}–${p.to}${p.total === null ? ', newest first' : ` of ${p.total}`}`;
-    this.show(r.items, { ...p, count }, 'No sandboxes yet.');
+    const noun = filtered ? 'Matching sandboxes' : 'Sandboxes';
+    const count = p.to === 0 ? empty
+      : `${noun} ${p.from}–${p.to}${p.total === null ? ', newest first' : ` of ${p.total}`}`;
+    this.show(r.items, { ...p, count }, empty);
   }
 
   /** The provider filter offers every enabled backend (when the key may list them) and every one seen. */

@@ -197,18 +197,29 @@ class DashboardBrowserTest {
     browser.find("#page-next").click();
     browser.untilText("#page-label", "Page 2 of 2");
 
+    // with a filter the server filters and pages the list too
+    browser.recordRequests();
     new Select(browser.find("#filter-status")).selectByValue("destroyed");
-    browser.untilText("#list-count", "1 of 13 sandboxes");
+    browser.untilText("#list-count", "Matching sandboxes 1–1 of 1");
+    browser.untilText("#page-label", "Page 1 of 1");
     browser.untilText("#sandbox-table tbody", sandboxes.get(0));
     new Select(browser.find("#filter-status")).selectByValue("");
     new Select(browser.find("#filter-backend")).selectByValue("local");
-    browser.untilText("#list-count", "13 of 13 sandboxes");
+    browser.untilText("#list-count", "Matching sandboxes 1–10, newest first");
+    browser.find("#page-next").click();
+    browser.untilText("#page-label", "Page 2 of 2");
+    browser.untilText("#list-count", "Matching sandboxes 11–13 of 13");
+    browser.until(d -> d.findElements(org.openqa.selenium.By.cssSelector("#sandbox-table tbody tr")).size() == 3);
     browser.js("const f = document.getElementById('filter-from'); f.value = '2999-01-01';"
         + " f.dispatchEvent(new Event('change'));");
-    browser.untilText("#list-count", "0 of 13 sandboxes");
+    browser.untilText("#list-count", "No sandbox matches the filters.");
     browser.untilText("#sandbox-table", "No sandbox matches the filters.");
     browser.js("const f = document.getElementById('filter-from'); f.value = ''; f.dispatchEvent(new Event('change'));");
-    browser.untilText("#list-count", "13 of 13 sandboxes");
+    browser.untilText("#list-count", "Matching sandboxes 1–10, newest first");
+    assertThat(browser.requests()).as("the filtered list's requests")
+        .contains("/v1/sandboxes?limit=10&status=destroyed", "/v1/sandboxes?limit=10&backend=local",
+            "/v1/sandboxes?limit=10&backend=local&created_after=2999-01-01T00%3A00%3A00Z")
+        .anyMatch(u -> u.startsWith("/v1/sandboxes?limit=10&backend=local&cursor="));
   }
 
   @Test
