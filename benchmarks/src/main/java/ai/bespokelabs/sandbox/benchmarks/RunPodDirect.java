@@ -33,9 +33,9 @@ import org.apache.sshd.common.keyprovider.KeyPairProvider;
  * {@code PUBLIC_KEY}), then {@code GET /pods/{id}} until port 22 is mapped; exec of {@code true} is the
  * adapter's first exec on a pod: {@code GET /pods/{id}} for its SSH endpoint, an SSH connection authenticated
  * by key, one exec channel running {@code true} ({@code echo $$ > pidfile && exec env true}) read to its close
- * and exit status: the plain SSH exec. The adapter runs the program detached instead (a launch channel, then a
- * follow channel, then a cleanup), which this benchmark counts as the gateway's overhead. Host keys are accepted, not pinned (the adapter checks and stores a pin per
- * pod). Destroy closes the session and is {@code DELETE /pods/{id}}.
+ * and exit status: the plain SSH exec. The adapter runs the program detached instead (one channel that launches
+ * it and follows its output files, then a cleanup not waited for), which this benchmark counts as the gateway's
+ * overhead. Host keys are accepted, not pinned (the adapter checks and stores a pin per pod). Destroy closes the session and is {@code DELETE /pods/{id}}.
  */
 final class RunPodDirect implements ProviderBenchmark.Direct, AutoCloseable {
   static final String KEY = "rp_benchmark_key";

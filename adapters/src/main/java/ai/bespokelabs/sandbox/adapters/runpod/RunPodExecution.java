@@ -6,8 +6,10 @@ import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
+import io.vertx.core.AsyncResult;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -65,8 +67,8 @@ final class RunPodExecution implements Execution {
   }
 
   /**
-   * Starts the program with {@code launch} (see {@link RunPodScripts#launch}) and begins following its output;
-   * completes once it runs.
+   * Starts the program with {@code launch} (see {@link RunPodScripts#launch}) and follows its output on the same
+   * channel ({@link RunPodScripts#start}); completes once it runs.
    *
    * @param sessions the pod's SSH session for an operation, connected anew when the last one dropped
    */
@@ -74,9 +76,38 @@ final class RunPodExecution implements Execution {
       String launch, OutputSink sink, boolean keepStdin, int timeoutSecs, long commandTimeoutMs) {
     RunPodExecution run = new RunPodExecution(context, sessions, dir, sink, keepStdin, timeoutSecs,
         commandTimeoutMs);
-    return run.command("execute", launch, null).compose(r -> r.status() == 0 ? Future.succeededFuture(run.running())
-        : Future.failedFuture(RunPodClient.transportError("execute",
-            new IOException("the program did not start (status " + r.status() + ")"), false)));
+    Promise<Execution> started = Promise.promise();
+    run.launch(RunPodScripts.start(dir, launch), started, 0);
+    return started.future();
+  }
+
+  /**
+   * The launch and the first follow on one channel; retried whole while it drops before the program runs (the
+   * launch starts nothing twice), followed like any other once it does.
+   */
+  private void launch(String script, Promise<Execution> started, int failures) {
+    Promise<Void> running = Promise.promise();
+    running.future().onSuccess(v -> started.tryComplete(running()));
+    sessions.apply("execute")
+        .compose(s -> RunPodFollow.run(context, s, script, sink, offsets, running, commandTimeoutMs))
+        .onComplete(ar -> {
+          if (running.future().succeeded()) {
+            followed(ar, 0, 0);
+            return;
+          }
+          if (ar.succeeded() && ar.result() != null) {
+            started.fail(RunPodClient.transportError("execute",
+                new IOException("the program did not start (status " + ar.result() + ")"), false));
+            return;
+          }
+          Throwable t = ar.failed() ? ar.cause()
+              : new IOException("the SSH channel closed before the program started");
+          if (!retryable(t) || failures >= BACKOFF_MS.length) {
+            started.fail(RunPodClient.transportError("execute", t, false));
+            return;
+          }
+          context.owner().setTimer(BACKOFF_MS[failures], x -> launch(script, started, failures + 1));
+        });
   }
 
   private Execution running() {
@@ -86,7 +117,6 @@ final class RunPodExecution implements Execution {
         kill("KILL");
       });
     }
-    follow(0);
     return this;
   }
 
@@ -95,24 +125,30 @@ final class RunPodExecution implements Execution {
     long before = offsets[0] + offsets[1];
     sessions.apply("execute")
         .compose(s -> RunPodFollow.run(context, s, RunPodScripts.follow(dir, offsets[0], offsets[1]), sink, offsets))
-        .onComplete(ar -> {
-          Integer status = ar.succeeded() ? ar.result() : null;
-          if (status != null && status != RunPodScripts.UNSURE) {
-            command("cleanup", RunPodScripts.cleanup(dir), null); // best effort: the directory is in /tmp
-            finish(status);
-            return;
-          }
-          if (status != null) {
-            exitStatus();
-            return;
-          }
-          int next = offsets[0] + offsets[1] > before ? 0 : failures; // progress resets the count
-          if (ar.failed() && !retryable(ar.cause()) || next >= BACKOFF_MS.length) {
-            lost(ar.failed() ? ar.cause() : null);
-            return;
-          }
-          context.owner().setTimer(BACKOFF_MS[next], t -> follow(next + 1));
-        });
+        .onComplete(ar -> followed(ar, before, failures));
+  }
+
+  /**
+   * A follow ended: with the program's status, with {@link RunPodScripts#UNSURE} (ask for it) or with null
+   * (dropped: resume, unless the retries without progress since {@code before} ran out).
+   */
+  private void followed(AsyncResult<Integer> ar, long before, int failures) {
+    Integer status = ar.succeeded() ? ar.result() : null;
+    if (status != null && status != RunPodScripts.UNSURE) {
+      command("cleanup", RunPodScripts.cleanup(dir), null); // best effort: the directory is in /tmp
+      finish(status);
+      return;
+    }
+    if (status != null) {
+      exitStatus();
+      return;
+    }
+    int next = offsets[0] + offsets[1] > before ? 0 : failures; // progress resets the count
+    if (ar.failed() && !retryable(ar.cause()) || next >= BACKOFF_MS.length) {
+      lost(ar.failed() ? ar.cause() : null);
+      return;
+    }
+    context.owner().setTimer(BACKOFF_MS[next], t -> follow(next + 1));
   }
 
   /** Reads the exit status the wrapper wrote, removes the directory and reports the end. */

@@ -24,6 +24,17 @@ import java.util.regex.Pattern;
  *       another on its stderr ({@code tail -f}, ending once the sentinel has ended and all was read), then exits
  *       with the program's status; a dropped connection resumes with a new follow from the offsets delivered
  *       so far.
+ *   <li>{@link #start}: the launch and the first follow in one exec channel, so an execution costs one channel
+ *       on its critical path, like a plain SSH exec. The launch's own stdout and stderr go to {@code /dev/null}
+ *       and, once it succeeded, the shell prints {@link #STARTED} on stdout before it runs the follow: the
+ *       channel's first stdout bytes are that marker, and nothing the program wrote can come before it, since
+ *       the program writes to files that only the follow (started after the marker) puts on the channel. The
+ *       gateway reads the marker before it accepts any output (stderr is not read until then: sshd may forward
+ *       the follow's stderr ahead of the marker) and counts the program's bytes after it. When the launch
+ *       fails the shell exits with the launch's status without the marker, so "did not start" is told from the
+ *       program's output and from its exit status by the marker's absence, not by a reserved status. A channel
+ *       that drops before the marker is retried whole: the launch is idempotent, starts nothing twice, and no
+ *       output was delivered yet; once the marker arrived, a drop resumes with {@link #follow} alone.
  *   <li>{@link #stdin}: writes bytes at an offset of {@code in}, so a retried write is harmless; {@link #eof};
  *       {@link #signal} to the program's process group; {@link #status}; {@link #cleanup}.
  * </ul>
@@ -38,6 +49,14 @@ final class RunPodScripts {
    * what a short execution waits after its end; each wake-up is a stat and a kill -0.
    */
   private static final String POLL = "0.05";
+  /**
+   * How often a follow notices the program ended (seconds): {@code tail} checks the sentinel in its own
+   * process (a kill -0, no fork), so a short poll is cheap and shortens what every execution waits at its end;
+   * new output is noticed at once where {@code tail} uses inotify, else at this pace.
+   */
+  private static final String FOLLOW_POLL = "0.01";
+  /** What {@link #start} prints on stdout once the program runs, before any of its output. */
+  static final String STARTED = "bsk-started\n";
 
   /**
    * The wrapper, as {@code sh -c WRAPPER sh <dir> <keep stdin: 0|1> <cwd or ''> <program words...>}; its output
@@ -98,14 +117,24 @@ final class RunPodScripts {
   }
 
   /**
+   * {@code launch} (made by {@link #launch}), then, once the program runs, {@link #STARTED} on stdout and the
+   * follow from the start of its output; exits with the launch's non-zero status, without the marker, when the
+   * program did not start.
+   */
+  static String start(String dir, String launch) {
+    return "{ " + launch + "; } < /dev/null > /dev/null 2>&1 || exit $?; printf '%s' " + quote(STARTED) + "; "
+        + follow(dir, 0, 0);
+  }
+
+  /**
    * {@code out} from byte {@code outOffset} on stdout, {@code err} from {@code errOffset} on stderr; then exits
    * with the program's exit status, or {@link #UNSURE} when there is none (or the program's was that).
    */
   static String follow(String dir, long outOffset, long errOffset) {
     String d = quote(dir);
     return "W=$(cat " + d + "/pid) || exit " + UNSURE + "; "
-        + "tail -c +" + (outOffset + 1) + " -s " + POLL + " -f --pid=\"$W\" " + d + "/out & "
-        + "tail -c +" + (errOffset + 1) + " -s " + POLL + " -f --pid=\"$W\" " + d + "/err >&2; wait; "
+        + "tail -c +" + (outOffset + 1) + " -s " + FOLLOW_POLL + " -f --pid=\"$W\" " + d + "/out & "
+        + "tail -c +" + (errOffset + 1) + " -s " + FOLLOW_POLL + " -f --pid=\"$W\" " + d + "/err >&2; wait; "
         + "S=$(cat " + d + "/status 2>/dev/null) && exit \"$S\"; exit " + UNSURE;
   }
 

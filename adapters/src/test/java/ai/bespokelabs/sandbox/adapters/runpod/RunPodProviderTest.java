@@ -37,6 +37,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
@@ -408,6 +409,62 @@ class RunPodProviderTest {
     assertThat(sink.exit.future().result()).isEqualTo(1);
     assertThat(sink.stderr()).contains("/nonexistent/dir");
     assertThat(sink.stdout()).isEmpty();
+  }
+
+  @Test
+  void a_program_that_did_not_start_fails_the_start_clearly_and_nothing_reaches_the_sink() throws Exception {
+    ExecSandbox request = command(pod, "echo never", 10, false);
+    Path taken = Path.of("/tmp/.bsk-" + request.executionId());
+    Files.writeString(taken, "not the execution's directory"); // the launch cannot make its directory
+    try {
+      Sink sink = new Sink();
+      assertThatThrownBy(() -> on(() -> provider.executions().start(request, sink)))
+          .isInstanceOf(ProviderException.class).cause().hasMessageContaining("did not start (status 1)");
+      Thread.sleep(200);
+      assertThat(sink.stdout()).isEmpty();
+      assertThat(sink.stderr()).isEmpty();
+      assertThat(sink.exit.future().isComplete()).isFalse();
+    } finally {
+      Files.deleteIfExists(taken);
+    }
+  }
+
+  @Test
+  void a_start_dropped_before_the_program_ran_is_retried_and_starts_nothing_twice() throws Exception {
+    ExecSandbox request = command(pod, "echo started again", 30, false);
+    Path dir = Path.of("/tmp/.bsk-" + request.executionId());
+    Files.createDirectory(dir); // as if an earlier launch made it: this one waits for that program to run
+    for (String f : List.of("out", "err", "in")) {
+      Files.writeString(dir.resolve(f), "");
+    }
+    try {
+      Sink sink = new Sink();
+      CompletableFuture<Execution> started = CompletableFuture.supplyAsync(
+          () -> on(() -> provider.executions().start(request, sink)));
+      Thread.sleep(500);
+      assertThat(started).isNotDone();
+      sim.ssh().dropSessions(); // while the launch waits, before the marker
+      Thread.sleep(1_000); // the retried launch waits in turn
+      Process ended = new ProcessBuilder("true").start();
+      ended.waitFor();
+      Files.writeString(dir.resolve("out"), "from the first launch\n");
+      Files.writeString(dir.resolve("pid"), ended.pid() + "\n");
+      Files.writeString(dir.resolve("status"), "5\n");
+      started.get(20, TimeUnit.SECONDS);
+      assertThat(sink.await()).isEqualTo(5);
+      assertThat(sink.stdout()).isEqualTo("from the first launch\n");
+      assertThat(sink.stderr()).isEmpty();
+      Waits.upTo(20).until(() -> !Files.exists(dir));
+    } finally {
+      if (Files.exists(dir)) {
+        try (var files = Files.list(dir)) {
+          for (Path f : files.toList()) {
+            Files.delete(f);
+          }
+        }
+        Files.delete(dir);
+      }
+    }
   }
 
   @Test
