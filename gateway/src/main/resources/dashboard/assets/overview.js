@@ -1,6 +1,12 @@
 // Operational cards, budget and quota, policy, provider health, recent denials and the live lifecycle feed.
 import { h, fill, table, iso } from './dom.js';
-import { ENDED, nearingTtl, ratio, usd, duration } from './lib.js';
+import { nearingTtl, ratio, usd, duration } from './lib.js';
+
+/** The statuses of a sandbox that still holds resources. */
+const LIVE = ['creating', 'running', 'stopping'];
+/** The failed-launches card counts the last day's, up to one page. */
+const FAILED_WINDOW_MS = 24 * 3600 * 1000;
+const FAILED_PAGE = 100;
 
 export class Overview {
   constructor(app, root) {
@@ -30,13 +36,19 @@ export class Overview {
 
   async render() {
     const app = this.app;
-    // the cards count over every sandbox (the API has no counts of its own): the whole list, on this view only
-    app.sandboxes = app.readsSandboxes() ? await app.client.get('/v1/sandboxes') : [];
-    const list = app.sandboxes;
+    // the cards read only what they count, never the whole list: the live sandboxes, and the launches that
+    // failed in the last day (one page of them)
     const now = Date.now();
-    const active = list.filter((s) => !ENDED.has(s.status));
-    const failed = list.filter((s) => s.status === 'failed');
-    const nearing = nearingTtl(list, now);
+    let failed = { items: [], next: null };
+    app.sandboxes = [];
+    if (app.readsSandboxes()) {
+      const since = new Date(now - FAILED_WINDOW_MS).toISOString();
+      [app.sandboxes, failed] = await Promise.all([
+        app.client.get(`/v1/sandboxes?status=${LIVE.join(',')}`),
+        app.client.page(`/v1/sandboxes?status=failed&created_after=${encodeURIComponent(since)}&limit=${FAILED_PAGE}`)]);
+    }
+    const active = app.sandboxes;
+    const nearing = nearingTtl(active, now);
     let reconciliation = null;
     try {
       reconciliation = await app.client.get('/v1/reconciliation');
@@ -44,8 +56,10 @@ export class Overview {
       reconciliation = null;
     }
     fill(this.cards,
-      card('Active resources', active.length, `${list.length} sandboxes in all`),
-      card('Failed launches', failed.length, failed.length ? `latest ${iso(failed[0].failed_at || failed[0].created_at)}` : 'none'),
+      card('Active resources', active.length, 'creating, running or stopping'),
+      card('Failed launches', failed.next ? `${failed.items.length}+` : failed.items.length, failed.items.length
+        ? `in the last 24 hours; latest ${iso(failed.items[0].failed_at || failed.items[0].created_at)}`
+        : 'none in the last 24 hours'),
       card('Unreconciled sandboxes', reconciliation ? reconciliation.unreconciled : '–',
         reconciliation ? `${reconciliation.missing} missing at their provider` : 'needs sandboxes:read'),
       card('Nearing their TTL', nearing.length, 'deadline within 15 minutes'));

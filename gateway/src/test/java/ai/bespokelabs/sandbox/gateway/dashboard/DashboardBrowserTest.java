@@ -434,8 +434,10 @@ class DashboardBrowserTest {
 
       browser.click("#refresh");
       browser.untilText("#budget", "of $400.00");
-      assertThat(browser.requests()).as("the manual refresh's requests")
-          .contains("/v1/sandboxes", "/v1/policy-summary", "/v1/providers");
+      assertThat(browser.requests()).as("the manual refresh's requests: the cards read the live sandboxes only")
+          .contains("/v1/sandboxes?status=creating,running,stopping", "/v1/policy-summary", "/v1/providers")
+          .anyMatch(u -> u.startsWith("/v1/sandboxes?status=failed&created_after="))
+          .noneMatch(u -> u.equals("/v1/sandboxes"));
       browser.until(d -> !browser.find("#updated").getText().equals(updated));
     } finally {
       browser.showTab();
