@@ -99,12 +99,13 @@ final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
     }));
   }
 
-  /** A failure that may pass: no answer, or a 429 or 5xx one. */
+  /**
+   * A failure that may pass: no answer or a timeout, or a 429 or 5xx answer (its own {@code retryable} is forced
+   * off for a create whose outcome was unknown, so it is read from the code and status).
+   */
   private static boolean transientFailure(ProviderError e) {
-    if (e.context().get("provider_status") instanceof Long status) {
-      return status == 429 || status >= 500;
-    }
-    return e.code() == ErrorCode.TIMEOUT || e.code() == ErrorCode.CONNECTION;
+    return e.code() == ErrorCode.TIMEOUT || e.code() == ErrorCode.CONNECTION
+        || e.context().get("provider_status") instanceof Long status && (status == 429 || status >= 500);
   }
 
   private static Map<String, String> marks(CreateSandbox request) {
