@@ -116,9 +116,20 @@ public final class Materializer {
 
   /** Writes every chunk of {@code source} and commits; any failure aborts the upload and fails with {@code code}. */
   private static Future<Void> copy(Future<FileWriter> opened, Supplier<Future<Buffer>> source, String code) {
-    return opened.recover(t -> Future.failedFuture(failed(code, null)))
+    return opened.recover(t -> Future.failedFuture(copyFailed(code, "opening", t)))
         .compose(w -> pump(w, source).compose(v -> w.commit()).<Void>mapEmpty()
-            .recover(t -> w.abort().transform(ignored -> Future.failedFuture(failed(code, null)))));
+            .recover(t -> w.abort().transform(ignored -> Future.failedFuture(copyFailed(code, "writing", t)))));
+  }
+
+  /**
+   * The step's failure, its cause logged: the contract's code and context, or the exception's class (no
+   * provider text, which may carry anything).
+   */
+  private static StepFailed copyFailed(String code, String stage, Throwable t) {
+    LOG.info("Copying a workspace step into the sandbox failed while {}: {}", stage,
+        t instanceof ProviderException p ? p.error().code().wire() + " " + p.error().context()
+            : t instanceof ApiException a ? a.status() + " " + a.getMessage() : t.getClass().getName());
+    return failed(code, null);
   }
 
   private static Future<Void> pump(FileWriter w, Supplier<Future<Buffer>> source) {
