@@ -205,6 +205,48 @@ class RunPodProviderTest {
         .isInstanceOf(ApiException.class).hasMessageContaining("not found");
   }
 
+  /**
+   * Every key {@code ssh-keygen} makes by default (ed25519, ecdsa, rsa), in its OpenSSH format and in PEM, loads as
+   * the gateway's key: the pod is created with its public key and a program runs over SSH authenticated by it.
+   */
+  @Test
+  void keys_made_by_ssh_keygen_of_every_default_type_and_format_load_and_authenticate() throws Exception {
+    String[][] kinds = {{"ed25519", null, "ssh-ed25519 "}, {"ed25519", "PKCS8", "ssh-ed25519 "},
+        {"ecdsa", null, "ecdsa-sha2-nistp256 "}, {"ecdsa", "PEM", "ecdsa-sha2-nistp256 "},
+        {"rsa", null, "ssh-rsa "}, {"rsa", "PEM", "ssh-rsa "}};
+    for (String[] kind : kinds) {
+      String label = kind[0] + (kind[1] == null ? "" : " " + kind[1]);
+      Path dir = Files.createTempDirectory(data, "keys-");
+      Path key = dir.resolve("id_" + kind[0]);
+      List<String> keygen = new java.util.ArrayList<>(List.of("ssh-keygen", "-q", "-t", kind[0], "-N", "", "-f",
+          key.toString()));
+      if (kind[1] != null) {
+        keygen.addAll(List.of("-m", kind[1]));
+      }
+      Process p = new ProcessBuilder(keygen).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(p.waitFor()).as(label + ": " + out).isZero();
+      RunPodSettings base = settings(KEY);
+      RunPodProvider own = new RunPodProvider(vertx, new RunPodSettings(base.apiUrl(), base.apiKey(), base.image(),
+          base.gpuType(), key, dir.resolve("host-keys.properties"), base.createTimeout(), base.requestTimeout()),
+          Clock.systemUTC());
+      try {
+        on(() -> own.start(context));
+        String podId = on(() -> own.lifecycle().create(create("sbx_key_" + kind[0], config(null))));
+        assertThat(sim.pod(podId).getJsonObject("env").getString("PUBLIC_KEY")).as(label).startsWith(kind[2])
+            .contains(Files.readString(dir.resolve("id_" + kind[0] + ".pub")).split(" ")[1]);
+        Sink sink = new Sink();
+        on(() -> own.executions().start(command(podId, "echo signed in", 30, false), sink));
+        sink.await();
+        assertThat(sink.stdout()).as(label).isEqualTo("signed in\n");
+        on(() -> own.lifecycle().destroy(new ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox(
+            "sbx_key_" + kind[0], podId, "test")));
+      } finally {
+        on(own::close);
+      }
+    }
+  }
+
   @Test
   void create_sends_the_gpu_image_key_and_marks_and_waits_for_the_ssh_port() {
     JsonObject p = sim.pod(pod);
