@@ -84,6 +84,9 @@ public final class AdapterVerticle extends VerticleBase {
   private FairShare fileShare;
   private FileSessions files;
   private FailureCounter failures = FailureCounter.NONE;
+  private java.util.function.Consumer<String> onUnavailable = reason -> { };
+  /** Why the backend could not start (its settings are broken); null once it started. */
+  private String startFailure;
 
   public AdapterVerticle(Backend provider, String nodeId, long journalBytes) {
     this(provider, nodeId, journalBytes, new Materializer(new GitCloner(false)));
@@ -97,6 +100,15 @@ public final class AdapterVerticle extends VerticleBase {
     this.materializer = materializer;
   }
 
+  /**
+   * Told, once, why the backend could not start (its settings are broken): the verticle still deploys and
+   * answers every request with {@code backend_not_installed} and that reason (set before deployment).
+   */
+  public AdapterVerticle reportingUnavailable(java.util.function.Consumer<String> listener) {
+    this.onUnavailable = Objects.requireNonNull(listener, "listener");
+    return this;
+  }
+
   /** Counts every provider failure this verticle answers (set before deployment). */
   public AdapterVerticle countingFailures(FailureCounter counter) {
     this.failures = Objects.requireNonNull(counter, "counter");
@@ -105,9 +117,22 @@ public final class AdapterVerticle extends VerticleBase {
 
   @Override
   public Future<?> start() {
-    return provider.start(context).compose(v -> {
+    Future<Void> started;
+    try {
+      started = provider.start(context);
+    } catch (RuntimeException e) {
+      started = Future.failedFuture(e);
+    }
+    return started.recover(e -> {
+      // A backend whose settings are broken never stops the gateway: it is listed as not configured with the
+      // reason, its requests are refused with it, and the log has this one line.
+      startFailure = unavailableReason(provider.name(), e);
+      LOG.warn("{} is not available: {}", provider.name(), e.getMessage() == null ? startFailure : e.getMessage());
+      onUnavailable.accept(startFailure);
+      return Future.succeededFuture();
+    }).compose(v -> {
       fileShare = new FairShare(ai.bespokelabs.sandbox.adapters.spi.FileSystem.PER_ORGANIZATION);
-      if (provider.capabilities().contains(Capability.FILES)) {
+      if (startFailure == null && provider.capabilities().contains(Capability.FILES)) {
         files = new FileSessions(provider.files());
         vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> files.expire());
       }
@@ -145,8 +170,26 @@ public final class AdapterVerticle extends VerticleBase {
     });
   }
 
+  /**
+   * What tenants and {@code /v1/providers} are told of a backend that failed to start: a settings error's own
+   * sentence (it names the setting, never its value), else only that it failed, the details being in the log.
+   */
+  static String unavailableReason(String backend, Throwable e) {
+    if (e instanceof ai.bespokelabs.sandbox.core.config.ConfigException && e.getMessage() != null) {
+      return e.getMessage();
+    }
+    if (e instanceof ProviderException pe && pe.error().reason() != null) {
+      return pe.error().reason();
+    }
+    return backend + " failed to start; the gateway's log says why";
+  }
+
   private void handle(Message<Object> msg) {
     String action = String.valueOf(msg.headers().get(Addresses.ACTION));
+    if (startFailure != null) {
+      failed(msg, action, new ProviderException(ProviderError.unavailable(provider.name(), action, startFailure)));
+      return;
+    }
     switch (action) {
       case Addresses.CREATE -> {
         CreateSandbox request = (CreateSandbox) msg.body();

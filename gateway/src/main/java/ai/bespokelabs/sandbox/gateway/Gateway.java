@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway;
 
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
+import ai.bespokelabs.sandbox.adapters.Unconfigured;
 import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
@@ -32,7 +33,9 @@ import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Times;
 import ai.bespokelabs.sandbox.core.bus.Messages;
+import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
 import ai.bespokelabs.sandbox.core.db.DataDirectoryLock;
 import ai.bespokelabs.sandbox.core.db.Database;
@@ -52,6 +55,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Supplier;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -110,28 +114,33 @@ public final class Gateway implements AutoCloseable {
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
-    out.add(new DockerProvider(vertx, DockerSettings.from(settings)));
-    E2bSettings.from(settings).ifPresent(e2b -> out.add(new E2bProvider(vertx, e2b, clock)));
-    DaytonaSettings daytona = DaytonaSettings.from(settings);
-    if (daytona != null) {
-      out.add(new DaytonaProvider(vertx, daytona, PricingCatalog.load(config.ledger().pricingFile()), clock));
-    }
-    RaySettings ray = RaySettings.from(settings);
-    if (ray != null) {
-      out.add(new RayProvider(vertx, ray));
-    }
-    TensorlakeSettings tensorlake = TensorlakeSettings.from(settings);
-    if (tensorlake != null) {
-      out.add(new TensorlakeProvider(vertx, tensorlake));
-    }
-    CodeCapsulesSettings.from(settings).ifPresent(cc -> out.add(new CodeCapsulesProvider(vertx, cc)));
-    ModalSettings.from(settings).ifPresent(modal -> out.add(new ModalProvider(vertx, modal,
-        PricingCatalog.load(config.ledger().pricingFile()))));
-    RunPodSettings runpod = RunPodSettings.from(settings, data);
-    if (runpod != null) {
-      out.add(new RunPodProvider(vertx, runpod, clock));
-    }
+    add(out, DockerProvider.BACKEND, true, () -> Optional.of(new DockerProvider(vertx, DockerSettings.from(settings))));
+    add(out, E2bProvider.BACKEND, false, () -> E2bSettings.from(settings).map(e2b -> new E2bProvider(vertx, e2b, clock)));
+    add(out, DaytonaProvider.BACKEND, false, () -> Optional.ofNullable(DaytonaSettings.from(settings))
+        .map(d -> new DaytonaProvider(vertx, d, PricingCatalog.load(config.ledger().pricingFile()), clock)));
+    add(out, RayProvider.BACKEND, false, () -> Optional.ofNullable(RaySettings.from(settings))
+        .map(ray -> new RayProvider(vertx, ray)));
+    add(out, TensorlakeProvider.BACKEND, false, () -> Optional.ofNullable(TensorlakeSettings.from(settings))
+        .map(t -> new TensorlakeProvider(vertx, t)));
+    add(out, CodeCapsulesProvider.BACKEND, false, () -> CodeCapsulesSettings.from(settings)
+        .map(cc -> new CodeCapsulesProvider(vertx, cc)));
+    add(out, ModalProvider.BACKEND, false, () -> ModalSettings.from(settings)
+        .map(modal -> new ModalProvider(vertx, modal, PricingCatalog.load(config.ledger().pricingFile()))));
+    add(out, RunPodProvider.BACKEND, false, () -> Optional.ofNullable(RunPodSettings.from(settings, data))
+        .map(runpod -> new RunPodProvider(vertx, runpod, clock)));
     return out;
+  }
+
+  /**
+   * Adds the backend {@code build} makes (none when its settings are absent). Settings that cannot be read never
+   * stop the gateway: the backend is listed as not configured with the reason, in one log line.
+   */
+  private static void add(List<Backend> out, String name, boolean nodeBound, Supplier<Optional<? extends Backend>> build) {
+    try {
+      build.get().ifPresent(out::add);
+    } catch (ConfigException | ApiException e) {
+      out.add(new Unconfigured(name, nodeBound, e.getMessage()));
+    }
   }
 
   /**
@@ -205,7 +214,8 @@ public final class Gateway implements AutoCloseable {
           deployed = deployed.compose(v -> vertx.deployVerticle(new AdapterVerticle(provider, nodeId,
               config.execution().journalBytes(),
               new Materializer(new GitCloner(config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate())))
-              .countingFailures((backend, error) -> metrics.providerError(backend, error.code().wire()))));
+              .countingFailures((backend, error) -> metrics.providerError(backend, error.code().wire()))
+              .reportingUnavailable(reason -> backends.markUnavailable(provider.name(), reason))));
         }
       }
       SupervisorVerticle supervisor = w.supervisor(watches(backends));

@@ -30,6 +30,13 @@ class ProviderTest {
     key = gw.bootstrap("Ops");
   }
 
+  /** What a backend whose tool or engine is missing here answers: what to install. */
+  static final Map<String, String> MISSING = Map.of(
+      "safehouse", "safehouse is not installed on this host (macOS only: install Agent Safehouse and put safehouse"
+          + " on the gateway's PATH)",
+      "docker", "no Docker Engine API socket on this host (install Docker, or Podman with its API service:"
+          + " apt-get install podman && systemctl enable --now podman.socket, then set DOCKER_HOST)");
+
   /** {@code configured} says what a create would meet: a backend whose tool or engine is missing is not. */
   @Test
   void configured_is_false_where_a_create_would_meet_backend_not_installed() {
@@ -43,6 +50,7 @@ class ProviderTest {
     Resp safehouse = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "safehouse"));
     assertThat(safehouse.status()).isEqualTo(422);
     assertThat(safehouse.body()).contains("backend_not_installed");
+    assertThat(safehouse.json().getJsonObject("detail").getString("message")).isEqualTo(MISSING.get("safehouse"));
     boolean engine = Files.exists(Path.of("/var/run/docker.sock")) || System.getenv("DOCKER_HOST") != null;
     assertThat(configured).containsEntry("docker", engine);
   }
@@ -169,16 +177,19 @@ class ProviderTest {
         for (Object o : items) {
           JsonObject item = (JsonObject) o;
           String backend = item.getString("backend");
+          boolean on = configured.get(backend);
+          String message = on ? "Not checked yet." : MISSING.get(backend);
           assertThat(item).as(backend).isEqualTo(new JsonObject().put("backend", backend)
-              .put("configured", configured.get(backend))
+              .put("configured", on)
               .put("capabilities", new io.vertx.core.json.JsonArray(capabilities.get(backend)))
-              .put("status", "unknown").putNull("checked_at").put("message", "Not checked yet."));
-          if (!configured.get(backend)) {
+              .put("status", on ? "unknown" : "unconfigured").putNull("checked_at").put("message", message));
+          if (!on) {
             Resp refused = all.post("/v1/sandboxes", ops, new JsonObject().put("backend", backend));
             assertThat(refused.status()).as(refused.body()).isEqualTo(422);
             assertThat(refused.json().getJsonObject("detail").getString("code")).as(refused.body())
                 .isEqualTo("backend_not_installed");
             assertThat(refused.json().getJsonObject("detail").getString("backend")).isEqualTo(backend);
+            assertThat(refused.json().getJsonObject("detail").getString("message")).isEqualTo(message);
           }
         }
         assertThat(e2b.violations()).isEmpty();

@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.bwrap;
 import ai.bespokelabs.sandbox.adapters.local.EnvHandOff;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
-import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
@@ -54,10 +53,21 @@ public final class BwrapWrapper implements HostWrapper {
   }
 
   @Override
+  public Optional<String> missing() {
+    if (bwrap.isEmpty()) {
+      return Optional.of("bwrap is not installed on this host (Debian/Ubuntu: apt-get install bubblewrap)");
+    }
+    if (prlimit.isEmpty()) {
+      return Optional.of("prlimit is not installed on this host (Debian/Ubuntu: apt-get install util-linux)");
+    }
+    return Optional.empty();
+  }
+
+  @Override
   public void check() {
-    if (bwrap.isEmpty() || prlimit.isEmpty()) {
-      throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, BACKEND, "create", false,
-          ProviderError.Outcome.FAILED));
+    Optional<String> missing = missing();
+    if (missing.isPresent()) {
+      throw new ProviderException(ProviderError.unavailable(BACKEND, "create", missing.get()));
     }
   }
 

@@ -209,9 +209,13 @@ final class DockerEngine {
     return ai.bespokelabs.sandbox.adapters.http.ClientContext.run(ctx, work);
   }
 
+  /** What an operator does when the engine's unix socket does not exist. */
+  static final String NOT_INSTALLED = "no Docker Engine API socket on this host (install Docker, or Podman with its"
+      + " API service: apt-get install podman && systemctl enable --now podman.socket, then set DOCKER_HOST)";
+
   /** {@code backend_not_installed}: the engine's unix socket does not exist. */
   ProviderException notInstalled(String op) {
-    return failure(ErrorCode.BACKEND_NOT_INSTALLED, op, false, ProviderError.Outcome.FAILED, null);
+    return new ProviderException(ProviderError.unavailable(backend, op, NOT_INSTALLED));
   }
 
   /** A transport failure: refused or missing connections did nothing; anything later may have acted. */

@@ -100,8 +100,8 @@ public final class DockerProvider implements Backend, Lifecycle {
 
   /** Whether the engine's socket exists (a create answers {@code backend_not_installed} otherwise). */
   @Override
-  public boolean installed() {
-    return engine.host().present();
+  public java.util.Optional<String> unavailable() {
+    return engine.host().present() ? java.util.Optional.empty() : java.util.Optional.of(DockerEngine.NOT_INSTALLED);
   }
 
   @Override

@@ -87,8 +87,8 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
   }
 
   @Override
-  public boolean installed() {
-    return provider.installed();
+  public java.util.Optional<String> unavailable() {
+    return provider.unavailable();
   }
 
   @Override

@@ -36,9 +36,9 @@ public interface BlockingProvider extends AutoCloseable {
   /** What it offers beyond lifecycle and executions. */
   Set<Capability> capabilities();
 
-  /** See {@link ai.bespokelabs.sandbox.adapters.spi.Backend#installed()}. */
-  default boolean installed() {
-    return true;
+  /** See {@link ai.bespokelabs.sandbox.adapters.spi.Backend#unavailable()}. */
+  default java.util.Optional<String> unavailable() {
+    return java.util.Optional.empty();
   }
 
   /** Creates the sandbox and returns the provider's id for it. */

@@ -64,10 +64,17 @@ public final class HostUsers {
    * the fallback.
    */
   void check(String backend) {
-    if (root && setpriv.isEmpty()) {
-      throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, backend, "create", false,
-          ProviderError.Outcome.FAILED));
+    Optional<String> missing = missing();
+    if (missing.isPresent()) {
+      throw new ProviderException(ProviderError.unavailable(backend, "create", missing.get()));
     }
+  }
+
+  /** What a root gateway lacks to drop privileges, as the sentence an operator acts on; empty when nothing. */
+  Optional<String> missing() {
+    return root && setpriv.isEmpty()
+        ? Optional.of("setpriv is not installed on this host (Debian/Ubuntu: apt-get install util-linux)")
+        : Optional.empty();
   }
 
   /**

@@ -36,6 +36,11 @@ public interface HostWrapper {
    */
   HostWrapper NONE = new HostWrapper() {
     @Override
+    public java.util.Optional<String> missing() {
+      return java.util.Optional.empty();
+    }
+
+    @Override
     public void check() {
     }
 
@@ -62,7 +67,14 @@ public interface HostWrapper {
   }
 
   /**
-   * Fails with the contract's {@code backend_not_installed} error when the host cannot run this backend.
+   * What the host lacks to run this backend, as the sentence an operator acts on (the tool and the package that
+   * brings it); empty when nothing is missing.
+   */
+  java.util.Optional<String> missing();
+
+  /**
+   * Fails with the contract's {@code backend_not_installed} error, {@link #missing()} as its message, when the
+   * host cannot run this backend.
    */
   void check();
 

@@ -112,14 +112,9 @@ public final class LocalProvider implements BlockingProvider {
   }
 
   @Override
-  public boolean installed() {
-    try {
-      wrapper.check();
-      users.check(backend);
-      return true;
-    } catch (ProviderException e) {
-      return false;
-    }
+  public java.util.Optional<String> unavailable() {
+    java.util.Optional<String> missing = wrapper.missing();
+    return missing.isPresent() ? missing : users.missing();
   }
 
   /** See {@link LocalLifecycle#create}. */

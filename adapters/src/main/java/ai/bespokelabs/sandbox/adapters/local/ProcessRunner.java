@@ -109,7 +109,8 @@ public final class ProcessRunner {
    */
   public ExecHandle start(ProcessSpec spec, boolean keepStdin, ExecSink sink, LongConsumer started) {
     Path setsid = spawner.isPresent() ? null : ProcessGroups.setsid()
-        .orElseThrow(() -> failure(ErrorCode.BACKEND_NOT_INSTALLED, ProviderError.Outcome.FAILED, null));
+        .orElseThrow(() -> new ProviderException(ProviderError.unavailable(backend, "execute",
+            "setsid is not installed on this host (Debian/Ubuntu: apt-get install util-linux)")));
     if (!Files.isDirectory(spec.cwd())) {
       throw new ApiException(422, "cwd must be an existing directory");
     }

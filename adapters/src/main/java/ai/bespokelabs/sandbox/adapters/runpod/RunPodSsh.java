@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.runpod;
 
+import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
@@ -108,17 +109,31 @@ final class RunPodSsh {
     return fingerprint;
   }
 
+  /**
+   * The gateway's key pair from {@code path} (any type and format {@code ssh-keygen} writes: ed25519, ecdsa, rsa;
+   * OpenSSH, PEM or PKCS#8), generated there when absent. A file that cannot be read or holds no usable
+   * unencrypted private key is a {@link ConfigException} naming the setting.
+   */
   static KeyPair loadOrGenerate(Path path) throws IOException, GeneralSecurityException {
-    if (Files.isRegularFile(path)) {
-      try (InputStream in = Files.newInputStream(path)) {
-        Iterable<KeyPair> found = SecurityUtils.loadKeyPairIdentities(null, NamedResource.ofName(path.toString()), in,
-            null);
-        Iterator<KeyPair> it = found == null ? null : found.iterator();
-        if (it == null || !it.hasNext()) {
-          throw new IOException("BESPOKE_RUNPOD_SSH_KEY holds no private key");
-        }
-        return it.next();
+    if (Files.exists(path)) {
+      if (!Files.isRegularFile(path) || !Files.isReadable(path)) {
+        throw new ConfigException("BESPOKE_RUNPOD_SSH_KEY cannot be read (it must be a readable private key file)");
       }
+      Iterable<KeyPair> found;
+      try (InputStream in = Files.newInputStream(path)) {
+        found = SecurityUtils.loadKeyPairIdentities(null, NamedResource.ofName(path.getFileName().toString()), in,
+            null);
+      } catch (java.nio.file.AccessDeniedException e) {
+        throw new ConfigException("BESPOKE_RUNPOD_SSH_KEY cannot be read (it must be a readable private key file)");
+      } catch (GeneralSecurityException | IOException | RuntimeException e) {
+        throw new ConfigException("BESPOKE_RUNPOD_SSH_KEY does not hold an unencrypted OpenSSH, PEM or PKCS#8"
+            + " private key of a supported type (ed25519, ecdsa, rsa)");
+      }
+      Iterator<KeyPair> it = found == null ? null : found.iterator();
+      if (it == null || !it.hasNext()) {
+        throw new ConfigException("BESPOKE_RUNPOD_SSH_KEY holds no private key");
+      }
+      return it.next();
     }
     KeyPair kp = KeyUtils.generateKeyPair(KeyPairProvider.ECDSA_SHA2_NISTP256, 256);
     Files.createDirectories(path.toAbsolutePath().getParent());

@@ -2,7 +2,6 @@ package ai.bespokelabs.sandbox.adapters.safehouse;
 
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.ProcessSpec;
-import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
@@ -37,10 +36,17 @@ public final class SafehouseWrapper implements HostWrapper {
   }
 
   @Override
+  public Optional<String> missing() {
+    return cli.isPresent() ? Optional.empty()
+        : Optional.of("safehouse is not installed on this host (macOS only: install Agent Safehouse and put"
+            + " safehouse on the gateway's PATH)");
+  }
+
+  @Override
   public void check() {
-    if (cli.isEmpty()) {
-      throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, BACKEND, "create", false,
-          ProviderError.Outcome.FAILED));
+    Optional<String> missing = missing();
+    if (missing.isPresent()) {
+      throw new ProviderException(ProviderError.unavailable(BACKEND, "create", missing.get()));
     }
   }
 

@@ -29,11 +29,18 @@ public interface Backend {
   Set<Capability> capabilities();
 
   /**
-   * Whether this node has what creating a sandbox needs (the isolation tool, the engine's socket, the
-   * credentials): false when a create would answer {@code backend_not_installed}. Cheap: no network call.
+   * Why this node cannot create sandboxes of this backend (a missing isolation tool or engine socket, broken
+   * settings), in one sentence of the gateway's own that says what to do; empty when it can. A create then
+   * answers {@code backend_not_installed} with this sentence as its message, and {@code /v1/providers} shows it.
+   * Cheap: no network call. Never provider text, a credential or a host path.
    */
+  default java.util.Optional<String> unavailable() {
+    return java.util.Optional.empty();
+  }
+
+  /** Whether this node has what creating a sandbox needs: {@link #unavailable()} is empty. */
   default boolean installed() {
-    return true;
+    return unavailable().isEmpty();
   }
 
   /** Called once, on the adapter's context, before any other call: HTTP clients bind to it. */

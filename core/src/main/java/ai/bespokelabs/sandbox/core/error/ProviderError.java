@@ -9,10 +9,15 @@ import java.util.regex.Pattern;
 /**
  * The provider error payload of the wire contract: exactly {@code message, code, backend, op, retryable,
  * outcome, context}. The message is fixed per code and the context passes an allow-list only, so no
- * provider text (which may echo credentials) ever reaches a client.
+ * provider text (which may echo credentials) ever reaches a client. The one exception is {@code reason}: a
+ * sentence the gateway itself wrote about its own setup (what to install, which setting is wrong), which
+ * replaces the fixed message of a {@code backend_not_installed} or {@code configuration} error; it never holds
+ * provider text, a credential or a host path.
+ *
+ * @param reason the gateway's own explanation shown as {@code message}, or null for the code's fixed message
  */
-public record ProviderError(
-    ErrorCode code, String backend, String op, boolean retryable, Outcome outcome, Map<String, Object> context) {
+public record ProviderError(ErrorCode code, String backend, String op, boolean retryable, Outcome outcome,
+    Map<String, Object> context, String reason) {
 
   /** {@code failed}: proven to have had no side effect; {@code unknown}: the provider may have acted. */
   public enum Outcome {
@@ -31,16 +36,38 @@ public record ProviderError(
     if ("create".equals(op) && outcome == Outcome.UNKNOWN) {
       retryable = false;
     }
+    if (reason != null && (code != ErrorCode.BACKEND_NOT_INSTALLED && code != ErrorCode.CONFIGURATION
+        || reason.isBlank() || reason.equals(code.publicMessage()))) {
+      reason = null;
+    }
+  }
+
+  public ProviderError(ErrorCode code, String backend, String op, boolean retryable, Outcome outcome,
+      Map<String, Object> context) {
+    this(code, backend, op, retryable, outcome, context, null);
   }
 
   public static ProviderError of(ErrorCode code, String backend, String op, boolean retryable, Outcome outcome) {
     return new ProviderError(code, backend, op, retryable, outcome, Map.of());
   }
 
+  /**
+   * A backend this node cannot serve: {@code backend_not_installed}, not retryable, nothing done, with the
+   * gateway's own {@code reason} as its message.
+   */
+  public static ProviderError unavailable(String backend, String op, String reason) {
+    return new ProviderError(ErrorCode.BACKEND_NOT_INSTALLED, backend, op, false, Outcome.FAILED, Map.of(), reason);
+  }
+
   public ProviderError withContext(String key, Object value) {
     Map<String, Object> ctx = new LinkedHashMap<>(context);
     ctx.put(key, value);
-    return new ProviderError(code, backend, op, retryable, outcome, ctx);
+    return new ProviderError(code, backend, op, retryable, outcome, ctx, reason);
+  }
+
+  /** The message clients see: the gateway's reason when there is one, else the code's fixed message. */
+  public String message() {
+    return reason != null ? reason : code.publicMessage();
   }
 
   public int httpStatus() {
@@ -49,7 +76,7 @@ public record ProviderError(
 
   public JsonObject toJson() {
     return new JsonObject()
-        .put("message", code.publicMessage())
+        .put("message", message())
         .put("code", code.wire())
         .put("backend", backend)
         .put("op", op)
@@ -62,7 +89,8 @@ public record ProviderError(
     JsonObject ctx = j.getJsonObject("context", new JsonObject());
     return new ProviderError(ErrorCode.fromWire(j.getString("code")), j.getString("backend"), j.getString("op"),
         j.getBoolean("retryable", false),
-        "failed".equals(j.getString("outcome")) ? Outcome.FAILED : Outcome.UNKNOWN, ctx.getMap());
+        "failed".equals(j.getString("outcome")) ? Outcome.FAILED : Outcome.UNKNOWN, ctx.getMap(),
+        j.getString("message"));
   }
 
   /** Keeps only the allow-listed context keys with safe values. */

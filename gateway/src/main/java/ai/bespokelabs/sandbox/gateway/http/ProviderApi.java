@@ -74,7 +74,7 @@ public final class ProviderApi implements Endpoints {
     return health.all().map(rows -> {
       JsonArray items = new JsonArray();
       for (String backend : backends.names()) {
-        items.add(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
+        items.add(item(backend, backends.unavailable(backend), backends.capabilities(backend),
             rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
@@ -95,7 +95,7 @@ public final class ProviderApi implements Endpoints {
         SandboxApi.action(Addresses.DETAILS, CHECK_TIMEOUT_MS)).map(m -> m.body());
     return Future.all(health.all(), details).map(all -> {
       JsonObject row = all.<Map<String, JsonObject>>resultAt(0).get(backend);
-      JsonObject item = item(backend, backends.isInstalled(backend), backends.capabilities(backend), row);
+      JsonObject item = item(backend, backends.unavailable(backend), backends.capabilities(backend), row);
       JsonObject extra = all.resultAt(1);
       if (extra != null) {
         extra.forEach(e -> item.getMap().putIfAbsent(e.getKey(), e.getValue())); // never over the entry's fields
@@ -119,19 +119,27 @@ public final class ProviderApi implements Endpoints {
                   ? alerts.providerDegraded(backend, now) : Future.succeededFuture());
         })
         .compose(v -> health.all())
-        .map(rows -> Reply.ok(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
+        .map(rows -> Reply.ok(item(backend, backends.unavailable(backend), backends.capabilities(backend),
             rows.get(backend))));
   }
 
   /**
    * {@code configured}: whether a create on this node would meet what it needs, not merely that it is enabled;
-   * {@code capabilities}: what it offers beyond creating, destroying and running programs.
+   * {@code capabilities}: what it offers beyond creating, destroying and running programs. A backend that is not
+   * configured is {@code unconfigured}, its message saying why (what to install, which setting is wrong).
    */
-  static JsonObject item(String backend, boolean installed, List<String> capabilities, JsonObject row) {
-    return new JsonObject()
+  static JsonObject item(String backend, java.util.Optional<String> unavailable, List<String> capabilities,
+      JsonObject row) {
+    JsonObject item = new JsonObject()
         .put("backend", backend)
-        .put("configured", installed)
-        .put("capabilities", new JsonArray(capabilities))
+        .put("configured", unavailable.isEmpty())
+        .put("capabilities", new JsonArray(capabilities));
+    if (unavailable.isPresent()) {
+      return item.put("status", "unconfigured")
+          .put("checked_at", row == null ? null : row.getString("checked_at"))
+          .put("message", unavailable.get());
+    }
+    return item
         .put("status", row == null ? "unknown" : row.getString("status"))
         .put("checked_at", row == null ? null : row.getString("checked_at"))
         .put("message", row == null ? "Not checked yet." : row.getString("message"));

@@ -14,7 +14,8 @@ import java.util.TreeMap;
 public final class Backends {
   private final Map<String, Boolean> enabled;
   private final String nodeId;
-  private final java.util.Set<String> installed;
+  /** Why a registered backend cannot create sandboxes on this node, by name; absent when it can. */
+  private final Map<String, String> unavailable = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<String, List<String>> capabilities;
   private volatile boolean draining;
 
@@ -23,29 +24,27 @@ public final class Backends {
       String nodeId) {
     Map<String, Boolean> registered = new java.util.LinkedHashMap<>();
     Map<String, List<String>> capabilities = new TreeMap<>();
-    java.util.Set<String> installed = new java.util.HashSet<>();
+    Map<String, String> unavailable = new java.util.HashMap<>();
     for (ai.bespokelabs.sandbox.adapters.spi.Backend b : backends) {
       registered.put(b.name(), b.nodeBound());
       capabilities.put(b.name(), b.capabilities().stream().map(ai.bespokelabs.sandbox.adapters.spi.Capability::wire)
           .sorted().toList());
-      if (b.installed()) {
-        installed.add(b.name());
-      }
+      b.unavailable().ifPresent(reason -> unavailable.put(b.name(), reason));
     }
-    return new Backends(registered, allowList, nodeId, installed, capabilities);
+    return new Backends(registered, allowList, nodeId, unavailable, capabilities);
   }
 
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
-    this(registeredNodeBound, allowList, nodeId, registeredNodeBound.keySet(), Map.of());
+    this(registeredNodeBound, allowList, nodeId, Map.of(), Map.of());
   }
 
   /**
-   * @param installed the registered backends whose prerequisites this node has
+   * @param unavailable why each registered backend that cannot create sandboxes on this node cannot
    * @param capabilities each backend's optional capabilities, by wire name
    */
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId,
-      java.util.Set<String> installed, Map<String, List<String>> capabilities) {
-    this.installed = java.util.Set.copyOf(installed);
+      Map<String, String> unavailable, Map<String, List<String>> capabilities) {
+    this.unavailable.putAll(unavailable);
     this.capabilities = Map.copyOf(capabilities);
     Map<String, Boolean> on = new TreeMap<>();
     if (allowList.isPresent()) {
@@ -74,7 +73,17 @@ public final class Backends {
 
   /** Whether this node has what a create of {@code backend} needs (its tool, engine or credentials). */
   public boolean isInstalled(String backend) {
-    return installed.contains(backend);
+    return !unavailable.containsKey(backend);
+  }
+
+  /** Why a create of {@code backend} cannot be served on this node (what to install, which setting is wrong). */
+  public Optional<String> unavailable(String backend) {
+    return Optional.ofNullable(unavailable.get(backend));
+  }
+
+  /** Records that {@code backend} failed to start on this node, and why. */
+  public void markUnavailable(String backend, String reason) {
+    unavailable.put(backend, reason);
   }
 
   /** What {@code backend} offers beyond lifecycle and executions (e.g. {@code files}, {@code snapshot}), sorted. */
