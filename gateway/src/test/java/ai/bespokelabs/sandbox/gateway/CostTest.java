@@ -105,7 +105,8 @@ class CostTest {
   @Test
   void bad_cost_queries_are_422() {
     String key = gw.bootstrap("Queries");
-    assertThat(gw.get("/v1/costs?group_by=month", key).detail()).isEqualTo("group_by must be one of sandbox, backend, day");
+    assertThat(gw.get("/v1/costs?group_by=month", key).json().getJsonArray("detail").getJsonObject(0).getString("type"))
+        .isEqualTo("string_pattern_mismatch");
     assertThat(gw.get("/v1/costs?start=2026-01-01T00:00:00", key).detail())
         .isEqualTo("start must be an ISO-8601 datetime with a timezone");
     assertThat(gw.get("/v1/costs?start=2026-01-02T00:00:00Z&end=2026-01-01T00:00:00Z", key).detail())
@@ -149,7 +150,10 @@ class CostTest {
     assertThat(String.join("\n", export.rows())).contains(",'=HYPERLINK(1),").contains(",'@sum,").contains(",plain,");
     assertThat(gw.get("/v1/exports/secrets.csv", key).detail()).isEqualTo("unsupported export kind");
     assertThat(gw.get("/v1/exports/usage.csv?cursor=not-a-cursor", key).detail()).isEqualTo("invalid pagination cursor");
-    assertThat(gw.get("/v1/exports/ledger.csv?limit=0", key).detail()).isEqualTo("limit must be between 1 and 1000");
+    assertThat(gw.get("/v1/exports/ledger.csv?limit=0", key).json().getJsonArray("detail").getJsonObject(0)
+        .getJsonObject("ctx")).isEqualTo(new io.vertx.core.json.JsonObject().put("ge", 1));
+    assertThat(gw.get("/v1/exports/ledger.csv?limit=1001", key).json().getJsonArray("detail").getJsonObject(0)
+        .getJsonObject("ctx")).isEqualTo(new io.vertx.core.json.JsonObject().put("le", 1000));
     assertThat(gw.get("/v1/exports/costs.csv", key).body()).startsWith("sandbox_id,backend,billable_seconds,");
     assertThat(gw.get("/v1/exports/ledger.csv", gw.key(key, "usage:read")).detail())
         .isEqualTo("API key requires scope: exports:read");

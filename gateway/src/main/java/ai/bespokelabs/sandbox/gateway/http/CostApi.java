@@ -68,7 +68,7 @@ public final class CostApi implements Endpoints {
       groupBy = "sandbox";
     }
     if (!GROUPS.contains(groupBy)) {
-      throw ApiException.invalid("group_by must be one of sandbox, backend, day");
+      throw Body.patternMismatch("group_by", groupBy, "^(sandbox|backend|day)$");
     }
     OffsetDateTime start = instant(ctx, "start");
     OffsetDateTime end = instant(ctx, "end");

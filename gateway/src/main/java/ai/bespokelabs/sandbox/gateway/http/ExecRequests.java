@@ -24,7 +24,7 @@ final class ExecRequests {
     Boolean stdin = body.bool("stdin");
     body.check();
     if ((code == null) == (command == null)) {
-      throw ApiException.invalid("provide exactly one of code or command");
+      throw body.valueError("provide exactly one of code or command");
     }
     for (String s : args == null ? List.<String>of() : args) {
       if (s.indexOf('\0') >= 0) {

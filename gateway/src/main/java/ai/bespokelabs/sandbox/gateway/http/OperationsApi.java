@@ -45,19 +45,13 @@ public final class OperationsApi implements Endpoints {
   /** Full replace; an empty body resets every rule to its default. */
   private Future<Reply> configureAlerts(RoutingContext ctx, Principal p) {
     Body body = Body.parse(Api.body(ctx));
-    Integer budget = body.integer("budget_threshold_percent", 0, null);
-    Integer failures = body.integer("repeated_failures_count", 0, null);
-    Integer window = body.integer("repeated_failures_window_minutes", 0, null);
+    Integer budget = body.integer("budget_threshold_percent", null, 1, 100);
+    Integer failures = body.integer("repeated_failures_count", null, 1);
+    Integer window = body.integer("repeated_failures_window_minutes", null, 1, 10080);
     Boolean degradation = body.bool("provider_degradation_enabled");
-    Integer longRunning = body.integer("long_running_secs", 0, null);
+    Integer longRunning = body.integer("long_running_secs", null, 1);
     Boolean cleanup = body.bool("failed_cleanup_enabled");
     body.check();
-    if (budget != null && budget > 100) {
-      throw ApiException.invalid("budget_threshold_percent must be between 1 and 100");
-    }
-    if (window != null && window > 10080) {
-      throw ApiException.invalid("repeated_failures_window_minutes must be between 1 and 10080");
-    }
     JsonObject c = new JsonObject().put("budget_threshold_percent", budget).put("repeated_failures_count", failures)
         .put("repeated_failures_window_minutes", window == null ? 60 : window)
         .put("provider_degradation_enabled", degradation == null || degradation).put("long_running_secs", longRunning)
@@ -74,14 +68,11 @@ public final class OperationsApi implements Endpoints {
 
   private Future<Reply> configureRetention(RoutingContext ctx, Principal p) {
     Body body = Body.parse(Api.body(ctx));
-    Integer operational = body.integer("operational_days", 0, null);
-    Integer audit = body.integer("audit_days", 0, null);
+    Integer operational = body.integer("operational_days", null, 1, 3650);
+    Integer audit = body.integer("audit_days", null, 1, 3650);
     body.check();
     int op = operational == null ? 90 : operational;
     int au = audit == null ? 365 : audit;
-    if (op > 3650 || au > 3650) {
-      throw ApiException.invalid("retention periods must be between 1 and 3650 days");
-    }
     return operations.replaceRetention(p.organizationId(), op, au, p.keyId(), Times.now(clock)).map(Reply::ok);
   }
 

@@ -11,19 +11,31 @@ import java.util.Base64;
 final class Paging {
   private Paging() {}
 
+  /** The {@code limit} query parameter, as FastAPI's {@code Query(ge=1, le=max)} validates it. */
   static int limit(String raw, int def, int max) {
     if (raw == null) {
       return def;
     }
+    long n;
     try {
-      int n = Integer.parseInt(raw);
-      if (n >= 1 && n <= max) {
-        return n;
-      }
-    } catch (NumberFormatException ignored) {
-      // rejected below
+      n = Long.parseLong(raw.strip());
+    } catch (NumberFormatException e) {
+      throw query("int_parsing", "Input should be a valid integer, unable to parse string as an integer", raw, null);
     }
-    throw ApiException.invalid("limit must be between 1 and " + max);
+    if (n < 1) {
+      throw query("greater_than_equal", "Input should be greater than or equal to 1", raw,
+          new io.vertx.core.json.JsonObject().put("ge", 1));
+    }
+    if (n > max) {
+      throw query("less_than_equal", "Input should be less than or equal to " + max, raw,
+          new io.vertx.core.json.JsonObject().put("le", max));
+    }
+    return (int) n;
+  }
+
+  private static ApiException query(String type, String msg, String input, io.vertx.core.json.JsonObject ctx) {
+    return new ApiException(422, new io.vertx.core.json.JsonArray()
+        .add(Body.error(type, "query", java.util.List.of("limit"), msg, input, ctx)));
   }
 
   static long offset(String cursor) {
