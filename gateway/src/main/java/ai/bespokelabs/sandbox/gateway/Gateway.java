@@ -29,6 +29,7 @@ import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.adapters.local.LoopbackGuard;
+import ai.bespokelabs.sandbox.adapters.local.SandboxRoot;
 import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Times;
@@ -105,12 +106,13 @@ public final class Gateway implements AutoCloseable {
   static List<Backend> backends(Vertx vertx, GatewayConfig config, Clock clock, Map<String, LocalProvider> hosted) {
     java.nio.file.Path data = config.node().dataDir();
     Workdirs workdirs = new Workdirs(config.execution().workdirRoots(), data);
-    hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, data.resolve("sandboxes"),
+    java.nio.file.Path sandboxes = SandboxRoot.choose(data, config.node().sandboxRoot(), HostUsers.detect().dropping());
+    hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, sandboxes.resolve("sandboxes"),
         clock, HostWrapper.NONE, workdirs));
-    hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, data.resolve("bwrap-sandboxes"),
+    hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, sandboxes.resolve("bwrap-sandboxes"),
         clock, new BwrapWrapper(), workdirs));
     hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
-        data.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
+        sandboxes.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();

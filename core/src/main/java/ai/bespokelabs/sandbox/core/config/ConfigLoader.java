@@ -172,7 +172,8 @@ public final class ConfigLoader {
             Path.of(dataDir).toAbsolutePath().normalize(),
             nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
             intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 0, 3600),
-            intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400)),
+            intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400),
+            nonBlank(v.get("BESPOKE_SANDBOX_ROOT")).map(ConfigLoader::absoluteDirectory)),
         new DatabaseConfig(
             nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
             intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000)),
@@ -319,6 +320,20 @@ public final class ConfigLoader {
     } catch (NumberFormatException e) {
       throw new ConfigException(key + " must be an integer");
     }
+  }
+
+  /** {@code BESPOKE_SANDBOX_ROOT}: an absolute path. */
+  private static Path absoluteDirectory(String raw) {
+    Path p;
+    try {
+      p = Path.of(raw.trim());
+    } catch (java.nio.file.InvalidPathException e) {
+      throw new ConfigException("BESPOKE_SANDBOX_ROOT must be an absolute path");
+    }
+    if (!p.isAbsolute()) {
+      throw new ConfigException("BESPOKE_SANDBOX_ROOT must be an absolute path");
+    }
+    return p.normalize();
   }
 
   private static Optional<String> nonBlank(String s) {

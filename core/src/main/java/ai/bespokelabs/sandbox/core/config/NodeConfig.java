@@ -10,10 +10,18 @@ import java.util.Optional;
  * @param id name on the event bus ({@code BESPOKE_NODE_ID}); empty until the composition root resolves it
  * @param shutdownGraceSecs how long a shutdown waits for in-flight work ({@code BESPOKE_SHUTDOWN_GRACE_SECS})
  * @param supervisionIntervalSecs supervision pass, 0 disables it ({@code BESPOKE_SUPERVISION_INTERVAL_SECS})
+ * @param sandboxRoot where host sandboxes' directories live ({@code BESPOKE_SANDBOX_ROOT}); empty: the data
+ *     directory, or on a root gateway whose data directory sandbox uids cannot traverse, a directory under
+ *     {@code /var/lib/bespoke-sandbox}
  */
-public record NodeConfig(Path dataDir, Optional<String> id, int shutdownGraceSecs, int supervisionIntervalSecs) {
+public record NodeConfig(Path dataDir, Optional<String> id, int shutdownGraceSecs, int supervisionIntervalSecs,
+    Optional<Path> sandboxRoot) {
+  public NodeConfig(Path dataDir, Optional<String> id, int shutdownGraceSecs, int supervisionIntervalSecs) {
+    this(dataDir, id, shutdownGraceSecs, supervisionIntervalSecs, Optional.empty());
+  }
+
   public NodeConfig withId(String newId) {
-    return new NodeConfig(dataDir, Optional.of(newId), shutdownGraceSecs, supervisionIntervalSecs);
+    return new NodeConfig(dataDir, Optional.of(newId), shutdownGraceSecs, supervisionIntervalSecs, sandboxRoot);
   }
 
   public String requireId() {

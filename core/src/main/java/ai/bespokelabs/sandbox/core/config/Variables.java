@@ -25,6 +25,7 @@ final class Variables {
       "BESPOKE_NODE_ID", "node.id",
       "BESPOKE_SHUTDOWN_GRACE_SECS", "node.shutdownGraceSecs",
       "BESPOKE_SUPERVISION_INTERVAL_SECS", "node.supervisionIntervalSecs",
+      "BESPOKE_SANDBOX_ROOT", "node.sandboxRoot",
       "BESPOKE_DATABASE_URL", "database.url",
       "BESPOKE_DATABASE_POOL_SIZE", "database.poolSize",
       "BESPOKE_CLUSTER", "cluster.enabled",
