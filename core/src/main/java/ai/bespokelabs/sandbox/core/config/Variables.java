@@ -47,6 +47,7 @@ final class Variables {
       "BESPOKE_ALLOWED_BACKENDS", "providers.allowed",
       "DOCKER_HOST", "providers.docker.host",
       "BESPOKE_DOCKER_IMAGE", "providers.docker.image",
+      "BESPOKE_DOCKER_IMAGES", "providers.docker.images",
       "E2B_API_KEY", "providers.e2b.apiKey",
       "E2B_API_URL", "providers.e2b.apiUrl",
       "E2B_DOMAIN", "providers.e2b.domain",
