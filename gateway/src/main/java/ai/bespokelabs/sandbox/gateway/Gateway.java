@@ -101,12 +101,14 @@ public final class Gateway implements AutoCloseable {
   static List<Backend> backends(Vertx vertx, GatewayConfig config, Clock clock, Map<String, LocalProvider> hosted) {
     java.nio.file.Path data = config.node().dataDir();
     Workdirs workdirs = new Workdirs(config.execution().workdirRoots(), data);
+    HostUsers users = HostUsers.detect().withUids(config.execution().sandboxUidFirst(),
+        config.execution().sandboxUidCount(), config.execution().sandboxUidLocks());
     hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, data.resolve("sandboxes"),
-        clock, HostWrapper.NONE, workdirs));
+        clock, HostWrapper.NONE, workdirs, users));
     hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, data.resolve("bwrap-sandboxes"),
-        clock, new BwrapWrapper(), workdirs));
+        clock, new BwrapWrapper(), workdirs, users));
     hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
-        data.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
+        data.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs, users));
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
