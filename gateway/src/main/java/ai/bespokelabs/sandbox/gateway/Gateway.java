@@ -107,12 +107,14 @@ public final class Gateway implements AutoCloseable {
     java.nio.file.Path data = config.node().dataDir();
     Workdirs workdirs = new Workdirs(config.execution().workdirRoots(), data);
     java.nio.file.Path sandboxes = SandboxRoot.choose(data, config.node().sandboxRoot(), HostUsers.detect().dropping());
+    HostUsers users = HostUsers.detect().withUids(config.execution().sandboxUidFirst(),
+        config.execution().sandboxUidCount(), config.execution().sandboxUidLocks());
     hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, sandboxes.resolve("sandboxes"),
-        clock, HostWrapper.NONE, workdirs));
+        clock, HostWrapper.NONE, workdirs, users));
     hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, sandboxes.resolve("bwrap-sandboxes"),
-        clock, new BwrapWrapper(), workdirs));
+        clock, new BwrapWrapper(), workdirs, users));
     hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
-        sandboxes.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs));
+        sandboxes.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs, users));
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();

@@ -174,6 +174,91 @@ class HostBoundaryTest {
     }
   }
 
+  /**
+   * Uids were allocated per gateway process: two gateways of one host (two cluster nodes on one machine) could
+   * give sandboxes of different tenants the same uid. With a range of four uids, two per-process allocators
+   * would each hand out all four; the host-wide one gives each uid once and then refuses.
+   */
+  @org.junit.jupiter.api.Test
+  void two_gateways_of_one_host_never_give_the_same_uid_and_refuse_once_the_range_is_spent(
+      @org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+    assumeTrue(ROOT, "the gateway runs as root");
+    int first = 1_000_000 + 30_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(30_000);
+    java.util.Map<String, String> shared = java.util.Map.of("BESPOKE_SANDBOX_UIDS", first + "-" + (first + 3),
+        "BESPOKE_SANDBOX_UID_LOCKS", tmp.resolve("uids").toString(), "BESPOKE_ALLOWED_BACKENDS", "local,bwrap",
+        "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN);
+    List<GatewayProcess> gateways = new ArrayList<>();
+    try {
+      for (String name : List.of("one", "two")) {
+        Path data = Files.createDirectory(tmp.resolve(name));
+        Files.setPosixFilePermissions(data, PosixFilePermissions.fromString("rwx--x--x"));
+        java.util.Map<String, String> env = new java.util.HashMap<>(shared);
+        env.put("BESPOKE_DATABASE_URL", ai.bespokelabs.sandbox.core.testing.TestDatabase.newDatabaseUrl());
+        gateways.add(GatewayProcess.start(data, TestGateway.freePort(), env));
+      }
+      List<String> keys = new ArrayList<>();
+      for (GatewayProcess g : gateways) {
+        keys.add(call(g, "POST", "/v1/organizations", null, new JsonObject().put("name", "Tenant of " + g.base))
+            .json().getJsonObject("api_key").getString("secret"));
+      }
+      List<Integer> uids = new ArrayList<>();
+      List<String[]> made = new ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        int n = i % 2;
+        String backend = i < 2 ? "local" : "bwrap";
+        Resp created = call(gateways.get(n), "POST", "/v1/sandboxes", keys.get(n), new JsonObject().put("backend", backend));
+        assertThat(created.status()).as(created.body()).isEqualTo(201);
+        String id = created.json().getString("id");
+        made.add(new String[] {String.valueOf(n), id});
+        Resp idU = call(gateways.get(n), "POST", "/v1/sandboxes/" + id + "/execute", keys.get(n),
+            new JsonObject().put("command", "id -u"));
+        uids.add(Integer.parseInt(idU.json().getString("stdout").trim()));
+      }
+      assertThat(uids).as("uids of both gateways' sandboxes").doesNotHaveDuplicates()
+          .allMatch(u -> u >= first && u <= first + 3);
+      for (int n = 0; n < 2; n++) {
+        Resp refused = call(gateways.get(n), "POST", "/v1/sandboxes", keys.get(n), new JsonObject().put("backend", "local"));
+        assertThat(refused.status()).as(refused.body()).isEqualTo(502);
+        JsonObject detail = refused.json().getJsonObject("detail");
+        assertThat(detail.getString("code")).isEqualTo("creation_failed");
+        assertThat(detail.getBoolean("retryable")).isTrue();
+        assertThat(detail.getJsonObject("context").getString("provider_code")).isEqualTo("host_uids_exhausted");
+      }
+      // a destroyed sandbox gives its uid back to the host: the other gateway may now have it
+      String[] freed = made.get(0);
+      assertThat(call(gateways.get(0), "DELETE", "/v1/sandboxes/" + freed[1], keys.get(0), null).status()).isEqualTo(200);
+      Resp again = call(gateways.get(1), "POST", "/v1/sandboxes", keys.get(1), new JsonObject().put("backend", "local"));
+      assertThat(again.status()).as(again.body()).isEqualTo(201);
+      Resp idU = call(gateways.get(1), "POST", "/v1/sandboxes/" + again.json().getString("id") + "/execute", keys.get(1),
+          new JsonObject().put("command", "id -u"));
+      assertThat(Integer.parseInt(idU.json().getString("stdout").trim())).isEqualTo(uids.get(0));
+    } finally {
+      for (GatewayProcess g : gateways) {
+        g.process.destroy();
+        g.process.waitFor(60, TimeUnit.SECONDS);
+      }
+    }
+    try (var left = Files.list(tmp.resolve("uids"))) {
+      assertThat(left.map(f -> f.getFileName().toString()).filter(f -> !f.startsWith(".")).toList())
+          .as("uid lock files left once both gateways stopped and ended their sandboxes").isEmpty();
+    }
+  }
+
+  static Resp call(GatewayProcess g, String method, String path, String key, JsonObject body) throws Exception {
+    java.net.http.HttpRequest.Builder b = java.net.http.HttpRequest.newBuilder(java.net.URI.create(g.base + path))
+        .header("X-Control-Plane-Admin", TestGateway.ADMIN).timeout(java.time.Duration.ofSeconds(60));
+    if (key != null) {
+      b.header("Authorization", "Bearer " + key);
+    }
+    b.method(method, body == null ? java.net.http.HttpRequest.BodyPublishers.noBody()
+        : java.net.http.HttpRequest.BodyPublishers.ofString(body.encode()));
+    java.net.http.HttpResponse<String> r = HTTP.send(b.build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    return new Resp(r.statusCode(), r);
+  }
+
+  static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newBuilder()
+      .version(java.net.http.HttpClient.Version.HTTP_1_1).build();
+
   @org.junit.jupiter.api.Test
   void a_gateway_reachable_beyond_loopback_warns_when_every_organization_may_use_local() {
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs =

@@ -34,4 +34,21 @@ class StartupErrorsTest {
           .doesNotContain("\tat ").doesNotContain("Exception in thread");
     }
   }
+
+  @Test
+  void an_image_pattern_that_matches_no_image_name_is_one_line_naming_the_setting(@TempDir Path dataDir)
+      throws Exception {
+    String javaBin = ProcessHandle.current().info().command().orElse("java");
+    ProcessBuilder pb = new ProcessBuilder(List.of(javaBin, "--enable-native-access=ALL-UNNAMED", "-cp",
+        System.getProperty("java.class.path"), Main.class.getName(), "--port", "0")).redirectErrorStream(true);
+    pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
+    pb.environment().put("BESPOKE_DATABASE_URL", TestDatabase.newDatabaseUrl());
+    pb.environment().put("BESPOKE_DOCKER_IMAGES", "python:*, my image");
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(out).isEqualTo(2);
+    assertThat(out).contains("sandbox-gateway: BESPOKE_DOCKER_IMAGES must list image name patterns")
+        .contains("my image").doesNotContain("\tat ").doesNotContain("Exception in thread");
+  }
 }

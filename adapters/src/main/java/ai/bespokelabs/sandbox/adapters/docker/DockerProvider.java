@@ -50,6 +50,7 @@ public final class DockerProvider implements Backend, Lifecycle {
   static final String SANDBOX = LABEL + "sandbox";
   static final String CREATE_TOKEN = LABEL + "create-token";
   static final String WORKDIR = "/workspace";
+  private static final java.util.regex.Pattern SNAPSHOT_ID = java.util.regex.Pattern.compile("sha256:[a-f0-9]{64}");
 
   private static final Logger LOG = LoggerFactory.getLogger(DockerProvider.class);
   private static final Duration CALL = Duration.ofSeconds(30);
@@ -66,10 +67,12 @@ public final class DockerProvider implements Backend, Lifecycle {
   private final DockerFiles files;
   private final DockerMetrics metrics;
   private final String defaultImage;
+  private final ImageNames allowedImages;
 
   public DockerProvider(Vertx vertx, DockerSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
     this.defaultImage = settings.image();
+    this.allowedImages = ImageNames.allowing(settings.images(), "BESPOKE_DOCKER_IMAGES");
     this.executions = new DockerExecutions(engine);
     this.inventory = new DockerInventory(engine);
     this.files = new DockerFiles(engine, executions);
@@ -119,7 +122,8 @@ public final class DockerProvider implements Backend, Lifecycle {
 
   /**
    * Creates and starts the container {@code bsx-<sandbox id>}; repeating a create for the same sandbox
-   * returns the same container. The image is pulled when the engine does not have it.
+   * returns the same container. The image is pulled when the engine does not have it, and the container is
+   * created from the id it resolved to ({@link #image}).
    */
   @Override
   public Future<String> create(CreateSandbox request) {
@@ -128,9 +132,9 @@ public final class DockerProvider implements Backend, Lifecycle {
     }
     SandboxConfig config = request.config();
     Future<String> image = config.snapshotId() != null ? snapshotImage(config.snapshotId(), request.organizationId())
-        : Future.succeededFuture(config.image() != null ? config.image() : defaultImage);
+        : config.image() != null ? image(config.image(), true) : image(defaultImage, false);
     String name = "bsx-" + request.sandboxId();
-    return image.compose(img -> createContainer(name, img, request, true)
+    return image.compose(img -> createContainer(name, img, request)
         .compose(id -> engine.post("create", "/containers/" + id + "/start", null, CALL).compose(started -> {
           if (!started.ok() && started.status() != 304) {
             LOG.debug("docker start failed: {}", DockerEngine.message(started));
@@ -142,7 +146,54 @@ public final class DockerProvider implements Backend, Lifecycle {
             && e.error().context().get("cleanup_status") == null ? cleanedUp(e, request) : Future.failedFuture(t)));
   }
 
-  private Future<String> createContainer(String name, String image, CreateSandbox request, boolean mayPull) {
+  /**
+   * The id of the image a sandbox names, pulled when the engine does not have it. Only names are looked up
+   * (qualified, so never taken for an id: {@link ImageNames}), {@code given} ones only when the operator's
+   * patterns allow them, and an image of a snapshot is answered as missing whatever name it has: snapshots
+   * are reached through their {@code snapshot_id} only.
+   */
+  private Future<String> image(String image, boolean given) {
+    String name;
+    try {
+      name = ImageNames.qualified(image);
+    } catch (ApiException e) {
+      return Future.failedFuture(e);
+    }
+    if (given && !allowedImages.allows(name)) {
+      return Future.failedFuture(new ApiException(422, "image " + name + " is not allowed on this gateway"));
+    }
+    return localImage(name).compose(id -> id != null ? Future.succeededFuture(id)
+        : pull(name).compose(v -> localImage(name)).compose(id2 -> id2 != null ? Future.succeededFuture(id2)
+            : Future.failedFuture(missingImage())));
+  }
+
+  /** The id of the image the engine has under exactly {@code name}; null when it has none (or only a snapshot). */
+  private Future<String> localImage(String name) {
+    return engine.get("create", "/images/" + DockerEngine.q(name) + "/json", CALL).compose(r -> {
+      if (r.status() == 404) {
+        return Future.succeededFuture(null);
+      }
+      if (!r.ok()) {
+        LOG.debug("docker image inspect failed: {}", DockerEngine.message(r));
+        return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
+      }
+      JsonObject labels = r.json().getJsonObject("Config", new JsonObject()).getJsonObject("Labels");
+      if (labels != null && (labels.containsKey(ORGANIZATION) || labels.containsKey(MANAGED))) {
+        return Future.failedFuture(missingImage()); // a snapshot: as if there were no such image
+      }
+      String id = r.json().getString("Id");
+      return id == null ? Future.failedFuture(engine.failure(ErrorCode.CREATION_FAILED, "create", false,
+          ProviderError.Outcome.FAILED, null)) : Future.succeededFuture(id.startsWith("sha256:") ? id : "sha256:" + id);
+    });
+  }
+
+  /** What a create answers for an image the engine neither has nor can pull: nothing was created. */
+  private static ProviderException missingImage() {
+    return new ProviderException(ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND, "create", false,
+        ProviderError.Outcome.FAILED).withContext("cleanup_status", "not_found"));
+  }
+
+  private Future<String> createContainer(String name, String image, CreateSandbox request) {
     SandboxConfig config = request.config();
     JsonObject labels = new JsonObject().put(MANAGED, "true").put(ORGANIZATION, request.organizationId())
         .put(SANDBOX, request.sandboxId()).put(CREATE_TOKEN, request.createToken());
@@ -166,9 +217,6 @@ public final class DockerProvider implements Backend, Lifecycle {
       if (r.status() == 201) {
         return Future.succeededFuture(r.json().getString("Id"));
       }
-      if (r.status() == 404 && mayPull && config.snapshotId() == null) {
-        return pull(image).compose(v -> createContainer(name, image, request, false));
-      }
       // a name conflict (409 from Docker, 500 from some compatible engines): a repeated create of this sandbox
       return engine.get("create", "/containers/" + DockerEngine.q(name) + "/json", CALL).compose(existing -> {
         if (existing.ok() && request.sandboxId().equals(existing.json().getJsonObject("Config", new JsonObject())
@@ -181,21 +229,21 @@ public final class DockerProvider implements Backend, Lifecycle {
     });
   }
 
+  /** Pulls a qualified image name ({@link ImageNames#qualified}): its repository, and its digest or tag. */
   private Future<Void> pull(String image) {
-    String ref = image;
-    String tag = "latest";
-    int slash = image.lastIndexOf('/');
-    int colon = image.lastIndexOf(':');
-    if (colon > slash && !image.contains("@")) {
-      ref = image.substring(0, colon);
-      tag = image.substring(colon + 1);
+    int at = image.indexOf('@');
+    String ref = at >= 0 ? image.substring(0, at) : image;
+    int slash = ref.lastIndexOf('/');
+    int colon = ref.lastIndexOf(':');
+    String tag = at >= 0 ? image.substring(at + 1) : colon > slash ? ref.substring(colon + 1) : "latest";
+    if (colon > slash) {
+      ref = ref.substring(0, colon);
     }
     return engine.post("create", "/images/create?fromImage=" + DockerEngine.q(ref) + "&tag=" + DockerEngine.q(tag),
         null, PULL).compose(r -> {
           // the engine streams progress and reports a failed pull inside a 200 body
           if (!r.ok() || r.body().toString(StandardCharsets.UTF_8).contains("\"error\"")) {
-            return Future.failedFuture(new ProviderException(ProviderError.of(ErrorCode.CREATION_FAILED, BACKEND,
-                "create", false, ProviderError.Outcome.FAILED).withContext("cleanup_status", "not_found")));
+            return Future.failedFuture(missingImage());
           }
           return Future.succeededFuture();
         });
@@ -261,14 +309,16 @@ public final class DockerProvider implements Backend, Lifecycle {
 
   /**
    * Commits the container to an image (labelled like the container, so with its organization) and answers
-   * the image id; creating with it as {@code snapshot_id} starts a new container from it.
+   * the image id; creating with it as {@code snapshot_id} starts a new container from it, for this
+   * organization only. Its name, in the repository {@value ImageNames#SNAPSHOTS}, keeps it from being pruned
+   * as an unnamed image and is never one a sandbox may give as {@code image}.
    */
   @Override
   public Future<String> snapshot(SnapshotSandbox request) {
     if (!engine.host().present()) {
       return Future.failedFuture(engine.notInstalled("snapshot"));
     }
-    String repo = "bespoke-snapshots/" + request.sandboxId().toLowerCase(Locale.ROOT);
+    String repo = ImageNames.SNAPSHOTS + "/" + request.sandboxId().toLowerCase(Locale.ROOT);
     return engine.post("snapshot", "/commit?container=" + DockerEngine.q(request.providerResourceId())
         + "&repo=" + DockerEngine.q(repo) + "&tag=" + System.currentTimeMillis() + "&pause=true", new JsonObject(),
         Duration.ofMinutes(10)).compose(r -> {
@@ -285,8 +335,14 @@ public final class DockerProvider implements Backend, Lifecycle {
         });
   }
 
-  /** The image of a snapshot this organization took; anything else is not found. */
+  /**
+   * The image of a snapshot this organization took, by the whole id {@link #snapshot} answered (never a
+   * prefix of one); anything else is not found.
+   */
   private Future<String> snapshotImage(String snapshotId, String organizationId) {
+    if (!SNAPSHOT_ID.matcher(snapshotId).matches()) {
+      return Future.failedFuture(new ApiException(404, "snapshot not found"));
+    }
     return engine.get("create", "/images/" + DockerEngine.q(snapshotId) + "/json", CALL).compose(r -> {
       JsonObject labels = r.ok() ? r.json().getJsonObject("Config", new JsonObject())
           .getJsonObject("Labels", new JsonObject()) : new JsonObject();

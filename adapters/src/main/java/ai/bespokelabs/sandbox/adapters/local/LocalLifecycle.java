@@ -32,12 +32,14 @@ final class LocalLifecycle {
   private final HostWrapper wrapper;
   private final Workdirs workdirs;
   private final HostUsers users;
+  private final HostUsers.Held uids;
   private final SandboxDirs dirs;
   private final ProcessRecords records;
   private final ConcurrentMap<String, SandboxRuntime> runtimes;
 
   LocalLifecycle(String backend, Clock clock, HostWrapper wrapper, Workdirs workdirs, HostUsers users,
-      SandboxDirs dirs, ProcessRecords records, ConcurrentMap<String, SandboxRuntime> runtimes) {
+      HostUsers.Held uids, SandboxDirs dirs, ProcessRecords records, ConcurrentMap<String, SandboxRuntime> runtimes) {
+    this.uids = uids;
     this.backend = backend;
     this.clock = clock;
     this.wrapper = wrapper;
@@ -66,17 +68,22 @@ final class LocalLifecycle {
     String workdir = request.config().workdir();
     if (workdir != null) {
       Path dir = workdirs.claim(workdirs.resolve(workdir));
-      return new SandboxRuntime(dir, false, env, request.config(), clock.instant(),
-          users.dropping() ? HostUsers.allocate() : -1);
+      try {
+        return new SandboxRuntime(dir, false, env, request.config(), clock.instant(),
+            users.dropping() ? uids.allocate(null) : -1);
+      } catch (RuntimeException e) {
+        workdirs.release(dir);
+        throw e;
+      }
     }
     Path dir = dirs.create(sandboxId);
     int uid = -1;
     if (users.dropping()) {
-      uid = HostUsers.allocate();
+      uid = uids.allocate(dir);
       try {
         dirs.own(dir, uid);
       } catch (RuntimeException e) {
-        HostUsers.release(uid);
+        uids.release(uid);
         throw e;
       }
     }
@@ -118,15 +125,20 @@ final class LocalLifecycle {
       return -1;
     }
     try {
-      if (owned && HostUsers.claim(SandboxDirs.ownerUid(dir))) {
+      if (owned && uids.claim(SandboxDirs.ownerUid(dir), dir)) {
         return SandboxDirs.ownerUid(dir);
       }
     } catch (IOException e) {
       // given a new uid below
     }
-    int uid = HostUsers.allocate();
+    int uid = uids.allocate(owned ? dir : null);
     if (owned) {
-      dirs.own(dir, uid);
+      try {
+        dirs.own(dir, uid);
+      } catch (RuntimeException e) {
+        uids.release(uid);
+        throw e;
+      }
     }
     return uid;
   }
@@ -177,7 +189,7 @@ final class LocalLifecycle {
         workdirs.release(runtime.dir);
       }
       if (runtime.uid >= 0) {
-        HostUsers.release(runtime.uid);
+        uids.release(runtime.uid);
       }
       LOG.debug("destroyed local sandbox {} after {}", request.sandboxId(),
           Duration.between(runtime.createdAt, clock.instant()));
@@ -195,7 +207,7 @@ final class LocalLifecycle {
     }
     dirs.deleteTree(dir);
     if (owner >= 0) {
-      HostUsers.release(owner); // taken when this node found the directory at its start
+      uids.release(owner); // taken when this node found the directory at its start
     }
     return new SandboxDestroyed(false);
   }
@@ -203,7 +215,7 @@ final class LocalLifecycle {
   /**
    * Kills every process group of every sandbox and forgets the runtimes: once this node's provider is
    * gone its sandboxes can only be destroyed, so nothing they started may outlive it. Directories stay
-   * for destroy to remove.
+   * for destroy to remove, and the uids still held stay reserved for them ({@link HostUsers.Held#close}).
    */
   void close() {
     runtimes.keySet().forEach(id -> {
@@ -215,5 +227,6 @@ final class LocalLifecycle {
         }
       }
     });
+    uids.close();
   }
 }

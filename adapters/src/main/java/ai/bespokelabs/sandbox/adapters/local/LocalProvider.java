@@ -78,7 +78,9 @@ public final class LocalProvider implements BlockingProvider {
     this(backend, root, clock, wrapper, Workdirs.NONE, users);
   }
 
-  LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, Workdirs workdirs, HostUsers users) {
+  /** As {@link #LocalProvider(String, Path, Clock, HostWrapper, Workdirs)}, with the users its programs run as. */
+  public LocalProvider(String backend, Path root, Clock clock, HostWrapper wrapper, Workdirs workdirs,
+      HostUsers users) {
     this.users = users;
     this.backend = backend;
     this.wrapper = wrapper;
@@ -88,10 +90,11 @@ public final class LocalProvider implements BlockingProvider {
     this.records = new ProcessRecords(dirs.root());
     Path runDir = dirs.root().resolve(".run");
     EnvHandOff.clear(runDir);
+    HostUsers.Held uids = users.held(backend);
     if (users.dropping()) {
-      dirs.claimExisting(wrapper);
+      dirs.claimExisting(wrapper, uids);
     }
-    this.lifecycle = new LocalLifecycle(backend, clock, wrapper, workdirs, users, dirs, records, runtimes);
+    this.lifecycle = new LocalLifecycle(backend, clock, wrapper, workdirs, users, uids, dirs, records, runtimes);
     this.executions = new LocalExecutions(backend, wrapper, users, workdirs, runner, records, runtimes, dirs.root(),
         runDir);
   }

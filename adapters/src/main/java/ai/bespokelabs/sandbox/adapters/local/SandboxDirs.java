@@ -46,16 +46,16 @@ final class SandboxDirs {
 
   /**
    * As root: the sandboxes root is traversable (programs reach their own directory by its path) but not
-   * listable, and the uids of the directories left by an earlier run stay taken.
+   * listable, and the uids of the directories left by an earlier run stay taken (on the whole host).
    */
-  void claimExisting(HostWrapper wrapper) {
+  void claimExisting(HostWrapper wrapper, HostUsers.Held uids) {
     try {
       Files.createDirectories(root);
       Files.setPosixFilePermissions(root, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
       try (var dirs = Files.newDirectoryStream(root, p -> Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
         for (Path d : dirs) {
           if (SANDBOX_ID.matcher(d.getFileName().toString()).matches()) {
-            HostUsers.claim(ownerUid(d));
+            uids.claim(ownerUid(d), d);
           }
         }
       }

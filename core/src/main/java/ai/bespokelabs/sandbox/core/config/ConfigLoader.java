@@ -157,6 +157,7 @@ public final class ConfigLoader {
       throw new ConfigException("BESPOKE_CUSTOMER_MARKUP must not be negative");
     }
     int cores = Runtime.getRuntime().availableProcessors();
+    int[] uids = uidRange(value(v, "BESPOKE_SANDBOX_UIDS"));
     return new GatewayConfig(
         new HttpConfig(
             value(v, "HOST").trim(),
@@ -187,7 +188,9 @@ public final class ConfigLoader {
             intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 256 << 10, 1 << 30),
             nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
             bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
-            bool(v, "BESPOKE_GIT_ALLOW_PRIVATE")),
+            bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
+            uids[0], uids[1] - uids[0] + 1,
+            absoluteDirectory("BESPOKE_SANDBOX_UID_LOCKS", value(v, "BESPOKE_SANDBOX_UID_LOCKS"))),
         new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
         new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)),
         new OperationsConfig(
@@ -241,6 +244,32 @@ public final class ConfigLoader {
       }
     }
     return list;
+  }
+
+  /** {@code first-last}: a range of host uids, both ends included. */
+  private static int[] uidRange(String raw) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*([0-9]{1,10})\\s*-\\s*([0-9]{1,10})\\s*")
+        .matcher(raw);
+    if (m.matches()) {
+      long first = Long.parseLong(m.group(1));
+      long last = Long.parseLong(m.group(2));
+      if (first >= 1 && first <= last && last < Integer.MAX_VALUE) {
+        return new int[] {(int) first, (int) last};
+      }
+    }
+    throw new ConfigException("BESPOKE_SANDBOX_UIDS must be a range of host uids first-last, e.g. 1000000-1065535");
+  }
+
+  private static Path absoluteDirectory(String name, String raw) {
+    try {
+      Path p = Path.of(raw.trim());
+      if (p.isAbsolute() && p.normalize().getNameCount() > 0) {
+        return p.normalize();
+      }
+    } catch (java.nio.file.InvalidPathException e) {
+      // refused below
+    }
+    throw new ConfigException(name + " must be an absolute directory other than /");
   }
 
   private static List<Path> workdirRoots(String raw) {

@@ -12,6 +12,10 @@ import java.util.List;
  * @param workdirRoots directories a host-process sandbox may name as {@code workdir} ({@code BESPOKE_WORKDIR_ROOTS})
  * @param gitAllowFileUrls whether {@code git_repo} may use {@code file://} URLs ({@code BESPOKE_GIT_ALLOW_FILE_URLS})
  * @param gitAllowPrivate whether {@code git_repo} may reach private hosts ({@code BESPOKE_GIT_ALLOW_PRIVATE})
+ * @param sandboxUidFirst first host uid of the sandboxes of a root gateway ({@code BESPOKE_SANDBOX_UIDS})
+ * @param sandboxUidCount how many uids from {@code sandboxUidFirst} they may have ({@code BESPOKE_SANDBOX_UIDS})
+ * @param sandboxUidLocks where the lock files of the uids held on this host are ({@code BESPOKE_SANDBOX_UID_LOCKS})
  */
 public record ExecutionConfig(int outputLimitBytes, int timeoutSecs, int journalBytes, List<Path> workdirRoots,
-    boolean gitAllowFileUrls, boolean gitAllowPrivate) {}
+    boolean gitAllowFileUrls, boolean gitAllowPrivate, int sandboxUidFirst, int sandboxUidCount,
+    Path sandboxUidLocks) {}

@@ -132,6 +132,25 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void sandbox_uids_are_a_range_and_their_locks_an_absolute_directory() {
+    ExecutionConfig defaults = ConfigLoader.fromMap(Map.of(), "/h").execution();
+    assertThat(defaults.sandboxUidFirst()).isEqualTo(1_000_000);
+    assertThat(defaults.sandboxUidCount()).isEqualTo(65_536);
+    assertThat(defaults.sandboxUidLocks()).isEqualTo(Path.of("/run/bespoke-sandbox/uids"));
+    ExecutionConfig narrowed = ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_UIDS", " 1000100 - 1000103 ",
+        "BESPOKE_SANDBOX_UID_LOCKS", "/var/run/x/"), "/h").execution();
+    assertThat(narrowed.sandboxUidFirst()).isEqualTo(1_000_100);
+    assertThat(narrowed.sandboxUidCount()).isEqualTo(4);
+    assertThat(narrowed.sandboxUidLocks()).isEqualTo(Path.of("/var/run/x"));
+    for (String bad : new String[] {"1000103-1000100", "1000000", "a-b", "0-5"}) {
+      assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_UIDS", bad), "/h"))
+          .isInstanceOf(ConfigException.class).hasMessageStartingWith("BESPOKE_SANDBOX_UIDS");
+    }
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_UID_LOCKS", "run/uids"), "/h"))
+        .isInstanceOf(ConfigException.class).hasMessageStartingWith("BESPOKE_SANDBOX_UID_LOCKS");
+  }
+
+  @Test
   void environment_wins_over_the_file_which_wins_over_defaults(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("gw.json");
     Files.writeString(file, "{\"PORT\": 9100, \"BESPOKE_CUSTOMER_MARKUP\": \"1.5\", \"HOST\": \"0.0.0.0\"}");
