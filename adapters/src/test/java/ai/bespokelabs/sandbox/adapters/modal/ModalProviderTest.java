@@ -69,8 +69,12 @@ class ModalProviderTest {
   }
 
   static ModalProvider provider(String secret, Duration requestTimeout) {
+    return provider(secret, Duration.ofSeconds(20), requestTimeout);
+  }
+
+  static ModalProvider provider(String secret, Duration createTimeout, Duration requestTimeout) {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
-        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, requestTimeout),
+        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, createTimeout, requestTimeout),
         new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
             new java.math.BigDecimal("0.0098"))), Map.of("modal", Map.of("A100", GPU_RATE))));
   }
@@ -351,6 +355,7 @@ class ModalProviderTest {
         "MODAL_SANDBOX_TIMEOUT_SECS", "60", "MODAL_REQUEST_TIMEOUT_SECS", "5"))).orElseThrow();
     assertThat(s.toString()).doesNotContain("very-secret");
     assertThat(s.environment()).isNull();
+    assertThat(s.createTimeout()).as("conf/gateway.json's default").isEqualTo(Duration.ofSeconds(600));
   }
 
   @Test
