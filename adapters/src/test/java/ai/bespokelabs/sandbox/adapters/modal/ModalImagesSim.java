@@ -24,10 +24,10 @@ import modal.client.Api.GenericResult.GenericStatus;
  * the build ended. A build writes a few log entries (each with an entry id) over {@link #buildTime} and then its
  * result: success, or failure for {@link #FAILING_IMAGE}. {@code ImageJoinStreaming} sends the entries after
  * {@code last_entry_id}, then those still to come and the result, and ends without a result when the request's
- * {@code timeout} passes first, as Modal does; {@link #endJoinAfter} makes the next join end early. Refused as
- * violations: a join without an image id or a timeout (Modal's clients send 55 s), or with an entry id this
- * image's build never handed out. {@code SandboxCreate} with an image still building (or whose build failed) is
- * {@code FAILED_PRECONDITION}, as on Modal.
+ * {@code timeout} passes first, as Modal does. Refused as violations: a join without an image id or a timeout
+ * (Modal's clients send 55 s), or with an entry id this image's build never handed out. {@code SandboxCreate}
+ * with an image still building (or whose build failed) is {@code FAILED_PRECONDITION}, as on Modal. Faults: a
+ * join that ends early without a result ({@link #endJoinAfter}), joins that never answer ({@link #holdJoins}).
  */
 final class ModalImagesSim {
   /** A registry reference whose build fails (its log and Modal's exception say why). */
@@ -47,6 +47,7 @@ final class ModalImagesSim {
   private final List<Api.ImageJoinStreamingRequest> joins = new CopyOnWriteArrayList<>();
   private final AtomicInteger started = new AtomicInteger();
   private final List<Integer> endAfter = new CopyOnWriteArrayList<>();
+  private final AtomicInteger hold = new AtomicInteger();
   private volatile long buildMs = 300;
 
   /** One build: its entries so far, its result once ended, and the joins waiting for more. */
@@ -82,6 +83,11 @@ final class ModalImagesSim {
     endAfter.add(entries);
   }
 
+  /** The next {@code n} join streams send nothing and never end, whatever their timeout (a server gone quiet). */
+  void holdJoins(int n) {
+    hold.set(n);
+  }
+
   /** Every join request received, in order. */
   List<Api.ImageJoinStreamingRequest> joins() {
     return joins;
@@ -94,6 +100,7 @@ final class ModalImagesSim {
 
   void clearFaults() {
     endAfter.clear();
+    hold.set(0);
     buildMs = 300;
   }
 
@@ -181,6 +188,9 @@ final class ModalImagesSim {
     Build b = builds.get(r.getImageId());
     if (b == null) {
       throw new Status(GrpcStatus.NOT_FOUND, "Image " + r.getImageId() + " not found");
+    }
+    if (hold.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+      return;
     }
     Context context = sim.vertx().getOrCreateContext();
     Integer limit = endAfter.isEmpty() ? null : endAfter.remove(0);

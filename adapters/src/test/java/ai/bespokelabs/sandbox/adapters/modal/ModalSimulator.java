@@ -211,6 +211,11 @@ public final class ModalSimulator implements AutoCloseable {
     builds.endJoinAfter(entries);
   }
 
+  /** The next {@code n} {@code ImageJoinStreaming} calls are never answered: no message, no end. */
+  public void holdJoins(int n) {
+    builds.holdJoins(n);
+  }
+
   /** Every {@code ImageJoinStreaming} request received so far. */
   public List<Api.ImageJoinStreamingRequest> joins() {
     return builds.joins();
