@@ -7,7 +7,6 @@ import ai.bespokelabs.sandbox.core.error.ProviderError.Outcome;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
-import io.vertx.core.json.JsonObject;
 import modal.client.Api;
 import modal.client.Api.GenericResult.GenericStatus;
 import org.slf4j.Logger;
@@ -22,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * create's deadline. Log entries are read past and never kept, logged or passed on.
  *
  * <p>Outcomes: success is the image id. A failed build (failure, timeout, init failure) is the tenant's image:
- * 422 {@code configuration} whose message names the image and carries Modal's exception text (one line, bounded).
+ * 422 whose message names the image and carries Modal's exception text (one line, bounded), recorded as a
+ * {@code configuration} failure.
  * A build Modal terminated or failed internally is retryable {@code creation_failed}. The deadline passing is a
  * retryable {@code timeout} (Modal goes on building; a later create finds the image built). Every failure has
  * outcome {@code failed}: no sandbox exists yet.
@@ -156,8 +156,9 @@ final class ModalImageBuild {
   }
 
   /**
-   * 422 in the provider error's shape ({@code code: configuration}, outcome {@code failed}, not retryable) with
-   * a message naming the image and Modal's exception text, on one line and bounded.
+   * 422 whose message names the image and carries Modal's exception text, on one line and bounded: the tenant's
+   * image did not build (the gateway records the create as failed with code {@code configuration}, outcome
+   * {@code failed}, not retryable). Build log entries are never part of it.
    */
   static ApiException buildFailed(String image, Api.GenericResult result) {
     String why = oneLine(result.getException(), MAX_EXCEPTION_CHARS);
@@ -169,10 +170,7 @@ final class ModalImageBuild {
             + (result.getExitcode() != 0 ? " with exit code " + result.getExitcode() : "");
       };
     }
-    JsonObject detail = ProviderError.of(ErrorCode.CONFIGURATION, ModalErrors.BACKEND, "create", false,
-        Outcome.FAILED).toJson().put("message", "image " + oneLine(image, MAX_IMAGE_CHARS)
-            + " failed to build on Modal: " + why);
-    return new ApiException(ErrorCode.CONFIGURATION.httpStatus(), detail);
+    return ApiException.invalid("image " + oneLine(image, MAX_IMAGE_CHARS) + " failed to build on Modal: " + why);
   }
 
   /** {@code text} with every run of whitespace or control characters as one space, trimmed, at most {@code max}. */
