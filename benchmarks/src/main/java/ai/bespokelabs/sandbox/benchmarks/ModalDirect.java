@@ -30,7 +30,8 @@ import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecWaitRespons
 
 /**
  * The Modal simulator reached directly with the Vert.x gRPC client, making the calls the modal adapter makes:
- * create = {@code AppGetOrCreate}, {@code ImageGetOrCreate}, {@code SandboxCreate}; exec = {@code SandboxGetTaskId},
+ * create = {@code AppGetOrCreate}, {@code ImageGetOrCreate} (and {@code ImageJoinStreaming} while the image is
+ * being built), {@code SandboxCreate}; exec = {@code SandboxGetTaskId},
  * {@code TaskGetCommandRouterAccess}, {@code TaskExecStart}, both {@code TaskExecStdioRead} streams read to their
  * end and {@code TaskExecWait}; destroy = {@code SandboxTerminate}. Called from the benchmark's thread.
  */
@@ -79,14 +80,50 @@ final class ModalDirect implements ProviderBenchmark.Direct, AutoCloseable {
     String app = call(API, "AppGetOrCreate", Api.AppGetOrCreateRequest.newBuilder().setAppName("bench")
         .setObjectCreationType(Api.ObjectCreationType.OBJECT_CREATION_TYPE_CREATE_IF_MISSING).build(),
         Api.AppGetOrCreateResponse.getDefaultInstance(), null).getAppId();
-    String image = call(API, "ImageGetOrCreate", Api.ImageGetOrCreateRequest.newBuilder().setAppId(app)
-        .setImage(Api.Image.newBuilder().addDockerfileCommands("FROM python:3.12-slim")).build(),
-        Api.ImageGetOrCreateResponse.getDefaultInstance(), null).getImageId();
+    Api.ImageGetOrCreateResponse built = call(API, "ImageGetOrCreate", Api.ImageGetOrCreateRequest.newBuilder()
+        .setAppId(app).setImage(Api.Image.newBuilder().addDockerfileCommands("FROM python:3.12-slim")).build(),
+        Api.ImageGetOrCreateResponse.getDefaultInstance(), null);
+    String image = built.getImageId();
+    if (!built.hasResult()) {
+      join(image);
+    }
     return call(API, "SandboxCreate", Api.SandboxCreateRequest.newBuilder().setAppId(app)
         .setDefinition(Api.Sandbox.newBuilder().addAllEntrypointArgs(List.of("sleep", "48h")).setImageId(image)
             .setTimeoutSecs(600))
         .addTags(Api.SandboxTag.newBuilder().setTagName("bench").setTagValue("1")).build(),
         Api.SandboxCreateResponse.getDefaultInstance(), null).getSandboxId();
+  }
+
+  /** Follows the image's build ({@code ImageJoinStreaming}, resent from the last entry id) until its result. */
+  private void join(String image) {
+    String[] last = {""};
+    for (int attempt = 0; attempt < 100; attempt++) {
+      Api.GenericResult[] result = new Api.GenericResult[1];
+      try {
+        send(API, "ImageJoinStreaming", Api.ImageJoinStreamingRequest.newBuilder().setImageId(image).setTimeout(55)
+            .setLastEntryId(last[0]).build(), Api.ImageJoinStreamingResponse.getDefaultInstance(), null)
+            .compose(resp -> {
+              resp.handler(m -> {
+                if (!m.getEntryId().isEmpty()) {
+                  last[0] = m.getEntryId();
+                }
+                if (m.hasResult()) {
+                  result[0] = m.getResult();
+                }
+              });
+              return resp.end();
+            }).await(60, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        throw new IllegalStateException("modal ImageJoinStreaming", e);
+      }
+      if (result[0] != null) {
+        if (result[0].getStatus() != Api.GenericResult.GenericStatus.GENERIC_STATUS_SUCCESS) {
+          throw new IllegalStateException("modal image build ended with " + result[0].getStatus());
+        }
+        return;
+      }
+    }
+    throw new IllegalStateException("modal image build did not end");
   }
 
   @Override

@@ -173,6 +173,43 @@ class CodeCapsulesGatewayTest {
   }
 
   @Test
+  void the_files_api_resolves_relative_paths_under_the_working_directory_and_refuses_escapes() throws Exception {
+    JsonObject sbx = create(new JsonObject());
+    String id = sbx.getString("id");
+    java.nio.file.Path workspace = sim.sandboxes().get(sbx.getString("provider_resource_id")).workspace();
+    java.net.http.HttpResponse<String> put = HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base
+            + "/v1/sandboxes/" + id + "/files/content?path=" + q("notes/hello.txt")))
+        .header("Authorization", "Bearer " + key).PUT(java.net.http.HttpRequest.BodyPublishers.ofString("hi\n"))
+        .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    watch.seen(put.body());
+    assertThat(put.statusCode()).as(put.body()).isEqualTo(201);
+    assertThat(new JsonObject(put.body()).getString("path")).isEqualTo(workspace.resolve("notes/hello.txt").toString());
+    assertThat(workspace.resolve("notes/hello.txt")).hasContent("hi\n");
+    assertThat(exec(id, new JsonObject().put("command", "cat notes/hello.txt")).json().getString("stdout"))
+        .isEqualTo("hi\n");
+    JsonObject listed = keep(gw.get("/v1/sandboxes/" + id + "/files?path=notes", key)).json();
+    assertThat(listed.getJsonArray("entries").getJsonObject(0).getString("path"))
+        .isEqualTo(workspace.resolve("notes/hello.txt").toString());
+    java.net.http.HttpResponse<String> down = HTTP.send(java.net.http.HttpRequest.newBuilder(URI.create(gw.base
+            + "/v1/sandboxes/" + id + "/files/content?path=" + q("./notes/hello.txt")))
+        .header("Authorization", "Bearer " + key).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(down.statusCode()).isEqualTo(200);
+    assertThat(down.body()).isEqualTo("hi\n");
+
+    for (String escape : List.of("../outside.txt", "notes/../../outside.txt")) {
+      Resp r = keep(gw.get("/v1/sandboxes/" + id + "/files/content?path=" + q(escape), key));
+      assertThat(r.status()).as(escape).isEqualTo(422);
+      assertThat(r.json().getString("detail")).isEqualTo("path must stay inside the sandbox");
+      Resp d = keep(gw.delete("/v1/sandboxes/" + id + "/files?path=" + q(escape), key));
+      assertThat(d.status()).as(escape).isEqualTo(422);
+    }
+    assertThat(keep(gw.delete("/v1/sandboxes/" + id + "/files?path=" + q("notes/hello.txt"), key)).status())
+        .isEqualTo(204);
+    assertThat(workspace.resolve("notes/hello.txt")).doesNotExist();
+    keep(gw.delete("/v1/sandboxes/" + id, key));
+  }
+
+  @Test
   void limits_are_refused_before_any_call_and_reconciliation_looks_up_known_sandboxes() throws Exception {
     int before = sim.requests().size();
     for (JsonObject bad : List.of(new JsonObject().put("memory_mb", 9000), new JsonObject().put("cpu", 8),

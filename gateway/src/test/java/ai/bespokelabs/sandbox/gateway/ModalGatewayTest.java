@@ -147,6 +147,38 @@ class ModalGatewayTest {
     assertThat(sim.liveSandboxes()).doesNotContain(rid, restored.getString("provider_resource_id"));
   }
 
+  @Test
+  void a_first_use_of_an_image_waits_for_its_build_then_executes_and_a_failed_build_names_the_image() {
+    String image = "registry.example/gateway-first-use-" + System.nanoTime() + ":1";
+    int builds = sim.buildsStarted();
+    int joins = sim.joins().size();
+    JsonObject sbx = createModal(new JsonObject().put("image", image));
+    assertThat(sbx.getString("status")).isEqualTo("running");
+    assertThat(sim.buildsStarted()).isEqualTo(builds + 1);
+    assertThat(sim.joins().size()).as("the build was joined before the sandbox was created").isGreaterThan(joins);
+    Resp ran = exec(sbx.getString("id"), new JsonObject().put("command", "echo built and running"));
+    assertThat(ran.status()).as(ran.body()).isEqualTo(200);
+    assertThat(ran.json().getString("stdout")).isEqualTo("built and running\n");
+    keep(gw.delete("/v1/sandboxes/" + sbx.getString("id"), key));
+
+    java.util.Set<String> live = sim.liveSandboxes();
+    Resp failed = keep(gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "modal")
+        .put("image", ModalSimulator.FAILING_IMAGE)));
+    assertThat(failed.status()).as(failed.body()).isEqualTo(422);
+    assertThat(failed.json().getString("detail")).startsWith("image " + ModalSimulator.FAILING_IMAGE
+        + " failed to build on Modal: ").doesNotContain(ModalSimulator.BUILD_LOG);
+    assertThat(sim.liveSandboxes()).isEqualTo(live);
+    // the sandbox is recorded as failed with the configuration error, nothing allocated
+    JsonObject row = keep(gw.get("/v1/sandboxes", key)).array().stream()
+        .map(JsonObject.class::cast)
+        .filter(r -> ModalSimulator.FAILING_IMAGE.equals(r.getJsonObject("config").getString("image")))
+        .findFirst().orElseThrow();
+    assertThat(row.getString("status")).isEqualTo("failed");
+    assertThat(row.getJsonObject("latest_error").getString("code")).isEqualTo("configuration");
+    assertThat(row.getJsonObject("latest_error").getString("outcome")).isEqualTo("failed");
+    assertThat(row.getJsonObject("latest_error").getBoolean("retryable")).isFalse();
+  }
+
   static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
 
   static java.net.http.HttpResponse<byte[]> files(String method, String sbx, String endpoint, String path,

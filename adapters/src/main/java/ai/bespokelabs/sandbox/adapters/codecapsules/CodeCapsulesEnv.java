@@ -17,14 +17,19 @@ import java.util.concurrent.ConcurrentHashMap;
  * once. Cached per resource id. The gateway's database never holds env values.
  */
 final class CodeCapsulesEnv {
-  /** Relative, so in the directory commands run in; a dot file, out of the way of {@code ls} and globs. */
+  /**
+   * In the directory commands run in (the files route takes it made absolute there, {@link CodeCapsulesWorkdir});
+   * a dot file, out of the way of {@code ls} and globs.
+   */
   static final String PATH = ".bespoke-sandbox-env.json";
 
   private final CodeCapsulesClient client;
+  private final CodeCapsulesWorkdir workdir;
   private final Map<String, Map<String, String>> cache = new ConcurrentHashMap<>();
 
-  CodeCapsulesEnv(CodeCapsulesClient client) {
+  CodeCapsulesEnv(CodeCapsulesClient client, CodeCapsulesWorkdir workdir) {
     this.client = client;
+    this.workdir = workdir;
   }
 
   /** Keeps the sandbox's variables in it; none is no file (a missing file reads as none). */
@@ -34,10 +39,11 @@ final class CodeCapsulesEnv {
       cache.put(resourceId, copy);
       return Future.succeededFuture();
     }
-    return client.api(HttpMethod.PUT, CodeCapsulesWire.files(resourceId, PATH))
+    return workdir.absolute(resourceId, PATH, "create").compose(path -> client.api(HttpMethod.PUT,
+            CodeCapsulesWire.files(resourceId, path))
         .putHeader("Content-Type", CodeCapsulesWire.OCTETS)
         .sendBuffer(new JsonObject(new HashMap<>(copy)).toBuffer())
-        .recover(t -> Future.failedFuture(CodeCapsulesClient.transport(t, "create")))
+        .recover(t -> Future.failedFuture(CodeCapsulesClient.transport(t, "create"))))
         .map(r -> {
           if (r.statusCode() != 200 && r.statusCode() != 201) {
             throw failure("create", r);
@@ -64,8 +70,9 @@ final class CodeCapsulesEnv {
     if (known != null) {
       return Future.succeededFuture(known);
     }
-    return client.api(HttpMethod.GET, CodeCapsulesWire.files(resourceId, PATH)).send()
-        .recover(t -> Future.failedFuture(CodeCapsulesClient.transport(t, op)))
+    return workdir.absolute(resourceId, PATH, op).compose(path -> client.api(HttpMethod.GET,
+            CodeCapsulesWire.files(resourceId, path)).send()
+        .recover(t -> Future.failedFuture(CodeCapsulesClient.transport(t, op))))
         .map(r -> {
           if (r.statusCode() == 404) {
             // no file: a sandbox created without env vars (or a sandbox gone, which its command finds)
@@ -98,5 +105,6 @@ final class CodeCapsulesEnv {
 
   void forget(String resourceId) {
     cache.remove(resourceId);
+    workdir.forget(resourceId);
   }
 }

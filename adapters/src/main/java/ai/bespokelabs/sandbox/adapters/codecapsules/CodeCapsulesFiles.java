@@ -31,8 +31,9 @@ import java.util.concurrent.TimeoutException;
  * The files of a CodeCapsules sandbox. Content goes through the files route ({@link WindowedDownload}; an
  * upload is spooled on this node and sent whole at commit, so nothing is visible before); listing, deleting and
  * the executable bit run {@code find}, {@code rm} and {@code chmod} through exec, CodeCapsules having no route
- * for them. Paths are passed as given: the whole VM is the sandbox, so none escapes it. Directory archives are
- * built on these single-file operations ({@link TreeArchives}).
+ * for them. Every path is made absolute before any call, a relative one under the sandbox's working directory
+ * ({@link CodeCapsulesWorkdir}; a {@code ..} out of it is refused); absolute paths may name anything, the whole
+ * VM being the sandbox. Directory archives are built on these single-file operations ({@link TreeArchives}).
  */
 final class CodeCapsulesFiles implements FileSystem {
   /** The slowest upload rate a commit waits for, on top of the request timeout. */
@@ -42,7 +43,7 @@ final class CodeCapsulesFiles implements FileSystem {
   /** Exit codes of the helper scripts. */
   static final int MISSING = 3;
   static final int NOT_EMPTY = 4;
-  /** NUL-terminated records of type, size, mtime, mode and absolute path (a relative path is made absolute). */
+  /** NUL-terminated records of type, size, mtime, mode and absolute path of the absolute path given. */
   static final String LIST = "p=$1; [ -e \"$p\" ] || [ -L \"$p\" ] || exit 3; "
       + "if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then a=$(cd -- \"$p\" && pwd) || exit 5; "
       + "find \"$a\" -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%T@\\t%m\\t%p\\0'; "
@@ -54,31 +55,19 @@ final class CodeCapsulesFiles implements FileSystem {
       + "else rm -f -- \"$p\"; fi";
 
   private final CodeCapsulesClient client;
+  private final CodeCapsulesWorkdir workdir;
 
-  CodeCapsulesFiles(CodeCapsulesClient client) {
+  CodeCapsulesFiles(CodeCapsulesClient client, CodeCapsulesWorkdir workdir) {
     this.client = client;
+    this.workdir = workdir;
   }
 
-  private static String path(FileOp op) {
-    String p = op.path();
-    if (p == null || p.isBlank()) {
-      throw SandboxPaths.required();
-    }
-    if (p.indexOf('\0') >= 0) {
-      throw ApiException.invalid("path is not a valid path");
-    }
-    return p;
-  }
-
-  private static Future<String> checked(FileOp op) {
+  /** The op's path as the files route takes it ({@link CodeCapsulesWorkdir#absolute}), for a known sandbox. */
+  private Future<String> checked(FileOp op) {
     if (op.providerResourceId() == null || op.providerResourceId().isBlank()) {
       return Future.failedFuture(CodeCapsulesClient.of(ErrorCode.NOT_FOUND, op.op(), false, Outcome.FAILED));
     }
-    try {
-      return Future.succeededFuture(path(op));
-    } catch (ApiException e) {
-      return Future.failedFuture(e);
-    }
+    return workdir.absolute(op.providerResourceId(), op.path(), op.op());
   }
 
   /** Runs {@code sh -c script sh args...} through exec; completes with its result. */
@@ -260,12 +249,15 @@ final class CodeCapsulesFiles implements FileSystem {
   /** Deletes through {@code rm}/{@code rmdir}: missing is 404, a non-empty directory without recursive 409. */
   @Override
   public Future<Void> delete(FileOp op) {
-    return checked(op).compose(path -> {
-      if (path.replaceAll("/+", "/").equals("/")) {
+    try {
+      if (CodeCapsulesWorkdir.base(op.path())) {
         return Future.failedFuture(ApiException.invalid("path must name something inside the sandbox"));
       }
-      return shell(op.providerResourceId(), DELETE, "delete_file", path, op.recursive() ? "1" : "0");
-    }).map(r -> {
+    } catch (ApiException e) {
+      return Future.failedFuture(e);
+    }
+    return checked(op).compose(path -> shell(op.providerResourceId(), DELETE, "delete_file", path,
+        op.recursive() ? "1" : "0")).map(r -> {
       switch (r.exitCode()) {
         case 0 -> {
           return null;

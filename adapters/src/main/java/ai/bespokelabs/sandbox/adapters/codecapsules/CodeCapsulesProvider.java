@@ -23,10 +23,11 @@ public final class CodeCapsulesProvider implements Backend {
 
   public CodeCapsulesProvider(Vertx vertx, CodeCapsulesSettings settings) {
     this.client = new CodeCapsulesClient(vertx, settings);
-    CodeCapsulesEnv envs = new CodeCapsulesEnv(client);
+    CodeCapsulesWorkdir workdirs = new CodeCapsulesWorkdir(client);
+    CodeCapsulesEnv envs = new CodeCapsulesEnv(client, workdirs);
     CodeCapsulesLifecycle lifecycle = new CodeCapsulesLifecycle(client, envs);
     this.executions = new CodeCapsulesExecutions(client, envs);
-    this.parts = new Parts(lifecycle, executions, lifecycle, new CodeCapsulesFiles(client),
+    this.parts = new Parts(lifecycle, executions, lifecycle, new CodeCapsulesFiles(client, workdirs),
         new CodeCapsulesMetrics(client));
   }
 

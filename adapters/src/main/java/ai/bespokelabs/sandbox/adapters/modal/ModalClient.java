@@ -211,6 +211,38 @@ final class ModalClient {
     }), op);
   }
 
+  /**
+   * A server-streaming call to the API server with the token headers and the auth token, each message handed to
+   * {@code handler} as it arrives (nothing is kept) until the handler says it ends the answer (the call is then
+   * cancelled): true then, false when the server ended the stream first. The call's deadline ({@code timeoutMs})
+   * is enforced here, so a server that stops answering fails the call as a timeout.
+   */
+  <Req extends Message, Resp extends Message> Future<Boolean> stream(String name, Req request, Resp prototype,
+      Predicate<Resp> handler, long timeoutMs, String op) {
+    ServiceMethod<Resp, Req> m = method(API, name, prototype);
+    return authed(token -> grpc(api).request(api.address(), m).compose(req -> {
+      authorize(req, null, token);
+      req.timeout(timeoutMs, TimeUnit.MILLISECONDS);
+      return req.send(request).compose(resp -> {
+        Promise<Boolean> done = Promise.promise();
+        resp.handler(msg -> {
+          if (!done.future().isComplete() && handler.test(msg) && done.tryComplete(true)) {
+            req.cancel();
+          }
+        });
+        resp.end().onComplete(ar -> {
+          if (ar.succeeded()) {
+            done.tryComplete(false);
+          } else {
+            done.tryFail(expired(resp.status(), resp.statusMessage()) ? new TokenExpired()
+                : ModalErrors.Pushback.of(ar.cause(), resp));
+          }
+        });
+        return done.future();
+      }).recover(e -> Future.failedFuture(pastDeadline(req, e)));
+    }), op);
+  }
+
   /** An open {@code TaskExecStdioRead}: the call (to cancel it) and its paused response. */
   record Stdio(GrpcClientRequest<TaskExecStdioReadRequest, TaskExecStdioReadResponse> request,
       GrpcClientResponse<TaskExecStdioReadRequest, TaskExecStdioReadResponse> response) {}

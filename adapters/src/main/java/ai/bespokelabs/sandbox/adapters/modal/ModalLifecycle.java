@@ -60,10 +60,11 @@ final class ModalLifecycle implements Lifecycle, Inventory {
   }
 
   /**
-   * App, image (a registry reference built as {@code FROM <ref>}, or the snapshot's image id), env as an
-   * ephemeral secret, then {@code SandboxCreate}. Everything the request asks for is validated first: a
-   * setting Modal has no equivalent for is 422 before any call. When the create's answer is lost, the sandboxes
-   * carrying its create token are terminated and the error reports {@code cleanup_status}.
+   * App, image (a registry reference built as {@code FROM <ref>}, waiting for Modal to build it within the
+   * create timeout, or the snapshot's image id), env as an ephemeral secret, then {@code SandboxCreate}.
+   * Everything the request asks for is validated first: a setting Modal has no equivalent for is 422 before any
+   * call. When the create's answer is lost, the sandboxes carrying its create token are terminated and the error
+   * reports {@code cleanup_status}.
    */
   @Override
   public Future<String> create(CreateSandbox request) {
@@ -75,7 +76,8 @@ final class ModalLifecycle implements Lifecycle, Inventory {
       return Future.failedFuture(e);
     }
     String appName = c.appName() != null && !c.appName().isBlank() ? c.appName() : settings.appName();
-    return client.app(appName, "create").compose(appId -> image(c, appId).compose(imageId -> secret(c, appId)
+    long deadline = System.nanoTime() + settings.createTimeout().toNanos();
+    return client.app(appName, "create").compose(appId -> image(c, appId, deadline).compose(imageId -> secret(c, appId)
         .compose(secretId -> {
           Api.Sandbox.Builder def = Api.Sandbox.newBuilder().addAllEntrypointArgs(ENTRYPOINT).setImageId(imageId)
               .setResources(resources).setTimeoutSecs(timeout(c)).setEnableSnapshot(true)
@@ -115,8 +117,11 @@ final class ModalLifecycle implements Lifecycle, Inventory {
     return Api.SandboxTag.newBuilder().setTagName(name).setTagValue(value == null ? "" : value).build();
   }
 
-  /** The image id: the snapshot's, else the registry reference's ({@code ImageGetOrCreate}). */
-  private Future<String> image(SandboxConfig c, String appId) {
+  /**
+   * The image id: the snapshot's, else the registry reference's ({@code ImageGetOrCreate}), once Modal has built
+   * it ({@link ModalImageBuild}: a first use of an image waits for its build, until {@code deadline}).
+   */
+  private Future<String> image(SandboxConfig c, String appId, long deadline) {
     if (c.snapshotId() != null && !c.snapshotId().isBlank()) {
       return Future.succeededFuture(c.snapshotId());
     }
@@ -124,12 +129,7 @@ final class ModalLifecycle implements Lifecycle, Inventory {
     Api.ImageGetOrCreateRequest req = Api.ImageGetOrCreateRequest.newBuilder().setAppId(appId)
         .setImage(Api.Image.newBuilder().addDockerfileCommands("FROM " + ref)).build();
     return client.call("ImageGetOrCreate", req, Api.ImageGetOrCreateResponse.getDefaultInstance(), "create")
-        .compose(r -> {
-          if (r.getImageId().isBlank() || r.hasResult() && r.getResult().getStatus() != GenericStatus.GENERIC_STATUS_SUCCESS) {
-            return Future.failedFuture(ModalErrors.of(ErrorCode.CREATION_FAILED, "create", false, Outcome.FAILED));
-          }
-          return Future.succeededFuture(r.getImageId());
-        });
+        .compose(r -> ModalImageBuild.await(client, ref, r, deadline));
   }
 
   /** The env as an ephemeral secret ({@code SecretGetOrCreate}), or null without env. */

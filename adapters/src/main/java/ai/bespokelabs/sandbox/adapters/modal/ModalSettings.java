@@ -23,14 +23,16 @@ import java.util.Optional;
  *     ({@code MODAL_IMAGE})
  * @param sandboxTimeoutSecs Modal lifetime of a sandbox created without {@code timeout_secs}
  *     ({@code MODAL_SANDBOX_TIMEOUT_SECS})
+ * @param createTimeout how long a create may wait for its image to be built ({@code MODAL_CREATE_TIMEOUT_SECS})
  * @param requestTimeout bound of one unary call ({@code MODAL_REQUEST_TIMEOUT_SECS})
  */
 public record ModalSettings(String serverUrl, Secret tokenId, Secret tokenSecret, String environment, String appName,
-    String image, int sandboxTimeoutSecs, Duration requestTimeout) {
+    String image, int sandboxTimeoutSecs, Duration createTimeout, Duration requestTimeout) {
 
   public ModalSettings {
     Objects.requireNonNull(tokenId, "tokenId");
     Objects.requireNonNull(tokenSecret, "tokenSecret");
+    Objects.requireNonNull(createTimeout, "createTimeout");
     serverUrl = serverUrl.endsWith("/") ? serverUrl.substring(0, serverUrl.length() - 1) : serverUrl;
     URI uri = URI.create(serverUrl);
     if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
@@ -48,6 +50,7 @@ public record ModalSettings(String serverUrl, Secret tokenId, Secret tokenSecret
     return Optional.of(new ModalSettings(required(p, "MODAL_SERVER_URL"), id.get(), secret.get(),
         p.get("MODAL_ENVIRONMENT").filter(s -> !s.isBlank()).orElse(null), required(p, "MODAL_APP_NAME"),
         required(p, "MODAL_IMAGE"), positive(p, "MODAL_SANDBOX_TIMEOUT_SECS"),
+        Duration.ofSeconds(positive(p, "MODAL_CREATE_TIMEOUT_SECS")),
         Duration.ofSeconds(positive(p, "MODAL_REQUEST_TIMEOUT_SECS"))));
   }
 

@@ -384,6 +384,48 @@ class CodeCapsulesProviderTest {
     await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", rid)));
   }
 
+  @Test
+  void relative_paths_resolve_under_the_working_directory_and_may_not_climb_out_of_it() throws Exception {
+    String rid = create();
+    java.nio.file.Path workspace = sim.sandboxes().get(rid).workspace();
+    FileWriter w = await(() -> provider.files().openWrite(op(rid, "notes/hello.txt")));
+    await(() -> w.write(Buffer.buffer("hello\n")));
+    FileEntry written = await(w::commit);
+    assertThat(workspace.resolve("notes/hello.txt")).hasContent("hello\n");
+    assertThat(written.path()).as("reported absolute, as commands see it")
+        .isEqualTo(workspace.resolve("notes/hello.txt").toString());
+    assertThat(run(exec(rid, "cat notes/hello.txt", 30, false)).out()).isEqualTo("hello\n");
+
+    for (String same : List.of("notes/hello.txt", "./notes//hello.txt", "notes/../notes/hello.txt",
+        workspace.resolve("notes/hello.txt").toString())) {
+      assertThat(read(await(() -> provider.files().openRead(op(rid, same))))).as(same).isEqualTo("hello\n");
+    }
+    List<FileEntry> listed = await(() -> provider.files().list(op(rid, "notes")));
+    assertThat(listed).extracting(FileEntry::path).containsExactly(workspace.resolve("notes/hello.txt").toString());
+
+    int requests = sim.requests().size();
+    for (String escape : List.of("../outside.txt", "notes/../../outside.txt", "..")) {
+      Throwable read = catchThrowable(() -> await(() -> provider.files().openRead(op(rid, escape))));
+      Throwable write = catchThrowable(() -> await(() -> provider.files().openWrite(op(rid, escape))));
+      Throwable list = catchThrowable(() -> await(() -> provider.files().list(op(rid, escape))));
+      Throwable delete = catchThrowable(() -> await(() -> provider.files().delete(op(rid, escape))));
+      for (Throwable t : List.of(read, write, list, delete)) {
+        assertThat(t).as(escape).isInstanceOf(ApiException.class);
+        assertThat(((ApiException) t).status()).isEqualTo(422);
+        assertThat(((ApiException) t).detail()).isEqualTo("path must stay inside the sandbox");
+      }
+    }
+    assertThat(sim.requests()).as("refused before any call").hasSize(requests);
+    Throwable workdir = catchThrowable(() -> await(() -> provider.files().delete(
+        new FileOp("delete", "sbx", rid, "notes/..", null, null, false, true))));
+    assertThat(((ApiException) workdir).status()).as("the working directory itself").isEqualTo(422);
+    assertThat(workspace.resolve("notes/hello.txt")).exists();
+
+    await(() -> provider.files().delete(op(rid, "notes/hello.txt")));
+    assertThat(workspace.resolve("notes/hello.txt")).doesNotExist();
+    await(() -> provider.lifecycle().destroy(new DestroySandbox("sbx", rid)));
+  }
+
   static String read(FileReader r) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     Buffer chunk;

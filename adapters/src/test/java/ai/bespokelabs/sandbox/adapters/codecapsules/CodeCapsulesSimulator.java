@@ -43,8 +43,9 @@ import java.util.regex.Pattern;
 
 /**
  * A local stand-in for CodeCapsules implementing exactly the layout {@link CodeCapsulesWire} assumes. A sandbox is
- * a directory whose {@code workspace} is where commands run and relative file paths point; commands are real
- * host processes ({@link ProcessRunner}) run by a shell. Strict: a request without the Bearer key, on an unknown
+ * a directory whose {@code workspace} is where commands run; the files route takes absolute paths only (inside
+ * the sandbox's directory) and refuses a relative one as a violation, as a provider whose paths are absolute
+ * would. Commands are real host processes ({@link ProcessRunner}) run by a shell. Strict: a request without the Bearer key, on an unknown
  * route, with an unknown field or a field of the wrong type, or outside the documented limits is refused (401,
  * 404, 400 {@code invalid_request}) and recorded in {@link #violations()}, which tests assert empty.
  * {@link #faults()} injects failures; {@link #quota} bounds concurrent sandboxes ({@code quota_exceeded}).
@@ -578,12 +579,15 @@ public final class CodeCapsulesSimulator implements AutoCloseable {
 
   // ---- files, metrics ----------------------------------------------------------------------------------------
 
-  /** The file at {@code path}: relative to the workspace, or absolute inside the sandbox's directory; else null. */
+  /**
+   * The file at {@code path}, which must be absolute (the provider's paths are: its examples name
+   * {@code /workspace/...}) and inside the sandbox's directory; else null. A relative path is refused.
+   */
   private static Path resolve(Sandbox s, String path) {
-    if (path == null || path.isBlank()) {
+    if (path == null || !path.startsWith("/")) {
       return null;
     }
-    Path p = path.startsWith("/") ? Path.of(path).normalize() : s.workspace.resolve(path).normalize();
+    Path p = Path.of(path).normalize();
     return p.startsWith(s.dir) ? p : null;
   }
 
@@ -595,7 +599,7 @@ public final class CodeCapsulesSimulator implements AutoCloseable {
     Path p = resolve(s, req.getParam("path"));
     req.body().onComplete(ar -> {
       if (p == null || req.params().size() != 1) {
-        refuse(req, 400, "upload: a path query parameter (and nothing else) is required");
+        refuse(req, 400, "upload: an absolute path query parameter (and nothing else) is required");
         return;
       }
       vertx.executeBlocking(() -> {
@@ -616,7 +620,7 @@ public final class CodeCapsulesSimulator implements AutoCloseable {
   private void download(HttpServerRequest req, Sandbox s) {
     Path p = resolve(s, req.getParam("path"));
     if (p == null || req.params().size() != 1) {
-      refuse(req, 400, "download: a path query parameter (and nothing else) is required");
+      refuse(req, 400, "download: an absolute path query parameter (and nothing else) is required");
       return;
     }
     if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {

@@ -69,8 +69,12 @@ class ModalProviderTest {
   }
 
   static ModalProvider provider(String secret, Duration requestTimeout) {
+    return provider(secret, Duration.ofSeconds(20), requestTimeout);
+  }
+
+  static ModalProvider provider(String secret, Duration createTimeout, Duration requestTimeout) {
     return new ModalProvider(vertx, new ModalSettings(sim.serverUrl(), new Secret(ModalSimulator.TOKEN_ID),
-        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, requestTimeout),
+        new Secret(secret), "test-env", "bespoke-test", "python:3.12-slim", 600, createTimeout, requestTimeout),
         new PricingCatalog("test", Map.of("modal", new PricingCatalog.Rates(new java.math.BigDecimal("0.047"),
             new java.math.BigDecimal("0.0098"))), Map.of("modal", Map.of("A100", GPU_RATE))));
   }
@@ -351,6 +355,7 @@ class ModalProviderTest {
         "MODAL_SANDBOX_TIMEOUT_SECS", "60", "MODAL_REQUEST_TIMEOUT_SECS", "5"))).orElseThrow();
     assertThat(s.toString()).doesNotContain("very-secret");
     assertThat(s.environment()).isNull();
+    assertThat(s.createTimeout()).as("conf/gateway.json's default").isEqualTo(Duration.ofSeconds(600));
   }
 
   @Test
@@ -598,5 +603,110 @@ class ModalProviderTest {
     assertThat(e.context()).containsEntry("cleanup_status", "deleted");
     assertThat(e.outcome()).isEqualTo(Outcome.FAILED);
     assertThat(sim.liveSandboxes()).isEqualTo(before);
+  }
+
+  // ---- images Modal has not built yet ---------------------------------------------------------------------------
+
+  /** A registry reference no create has used yet, so that Modal (the simulator) has to build it. */
+  static String newImage() {
+    return "registry.example/first-use-" + System.nanoTime() + ":1";
+  }
+
+  static List<Api.ImageJoinStreamingRequest> joinsSince(int before) {
+    return List.copyOf(sim.joins().subList(before, sim.joins().size()));
+  }
+
+  @Test
+  void a_first_use_of_an_image_waits_for_its_build_then_creates() {
+    String image = newImage();
+    int builds = sim.buildsStarted();
+    int joins = sim.joins().size();
+    String id = create(config(null, null, null, image, null, null, null));
+    assertThat(sim.liveSandboxes()).contains(id);
+    assertThat(sim.buildsStarted()).as("the image was built for this create").isEqualTo(builds + 1);
+    assertThat(joinsSince(joins)).as("the build was joined").isNotEmpty()
+        .allSatisfy(j -> assertThat(j.getTimeout()).isPositive().isLessThanOrEqualTo(55f));
+
+    // built now: ImageGetOrCreate answers with the result, nothing is joined
+    int again = sim.joins().size();
+    String second = create(config(null, null, null, image, null, null, null));
+    assertThat(sim.liveSandboxes()).contains(second);
+    assertThat(sim.joins()).hasSize(again);
+    assertThat(sim.buildsStarted()).isEqualTo(builds + 1);
+  }
+
+  @Test
+  void a_join_that_ends_without_a_result_is_resumed_from_its_last_entry() {
+    int joins = sim.joins().size();
+    sim.endJoinAfter(1);
+    String id = create(config(null, null, null, newImage(), null, null, null));
+    assertThat(sim.liveSandboxes()).contains(id);
+    List<Api.ImageJoinStreamingRequest> sent = joinsSince(joins);
+    assertThat(sent).hasSizeGreaterThanOrEqualTo(2);
+    assertThat(sent.get(0).getLastEntryId()).isEmpty();
+    // the simulator refuses (as a violation) an entry id it never sent, so this is the first stream's entry
+    assertThat(sent.get(1).getLastEntryId()).as("resumed after the entry the first stream ended on").isNotEmpty();
+    assertThat(sent.get(1).getImageId()).isEqualTo(sent.get(0).getImageId());
+  }
+
+  @Test
+  void a_failed_build_is_a_configuration_error_naming_the_image_and_creates_nothing() {
+    java.util.Set<String> live = sim.liveSandboxes();
+    int creates = sim.calls("SandboxCreate");
+    for (int attempt = 0; attempt < 2; attempt++) { // building, then answered from the failed result at once
+      int joins = sim.joins().size();
+      Throwable t = org.assertj.core.api.Assertions.catchThrowable(
+          () -> create(config(null, null, null, ModalSimulator.FAILING_IMAGE, null, null, null)));
+      assertThat(t).as("the tenant's image: 422, recorded by the gateway as a configuration failure")
+          .isInstanceOf(ApiException.class);
+      ApiException e = (ApiException) t;
+      assertThat(e.status()).isEqualTo(422);
+      assertThat((String) e.detail()).isEqualTo("image " + ModalSimulator.FAILING_IMAGE
+          + " failed to build on Modal: " + ModalSimulator.BUILD_FAILURE.replaceAll("\\s+", " "))
+          .doesNotContain(ModalSimulator.BUILD_LOG);
+      assertThat(sim.joins().size() > joins).as("joined only while it was building").isEqualTo(attempt == 0);
+    }
+    assertThat(sim.calls("SandboxCreate")).as("no sandbox was asked for").isEqualTo(creates);
+    assertThat(sim.liveSandboxes()).isEqualTo(live);
+  }
+
+  @Test
+  void a_build_slower_than_the_create_timeout_is_a_timeout_and_creates_nothing() {
+    ModalProvider hurried = provider(ModalSimulator.TOKEN_SECRET, Duration.ofSeconds(1), Duration.ofSeconds(5));
+    try {
+      java.util.Set<String> live = sim.liveSandboxes();
+      int creates = sim.calls("SandboxCreate");
+      sim.buildTime(Duration.ofSeconds(10));
+      long t0 = System.nanoTime();
+      ProviderError e = error(() -> await(() -> hurried.lifecycle().create(createRequest(
+          config(null, null, null, newImage(), null, null, null)))));
+      assertThat(e.code()).isEqualTo(ErrorCode.TIMEOUT);
+      assertThat(e.outcome()).as("no sandbox was created").isEqualTo(Outcome.FAILED);
+      assertThat(e.retryable()).as("Modal goes on building").isTrue();
+      assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(4));
+      assertThat(sim.calls("SandboxCreate")).isEqualTo(creates);
+      assertThat(sim.liveSandboxes()).isEqualTo(live);
+    } finally {
+      await(hurried::close);
+    }
+  }
+
+  @Test
+  void a_join_modal_never_answers_ends_at_the_create_timeout() {
+    ModalProvider hurried = provider(ModalSimulator.TOKEN_SECRET, Duration.ofSeconds(1), Duration.ofSeconds(5));
+    try {
+      int creates = sim.calls("SandboxCreate");
+      sim.holdJoins(100);
+      long t0 = System.nanoTime();
+      ProviderError e = error(() -> await(() -> hurried.lifecycle().create(createRequest(
+          config(null, null, null, newImage(), null, null, null)))));
+      assertThat(e.code()).isEqualTo(ErrorCode.TIMEOUT);
+      assertThat(e.outcome()).isEqualTo(Outcome.FAILED);
+      assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("the client's deadline, not the server's silence")
+          .isLessThan(Duration.ofSeconds(4));
+      assertThat(sim.calls("SandboxCreate")).isEqualTo(creates);
+    } finally {
+      await(hurried::close);
+    }
   }
 }

@@ -55,7 +55,9 @@ import modal.task_command_router.TaskCommandRouterOuterClass.TaskExecWaitRespons
  * It refuses what Modal would: a call without the token headers (or with wrong ones) is {@code UNAUTHENTICATED}, a
  * router call without its task's bearer token too, and a message with a field the protos do not define, an unknown
  * id or an invalid value is {@code INVALID_ARGUMENT}/{@code NOT_FOUND}; each refusal of a malformed request is
- * recorded as a violation. Programs run as real local processes in a directory per sandbox; a file-system
+ * recorded as a violation. Images build asynchronously, as Modal's do ({@link ModalImagesSim}): a first use of
+ * an image answers before it is built, and {@code SandboxCreate} refuses it until {@code ImageJoinStreaming}
+ * reports the build's success. Programs run as real local processes in a directory per sandbox; a file-system
  * snapshot copies that directory. Faults: a status for the next call of a method (optionally with gRPC's retry
  * pushback trailer {@code grpc-retry-pushback-ms}, gRFC A6, which a server sends with a refusal to say when to
  * try again), a status after its effects (a lost answer), a slow answer (the call handled after a delay), and
@@ -95,6 +97,7 @@ public final class ModalSimulator implements AutoCloseable {
   private final java.util.concurrent.atomic.AtomicInteger expiredRefusals = new java.util.concurrent.atomic.AtomicInteger();
   private volatile long authLifetimeMs = 20 * 60_000L;
   private final ModalFilesSim files = new ModalFilesSim(this);
+  private final ModalImagesSim builds;
 
   /** A sandbox. */
   static final class Sbx {
@@ -151,6 +154,7 @@ public final class ModalSimulator implements AutoCloseable {
     this.vertx = vertx;
     this.server = server;
     this.root = root;
+    this.builds = new ModalImagesSim(this, root.resolve("empty"));
   }
 
   public static ModalSimulator start() {
@@ -190,6 +194,37 @@ public final class ModalSimulator implements AutoCloseable {
 
   /** A status to answer a call with, and the retry pushback trailer's milliseconds to send with it, or null. */
   record Refusal(GrpcStatus status, Long pushbackMs) {}
+
+  /** A registry reference whose build fails on the simulator, with {@link #BUILD_FAILURE} as Modal's exception. */
+  public static final String FAILING_IMAGE = ModalImagesSim.FAILING_IMAGE;
+  public static final String BUILD_FAILURE = ModalImagesSim.FAILURE_EXCEPTION;
+  /** Text of every build's log entries (which Modal streams, and which no tenant should see). */
+  public static final String BUILD_LOG = ModalImagesSim.LOG_LINE;
+
+  /** Image builds started from now on take {@code time} (until {@link #clearFaults}; 300 ms by default). */
+  public void buildTime(java.time.Duration time) {
+    builds.buildTime(time);
+  }
+
+  /** The next {@code ImageJoinStreaming} ends without a result once it has sent {@code entries} log entries. */
+  public void endJoinAfter(int entries) {
+    builds.endJoinAfter(entries);
+  }
+
+  /** The next {@code n} {@code ImageJoinStreaming} calls are never answered: no message, no end. */
+  public void holdJoins(int n) {
+    builds.holdJoins(n);
+  }
+
+  /** Every {@code ImageJoinStreaming} request received so far. */
+  public List<Api.ImageJoinStreamingRequest> joins() {
+    return builds.joins();
+  }
+
+  /** Image builds started so far (a recipe seen for the first time starts one). */
+  public int buildsStarted() {
+    return builds.buildsStarted();
+  }
 
   /** The next call of {@code method} answers {@code status} without effect. */
   public void fail(String method, GrpcStatus status) {
@@ -295,6 +330,7 @@ public final class ModalSimulator implements AutoCloseable {
   }
 
   public void clearFaults() {
+    builds.clearFaults();
     faults.clear();
     faultsAfter.clear();
     delays.clear();
@@ -350,6 +386,17 @@ public final class ModalSimulator implements AutoCloseable {
       try {
         check(req, msg, API, "ContainerFilesystemExecGetOutput");
         files.output(msg, req.response());
+      } catch (Status s) {
+        req.response().status(s.status).statusMessage(s.getMessage()).end();
+      }
+    }));
+    ServiceMethod<Api.ImageJoinStreamingRequest, Api.ImageJoinStreamingResponse> join = ServiceMethod.server(API,
+        "ImageJoinStreaming", GrpcMessageEncoder.encoder(),
+        GrpcMessageDecoder.decoder(Api.ImageJoinStreamingRequest.getDefaultInstance()));
+    grpc.callHandler(join, req -> req.handler(msg -> {
+      try {
+        check(req, msg, API, "ImageJoinStreaming");
+        builds.join(msg, req.response());
       } catch (Status s) {
         req.response().status(s.status).statusMessage(s.getMessage()).end();
       }
@@ -510,11 +557,7 @@ public final class ModalSimulator implements AutoCloseable {
     if (commands.size() != 1 || !FROM.matcher(commands.get(0)).matches()) {
       throw invalid("ImageGetOrCreate: expected one FROM <registry ref> command, got " + commands);
     }
-    String id = id("im");
-    images.put(id, root.resolve("empty"));
-    return Future.succeededFuture(Api.ImageGetOrCreateResponse.newBuilder().setImageId(id)
-        .setResult(Api.GenericResult.newBuilder().setStatus(Api.GenericResult.GenericStatus.GENERIC_STATUS_SUCCESS))
-        .build());
+    return Future.succeededFuture(builds.getOrCreate(commands));
   }
 
   private Future<Api.SecretGetOrCreateResponse> secretGetOrCreate(Api.SecretGetOrCreateRequest r) {
@@ -533,7 +576,7 @@ public final class ModalSimulator implements AutoCloseable {
     if (d.getEntrypointArgsCount() == 0) {
       throw invalid("SandboxCreate: entrypoint_args is required");
     }
-    Path image = images.get(d.getImageId());
+    Path image = images.containsKey(d.getImageId()) ? images.get(d.getImageId()) : builds.files(d.getImageId());
     if (image == null) {
       throw new Status(GrpcStatus.NOT_FOUND, "unknown image");
     }

@@ -86,6 +86,7 @@ final class Variables {
       "MODAL_APP_NAME", "providers.modal.appName",
       "MODAL_IMAGE", "providers.modal.image",
       "MODAL_SANDBOX_TIMEOUT_SECS", "providers.modal.sandboxTimeoutSecs",
+      "MODAL_CREATE_TIMEOUT_SECS", "providers.modal.createTimeoutSecs",
       "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs",
       "RUNPOD_API_KEY", "providers.runpod.apiKey",
       "RUNPOD_API_URL", "providers.runpod.apiUrl",
