@@ -35,8 +35,10 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.net.ssl.KeyManager;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 
 /**
@@ -108,24 +110,42 @@ final class ClusterIdentity {
   /** A TLS 1.3 context presenting this node's certificate and trusting the cluster's CA alone. */
   SSLContext sslContext() {
     try {
+      SSLContext context = SSLContext.getInstance(PROTOCOL);
+      context.init(keyManagers(), trustManagers(), new SecureRandom());
+      return context;
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException("cannot build the cluster's TLS context: " + e.getClass().getSimpleName(), e);
+    }
+  }
+
+  /** What presents this node's certificate in a handshake. */
+  KeyManager[] keyManagers() {
+    try {
       char[] none = new char[0];
       KeyStore keys = KeyStore.getInstance("PKCS12");
       keys.load(null, none);
       keys.setKeyEntry("node", key, none, chain.toArray(new X509Certificate[0]));
       KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
       kmf.init(keys, none);
+      return kmf.getKeyManagers();
+    } catch (GeneralSecurityException | IOException e) {
+      throw new IllegalStateException("cannot hold the cluster key: " + e.getClass().getSimpleName(), e);
+    }
+  }
+
+  /** What accepts a peer's certificate: only one chained to the cluster's CA. */
+  TrustManager[] trustManagers() {
+    try {
       KeyStore trusted = KeyStore.getInstance("PKCS12");
-      trusted.load(null, none);
+      trusted.load(null, new char[0]);
       for (int i = 0; i < authorities.size(); i++) {
         trusted.setCertificateEntry("ca-" + i, authorities.get(i));
       }
       TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
       tmf.init(trusted);
-      SSLContext context = SSLContext.getInstance(PROTOCOL);
-      context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), new SecureRandom());
-      return context;
+      return tmf.getTrustManagers();
     } catch (GeneralSecurityException | IOException e) {
-      throw new IllegalStateException("cannot build the cluster's TLS context: " + e.getClass().getSimpleName(), e);
+      throw new IllegalStateException("cannot hold the cluster CA: " + e.getClass().getSimpleName(), e);
     }
   }
 
