@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { unknownFields } from "./unknown-fields.mjs";
+import { modelsOf, unknownFields } from "./unknown-fields.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const deploy = join(here, "..");
@@ -103,7 +103,8 @@ for (const { file, doc } of objects.filter((o) => o.doc.kind !== "Kustomization"
     assert(typeof doc.apiVersion === "string" && typeof doc.kind === "string", "apiVersion and kind are required");
     let model;
     try {
-      model = (await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`))[doc.kind];
+      const models = modelsOf(doc.apiVersion).endsWith("cert-manager") ? "@kubernetes-models/cert-manager" : "kubernetes-models";
+      model = (await import(`${models}/${doc.apiVersion}/${doc.kind}`))[doc.kind];
     } catch {
       throw new Error(`unknown kind ${doc.apiVersion} ${doc.kind}`);
     }
@@ -191,21 +192,56 @@ await check("kubernetes: settings are the gateway's, per-pod ones from the downw
   }
 });
 
-await check("kubernetes: references resolve (ConfigMap, Secret, ServiceAccount, Role)", () => {
+await check("kubernetes: references resolve (ConfigMap, Secret, ServiceAccount); the pods hold no API token", () => {
   for (const from of container.envFrom ?? []) {
     if (from.configMapRef) assert(named("ConfigMap", from.configMapRef.name), `no ConfigMap ${from.configMapRef.name}`);
     if (from.secretRef) assert(named("Secret", from.secretRef.name), `no Secret ${from.secretRef.name}`);
   }
-  assert(named("ServiceAccount", podSpec.serviceAccountName), `no ServiceAccount ${podSpec.serviceAccountName}`);
-  const binding = byKind("RoleBinding")[0];
-  assert(binding && named("Role", binding.roleRef.name), "the RoleBinding must name a Role of these files");
-  assert(binding.subjects.some((s) => s.kind === "ServiceAccount" && s.name === podSpec.serviceAccountName),
-    "the RoleBinding must bind the pods' ServiceAccount");
-  const rules = named("Role", binding.roleRef.name).rules;
-  for (const resource of ["endpoints", "pods"]) {
-    const rule = rules.find((r) => r.apiGroups.includes("") && r.resources.includes(resource));
-    assert(rule && ["get", "list", "watch"].every((v) => rule.verbs.includes(v)), `discovery needs get/list/watch on ${resource}`);
+  const account = named("ServiceAccount", podSpec.serviceAccountName);
+  assert(account, `no ServiceAccount ${podSpec.serviceAccountName}`);
+  // discovery reads DNS records: nothing of the Kubernetes API is needed
+  assert(account.automountServiceAccountToken === false && podSpec.automountServiceAccountToken !== true,
+    "the ServiceAccount must not mount an API token");
+  assert(byKind("Role").length === 0 && byKind("RoleBinding").length === 0, "no Role is needed");
+});
+
+await check("kubernetes: each pod's cluster identity is a cert-manager Certificate of the cluster's own CA", () => {
+  const dir = (path) => path?.slice(0, path.lastIndexOf("/"));
+  const paths = ["BESPOKE_CLUSTER_TLS_CA", "BESPOKE_CLUSTER_TLS_CERT", "BESPOKE_CLUSTER_TLS_KEY"].map((k) => config[k]);
+  assert(paths.every(Boolean) && new Set(paths.map(dir)).size === 1, "the ConfigMap must name the three files in one directory");
+  const mount = container.volumeMounts?.find((m) => m.mountPath === dir(paths[0]));
+  assert(mount?.readOnly === true, `no read-only volume at ${dir(paths[0])}`);
+  const secret = podSpec.volumes?.find((v) => v.name === mount.name)?.secret;
+  assert(secret && (secret.defaultMode & 0o007) === 0, "the identity must be a Secret volume unreadable by others");
+  assert(JSON.stringify(paths.map((p) => p.slice(p.lastIndexOf("/") + 1))) === '["ca.crt","tls.crt","tls.key"]',
+    "the files are a cert-manager Secret's ca.crt, tls.crt and tls.key");
+  const cert = byKind("Certificate").find((c) => c.spec.secretName === secret.secretName);
+  assert(cert, `no Certificate keeps the Secret ${secret.secretName}`);
+  assert(cert.spec.privateKey?.encoding === "PKCS8", "the node key must be PKCS#8 (privateKey.encoding)");
+  assert(["server auth", "client auth"].every((u) => cert.spec.usages?.includes(u)), "the node is TLS server and client");
+  assert(cert.spec.dnsNames?.includes(config.BESPOKE_CLUSTER_KUBERNETES_SERVICE),
+    "the node certificate must name the headless Service (a DNS SAN)");
+  const issuer = named("Issuer", cert.spec.issuerRef?.name);
+  const ca = byKind("Certificate").find((c) => c.spec.secretName === issuer?.spec.ca?.secretName);
+  assert(ca?.spec.isCA === true, "the node certificate's Issuer must be a CA issuer on a CA Certificate of these files");
+});
+
+await check("kubernetes: only the gateway's pods reach the cluster ports, and the database", () => {
+  const policies = byKind("NetworkPolicy");
+  const own = policies.find((p) => matches(p.spec.podSelector?.matchLabels, podLabels));
+  assert(own && own.spec.policyTypes?.includes("Ingress"), "no ingress NetworkPolicy selects the gateway's pods");
+  const clusterPorts = ["membership", "event-bus"];
+  clusterPorts.forEach((p) => assert(containerPort(p), `no container port ${p}`));
+  for (const rule of own.spec.ingress ?? []) {
+    const ports = (rule.ports ?? []).map((p) => p.port);
+    if (ports.length === 0 || ports.some((p) => clusterPorts.includes(p) || clusterPorts.map((n) => containerPort(n).containerPort).includes(p))) {
+      assert(rule.from?.length > 0 && rule.from.every((f) => f.podSelector && matches(f.podSelector.matchLabels, podLabels)
+        && !f.namespaceSelector && !f.ipBlock), "the cluster ports must admit the gateway's own pods only");
+    }
   }
+  const db = policies.find((p) => (p.spec.ingress ?? []).some((r) => (r.ports ?? []).some((x) => x.port === 5432)));
+  assert(db && db.spec.ingress.every((r) => r.from?.every((f) => matches(f.podSelector?.matchLabels, podLabels))),
+    "the database's policy must admit the gateway's pods only");
 });
 
 await check("kubernetes: Services and the PodDisruptionBudget select the pods; the headless one is BESPOKE_CLUSTER_KUBERNETES_SERVICE", () => {
@@ -266,6 +302,37 @@ await check("compose.yaml: three clustered gateways on PostgreSQL, each its own 
   const ids = new Set(gateways.map((g) => envOf(g).BESPOKE_NODE_ID));
   assert(ids.size === 3, "node ids must differ");
   assert(services.postgres?.healthcheck, "postgres needs a health check");
+});
+
+await check("compose.yaml: each gateway mounts its own identity made by deploy/certs/issue", () => {
+  for (const g of gateways) {
+    const env = envOf(g);
+    const mounts = Object.fromEntries((services[g].volumes ?? []).filter((v) => v.startsWith("./certs/out/"))
+      .map((v) => v.split(":")).map(([from, to, mode]) => [to, { from, mode }]));
+    const expected = { BESPOKE_CLUSTER_TLS_CA: "ca.pem", BESPOKE_CLUSTER_TLS_CERT: `${g}.pem`, BESPOKE_CLUSTER_TLS_KEY: `${g}.key` };
+    for (const [setting, file] of Object.entries(expected)) {
+      const m = mounts[env[setting]];
+      assert(m && m.from === `./certs/out/${file}` && m.mode === "ro", `${g}: ${setting} is not ./certs/out/${file}, read-only`);
+    }
+  }
+  if (!onPath("openssl")) {
+    return "certificates not issued: no openssl";
+  }
+  const dir = mkdtempSync(join(tmpdir(), "certs-"));
+  try {
+    const addresses = gateways.map((g) => `${g}=${services[g].networks.backend.ipv4_address}`);
+    const r = run("bash", [join(deploy, "certs/issue"), join(dir, "out"), ...addresses]);
+    assert(r.status === 0, (r.stdout + r.stderr).trim());
+    for (const g of gateways) {
+      const text = run("openssl", ["x509", "-in", join(dir, "out", `${g}.pem`), "-noout", "-ext", "subjectAltName,extendedKeyUsage"]).stdout;
+      assert(text.includes(`IP Address:${services[g].networks.backend.ipv4_address}`), `${g}: its certificate does not name its address`);
+      assert(/Server Authentication/.test(text) && /Client Authentication/.test(text), `${g}: not for TLS server and client`);
+      assert(read(join(dir, "out", `${g}.key`)).startsWith("-----BEGIN PRIVATE KEY-----"), `${g}: the key is not PKCS#8`);
+    }
+    return `issued ${gateways.length} node certificates`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 await check("compose.yaml: one published port, the proxy's, balancing all gateways by /readyz", () => {

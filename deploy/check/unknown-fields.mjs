@@ -13,7 +13,8 @@ const cache = new Map();
 
 /** The declaration file of `spec` ("./Probe", "@kubernetes-models/apimachinery/...") seen from `from`. */
 function resolve(spec, from) {
-  return (spec.startsWith(".") ? join(dirname(from), spec) : join(nodeModules, spec)) + ".d.ts";
+  const path = spec.replace(/\.js$/, "");
+  return (path.startsWith(".") ? join(dirname(from), path) : join(nodeModules, path)) + ".d.ts";
 }
 
 /** Field name to type text of the interface declared in `file`, or null when it declares no interface. */
@@ -73,9 +74,18 @@ function walkObject(value, file, path, problems) {
   }
 }
 
+/**
+ * The directory of the models of `apiVersion`: cert-manager's kinds come from their own package, whose
+ * declarations type the top-level fields only (its specs are inline types, which are not walked).
+ */
+export function modelsOf(apiVersion) {
+  return apiVersion.endsWith("cert-manager.io/v1")
+    ? dirname(require.resolve("@kubernetes-models/cert-manager/package.json")) : modelsDir;
+}
+
 /** Every field of `doc` (an object of `apiVersion` and `kind`) that its kind does not have. */
 export function unknownFields(doc) {
-  const file = join(modelsDir, doc.apiVersion, `${doc.kind}.d.ts`);
+  const file = join(modelsOf(doc.apiVersion), doc.apiVersion, `${doc.kind}.d.ts`);
   const problems = [];
   walkObject(doc, file, doc.kind, problems);
   return problems;

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.benchmarks;
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.core.config.ConfigLoader;
 import ai.bespokelabs.sandbox.gateway.Gateway;
+import ai.bespokelabs.sandbox.testkit.ClusterCertificates;
 import io.vertx.core.json.JsonObject;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.net.ServerSocket;
@@ -25,8 +26,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Three clustered gateway nodes on this machine (one process, one external PostgreSQL server, Hazelcast on
- * loopback): executions per second with concurrent clients all through one node against the same clients
+ * Three clustered gateway nodes on this machine (one process, one external PostgreSQL server, the cluster on
+ * loopback with mutual TLS from certificates made for the run): executions per second with concurrent clients all through one node against the same clients
  * spread over the three, on a cloud backend's simulator (e2b) so process spawning does not dominate; and what
  * a cross-node exec adds: a local sandbox hosted by node A executed through A, and through B (the bus carries
  * the call and the output to A and back).
@@ -59,6 +60,8 @@ public final class ClusterBenchmark {
         int[] ports = {free(), free(), free()};
         int[] cluster = {free(), free(), free()};
         String members = "127.0.0.1:" + cluster[0] + ",127.0.0.1:" + cluster[1] + ",127.0.0.1:" + cluster[2];
+        ClusterCertificates certs = ClusterCertificates.newCa(Files.createTempDirectory("cluster-bench-certs-"),
+            "cluster-bench-ca");
         for (int i = 0; i < 3; i++) {
           Path data = Files.createTempDirectory("cluster-bench-");
           Files.setPosixFilePermissions(data, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
@@ -69,6 +72,7 @@ public final class ClusterBenchmark {
               "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", "cluster-bench-admin-0123456789",
               "BESPOKE_CLUSTER", "true", "BESPOKE_CLUSTER_HOST", "127.0.0.1",
               "BESPOKE_CLUSTER_PORT", String.valueOf(cluster[i]), "BESPOKE_CLUSTER_MEMBERS", members));
+          env.putAll(certs.node("node-" + (char) ('a' + i), "ip:127.0.0.1"));
           nodes.add(Gateway.start(ConfigLoader.fromMap(env, System.getProperty("user.home")), Clock.systemUTC()));
         }
         String[] bases = Arrays.stream(ports).mapToObj(p -> "http://127.0.0.1:" + p).toArray(String[]::new);

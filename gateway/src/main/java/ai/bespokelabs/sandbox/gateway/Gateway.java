@@ -169,13 +169,15 @@ public final class Gateway implements AutoCloseable {
         .value().reveal().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9]", "x"));
     GatewayConfig config = initial.withSecrets(pepper.value(), admin.value()).withNodeId(nodeId);
 
+    // a clustered node's certificate and key, checked before anything starts
+    ClusterIdentity identity = config.cluster().enabled() ? ClusterIdentity.load(config.cluster()) : null;
     Database database = Database.open(config.database().url(), owner);
     GatewayMetrics metrics = new GatewayMetrics();
     Cluster[] cluster = new Cluster[1];
     Vertx vertx;
     try {
       vertx = Cluster.vertx(new VertxOptions().setPreferNativeTransport(true)
-          .setMetricsOptions(GatewayMetrics.vertxOptions()), metrics.vertxFactory(), config.cluster(), nodeId,
+          .setMetricsOptions(GatewayMetrics.vertxOptions()), metrics.vertxFactory(), config.cluster(), identity, nodeId,
           joined -> cluster[0] = joined);
     } catch (RuntimeException e) {
       metrics.close();

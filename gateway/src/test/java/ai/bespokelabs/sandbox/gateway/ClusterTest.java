@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.e2b.E2bSimulator;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
+import ai.bespokelabs.sandbox.testkit.ClusterCertificates;
 import ai.bespokelabs.sandbox.testkit.SseClient;
 import ai.bespokelabs.sandbox.testkit.Waits;
 import ai.bespokelabs.sandbox.testkit.WsClient;
@@ -30,7 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Three gateway JVMs on loopback, clustered over TCP/IP, on one external PostgreSQL (the test's, a plain
+ * Three gateway JVMs on loopback, clustered over TLS with certificates of a test CA, on one external PostgreSQL (the test's, a plain
  * server): a local sandbox made through node A is executed and streamed through B, with stdin and signals
  * through C; a cloud sandbox is served by any node; A killed with SIGKILL mid-stream ends B's watcher with a
  * failed exit within the take-over bound, the sandbox failed with reason node_lost and its cost ending at
@@ -51,6 +52,8 @@ class ClusterTest {
   static final Map<String, Integer> HTTP_PORTS = new HashMap<>();
   static final Map<String, Integer> CLUSTER_PORTS = new HashMap<>();
   static final Map<String, GatewayProcess> GW = new HashMap<>();
+  static final Map<String, Map<String, String>> NODE_CERTS = new HashMap<>();
+  static ClusterCertificates certs;
   static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
@@ -73,6 +76,10 @@ class ClusterTest {
         "BESPOKE_API_KEY_PEPPER", PEPPER, "BESPOKE_SUPERVISION_INTERVAL_SECS", "1", "BESPOKE_CLUSTER", "true",
         "BESPOKE_CLUSTER_HOST", "127.0.0.1", "BESPOKE_CLUSTER_MEMBERS", String.join(",", members),
         "BESPOKE_DRAIN_SECS", "20"));
+    certs = ClusterCertificates.newCa(dirs.resolve("certs"), "cluster-test-ca");
+    for (String n : NODES) {
+      NODE_CERTS.put(n, certs.node(n, "ip:127.0.0.1"));
+    }
     for (String n : NODES) { // one after the other: each start is CPU-bound
       GW.put(n, startNode(n));
     }
@@ -101,6 +108,7 @@ class ClusterTest {
     Files.createDirectories(dir);
     Map<String, String> nodeEnv = new HashMap<>(env);
     nodeEnv.put("BESPOKE_NODE_ID", n);
+    nodeEnv.putAll(NODE_CERTS.get(n));
     nodeEnv.put("BESPOKE_CLUSTER_PORT", String.valueOf(CLUSTER_PORTS.get(n)));
     try {
       // the C1 compiler alone: a quicker start, which matters on a small machine

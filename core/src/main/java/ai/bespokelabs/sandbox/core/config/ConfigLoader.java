@@ -39,6 +39,7 @@ public final class ConfigLoader {
 
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
   private static final long LOAD_TIMEOUT_SECS = 30;
+  private static final Pattern CLUSTER_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   private static final Pattern MEMBER = Pattern.compile("[A-Za-z0-9._\\[\\]:-]+:[0-9]{1,5}");
 
   /** The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone. */
@@ -227,8 +228,23 @@ public final class ConfigLoader {
         throw new ConfigException("BESPOKE_CLUSTER_MEMBERS must list host:port seeds separated by commas: " + m);
       }
     }
-    return new ClusterConfig(enabled, value(v, "BESPOKE_CLUSTER_HOST").trim(), intIn(v, "BESPOKE_CLUSTER_PORT", 1, 65535),
-        members, kubernetes, service, intIn(v, "BESPOKE_DRAIN_SECS", 0, 3600));
+    String name = value(v, "BESPOKE_CLUSTER_NAME").trim();
+    if (!CLUSTER_NAME.matcher(name).matches()) {
+      throw new ConfigException("BESPOKE_CLUSTER_NAME must be 1-63 characters of a-z, A-Z, 0-9, '.', '_' or '-'");
+    }
+    Optional<ClusterConfig.Tls> tls = Optional.empty();
+    if (enabled) {
+      tls = Optional.of(new ClusterConfig.Tls(tlsFile(v, "BESPOKE_CLUSTER_TLS_CA"), tlsFile(v, "BESPOKE_CLUSTER_TLS_CERT"),
+          tlsFile(v, "BESPOKE_CLUSTER_TLS_KEY")));
+    }
+    return new ClusterConfig(enabled, value(v, "BESPOKE_CLUSTER_HOST").trim(), intIn(v, "BESPOKE_CLUSTER_PORT", 1, 65534),
+        name, tls, members, kubernetes, service, intIn(v, "BESPOKE_DRAIN_SECS", 0, 3600));
+  }
+
+  /** A PEM file of the cluster identity, required on a clustered node (its contents are read at start). */
+  private static Path tlsFile(Map<String, String> v, String key) {
+    return nonBlank(v.get(key)).map(Path::of).orElseThrow(() -> new ConfigException("BESPOKE_CLUSTER=true needs " + key
+        + ": every node proves its membership with a certificate of the cluster's CA (see deploy/certs/issue)"));
   }
 
   private static List<String> backendList(String raw) {

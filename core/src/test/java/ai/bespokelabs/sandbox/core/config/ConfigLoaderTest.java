@@ -93,17 +93,35 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true"), "/h"))
         .isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_DATABASE_URL")
         .hasMessageContaining("embedded");
-    ClusterConfig on = ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL",
+    Map<String, String> tls = Map.of("BESPOKE_CLUSTER_TLS_CA", "/etc/gw/ca.pem", "BESPOKE_CLUSTER_TLS_CERT",
+        "/etc/gw/node.pem", "BESPOKE_CLUSTER_TLS_KEY", "/etc/gw/node.key");
+    Map<String, String> given = new java.util.HashMap<>(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL",
         "postgresql://u:p@db:5432/gw", "BESPOKE_CLUSTER_MEMBERS", " 10.0.0.1:5701, gw-2:5701 ,",
-        "BESPOKE_CLUSTER_PORT", "6000", "BESPOKE_DRAIN_SECS", "5"), "/h").cluster();
+        "BESPOKE_CLUSTER_PORT", "6000", "BESPOKE_DRAIN_SECS", "5"));
+    given.putAll(tls);
+    ClusterConfig on = ConfigLoader.fromMap(given, "/h").cluster();
     assertThat(on.enabled()).isTrue();
+    assertThat(on.name()).isEqualTo("bespoke-sandbox-gateway");
+    assertThat(on.tls()).contains(new ClusterConfig.Tls(java.nio.file.Path.of("/etc/gw/ca.pem"),
+        java.nio.file.Path.of("/etc/gw/node.pem"), java.nio.file.Path.of("/etc/gw/node.key")));
+    for (String setting : tls.keySet()) {
+      Map<String, String> without = new java.util.HashMap<>(given);
+      without.remove(setting);
+      assertThatThrownBy(() -> ConfigLoader.fromMap(without, "/h")).isInstanceOf(ConfigException.class)
+          .hasMessageStartingWith("BESPOKE_CLUSTER=true needs " + setting + ":");
+    }
+    Map<String, String> badName = new java.util.HashMap<>(given);
+    badName.put("BESPOKE_CLUSTER_NAME", "two words");
+    assertThatThrownBy(() -> ConfigLoader.fromMap(badName, "/h")).hasMessageContaining("BESPOKE_CLUSTER_NAME");
     assertThat(on.members()).containsExactly("10.0.0.1:5701", "gw-2:5701");
     assertThat(on.port()).isEqualTo(6000);
     assertThat(on.drainSecs()).isEqualTo(5);
     assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER_MEMBERS", "gw-2"), "/h"))
         .hasMessageContaining("host:port");
-    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL",
-        "postgresql://db/gw", "BESPOKE_CLUSTER_KUBERNETES", "true"), "/h"))
+    Map<String, String> kube = new java.util.HashMap<>(tls);
+    kube.putAll(Map.of("BESPOKE_CLUSTER", "true", "BESPOKE_DATABASE_URL", "postgresql://db/gw",
+        "BESPOKE_CLUSTER_KUBERNETES", "true"));
+    assertThatThrownBy(() -> ConfigLoader.fromMap(kube, "/h"))
         .hasMessageContaining("BESPOKE_CLUSTER_KUBERNETES_SERVICE");
   }
 
