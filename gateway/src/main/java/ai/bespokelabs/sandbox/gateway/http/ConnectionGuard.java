@@ -129,8 +129,21 @@ public final class ConnectionGuard {
     }
     Conn c = new Conn(connection, client);
     connections.put(connection, c);
-    connection.closeHandler(v -> closed(c));
+    onClose(connection, () -> closed(c));
     arm(c, idleNanos);
+  }
+
+  /**
+   * Runs {@code action} on the connection's event loop when its socket closes, whatever carries it by then. A
+   * connection upgraded to a WebSocket no longer reports its close to its {@code closeHandler} (the WebSocket
+   * took the channel over), so the channel's own close is watched where Vert.x exposes it.
+   */
+  private static void onClose(HttpConnection connection, Runnable action) {
+    if (connection instanceof io.vertx.core.net.impl.ConnectionBase base) {
+      base.closeFuture().onComplete(ar -> action.run());
+    } else {
+      connection.closeHandler(v -> action.run());
+    }
   }
 
   /**
@@ -219,6 +232,9 @@ public final class ConnectionGuard {
   }
 
   private void closed(Conn c) {
+    if (c.closed) {
+      return;
+    }
     c.closed = true;
     cancel(c);
     release(c);

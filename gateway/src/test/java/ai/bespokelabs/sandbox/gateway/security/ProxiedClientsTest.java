@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.gateway.GatewayExtension;
 import ai.bespokelabs.sandbox.gateway.TestGateway;
 import ai.bespokelabs.sandbox.testkit.Waits;
+import ai.bespokelabs.sandbox.testkit.WsClient;
 import io.vertx.core.json.JsonObject;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -106,7 +107,7 @@ class ProxiedClientsTest {
         assertThat(head(elsewhere, "GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n")).startsWith("HTTP/1.1 200");
       }
       held.remove(0).close();
-      Waits.upTo(10).alias("a closed connection frees its place").until(() -> {
+      Waits.upTo(10).alias("a closed connection frees its place").ignoreExceptions().until(() -> {
         try (Socket again = connectFrom("127.0.0.4")) {
           return head(again, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n").startsWith("HTTP/1.1 200");
         }
@@ -144,7 +145,7 @@ class ProxiedClientsTest {
       assertThat(events(proxy.get(CAP + 1), "203.0.113.8")).as("another client").startsWith("HTTP/1.1 200");
 
       proxy.get(0).close(); // one of 203.0.113.7's streams ends
-      Waits.upTo(10).alias("a finished request frees its place").until(() -> {
+      Waits.upTo(10).alias("a finished request frees its place").ignoreExceptions().until(() -> {
         try (Socket s = connectFrom(PROXY)) {
           return head(s, "GET /healthz HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 203.0.113.7\r\nConnection: close\r\n\r\n")
               .startsWith("HTTP/1.1 200");
@@ -155,6 +156,27 @@ class ProxiedClientsTest {
         s.close();
       }
     }
+  }
+
+  /** A connection upgraded to a WebSocket gives its place back when it closes, like any other. */
+  @Test
+  @Timeout(120)
+  void closed_websockets_give_their_place_back() throws Exception {
+    String sandbox = gw.sandbox(key, null).getString("id");
+    for (int i = 0; i < 2 * CAP; i++) {
+      String exec = gw.post("/v1/sandboxes/" + sandbox + "/executions", key, new JsonObject().put("command", "true"))
+          .json().getString("id");
+      try (WsClient ws = WsClient.connect(gw.base + "/v1/sandboxes/" + sandbox + "/executions/" + exec + "/ws", key)) {
+        for (JsonObject e = ws.nextJson(); !"exit".equals(e.getString("type")); e = ws.nextJson()) {
+          // output until the exit event
+        }
+      }
+    }
+    Waits.upTo(10).alias("this address can still connect").ignoreExceptions().until(() -> {
+      try (Socket s = connectFrom("127.0.0.1")) {
+        return head(s, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n").startsWith("HTTP/1.1 200");
+      }
+    });
   }
 
   @Test
