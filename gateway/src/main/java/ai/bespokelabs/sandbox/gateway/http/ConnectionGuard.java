@@ -91,6 +91,8 @@ public final class ConnectionGuard {
     /** When its last exchange ended (or it was accepted); -1 while a request is in progress. */
     long idleSince;
     HttpServerRequest current;
+    /** Counts the requests it carried; names the current one across the router's wrapper of it. */
+    long exchange;
     long bodyBytesSeen;
     /** The forwarded client its current request counts for (trusted proxies only). */
     String heldFor;
@@ -157,6 +159,7 @@ public final class ConnectionGuard {
     }
     release(c);
     c.current = req;
+    c.exchange++;
     c.idleSince = -1;
     c.bodyBytesSeen = 0;
     if (c.timer == -1) {
@@ -173,13 +176,16 @@ public final class ConnectionGuard {
     return true;
   }
 
-  /** The router's first handler: notes when the exchange ends, so the idle time is counted from then. */
+  /**
+   * The router's first handler, run as the router takes the request {@link #started} just saw: notes when the
+   * exchange ends, so the idle time is counted from then.
+   */
   void routed(RoutingContext ctx) {
-    HttpServerRequest req = ctx.request();
-    Conn c = connections.get(req.connection());
+    Conn c = connections.get(ctx.request().connection());
     if (c != null) {
+      long exchange = c.exchange;
       ctx.addEndHandler(ar -> {
-        if (c.current == req && !c.closed) {
+        if (c.exchange == exchange && !c.closed) {
           release(c);
           c.idleSince = System.nanoTime();
           cancel(c);
