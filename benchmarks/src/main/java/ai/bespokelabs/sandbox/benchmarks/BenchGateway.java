@@ -41,6 +41,10 @@ final class BenchGateway implements AutoCloseable {
     settings.putAll(providers);
     settings.put("PORT", String.valueOf(port));
     settings.put("BESPOKE_DATA_DIR", dataDir.toString());
+    // a benchmark's clients all connect from this one loopback address, standing for many clients, and may
+    // hold a keep-alive connection unused across phases (KeepAliveClient does not reconnect)
+    settings.put("BESPOKE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "0");
+    settings.put("BESPOKE_HTTP_IDLE_TIMEOUT_SECS", "3600");
     GatewayConfig config = ConfigLoader.fromMap(settings, System.getProperty("user.home"));
     this.gateway = Gateway.start(config, Clock.systemUTC());
     try {

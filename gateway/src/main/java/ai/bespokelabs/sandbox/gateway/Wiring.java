@@ -29,6 +29,7 @@ import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
 import ai.bespokelabs.sandbox.gateway.http.AccountApi;
 import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
+import ai.bespokelabs.sandbox.gateway.http.ConnectionGuard;
 import ai.bespokelabs.sandbox.gateway.http.CostApi;
 import ai.bespokelabs.sandbox.gateway.http.DashboardApi;
 import ai.bespokelabs.sandbox.gateway.http.SandboxEvents;
@@ -103,6 +104,8 @@ final class Wiring {
   final ExecRoutes routes;
   final PolicyHints policyHints;
   final ExecutionService executionService;
+  /** Every HTTP verticle's connections per client address. */
+  private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
 
   Wiring(Vertx vertx, GatewayConfig config, Backends backends, Clock clock, Hmac hmac, Pool pool,
       PricingCatalog pricing, Wakeups wakeups, GatewayMetrics metrics) {
@@ -188,7 +191,7 @@ final class Wiring {
   }
 
   HttpVerticle http() {
-    return new HttpVerticle(config, webSessions, audit, this::endpoints);
+    return new HttpVerticle(config, webSessions, audit, this::endpoints, clients);
   }
 
   LedgerVerticle ledgerVerticle() {

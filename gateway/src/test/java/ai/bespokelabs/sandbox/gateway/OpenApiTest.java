@@ -20,8 +20,8 @@ class OpenApiTest {
   void every_route_is_documented_and_every_documented_route_exists() {
     JsonObject doc = gw.get("/openapi.json", null).json();
     assertThat(doc.getString("openapi")).isEqualTo("3.1.0");
-    assertThat(doc.getJsonArray("servers").getJsonObject(0).getString("url"))
-        .as("where this gateway listens, not a fixed default").isEqualTo(gw.base);
+    assertThat(doc.containsKey("servers")).as("none, i.e. relative to where the document was fetched; never a"
+        + " request's Host").isFalse();
     Set<String> documented = new TreeSet<>();
     doc.getJsonObject("paths").forEach(p -> ((JsonObject) p.getValue()).fieldNames().stream()
         .filter(m -> Set.of("get", "post", "put", "patch", "delete").contains(m))

@@ -165,7 +165,11 @@ public final class ConfigLoader {
             intIn(v, "PORT", 0, 65535),
             nonBlank(v.get("BESPOKE_HTTP_INSTANCES")).isEmpty() ? cores : intIn(v, "BESPOKE_HTTP_INSTANCES", 1, 1024),
             intIn(v, "BESPOKE_MAX_REQUEST_BODY_BYTES", 1024, Integer.MAX_VALUE),
-            longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE)),
+            longIn(v, "BESPOKE_MAX_UPLOAD_BYTES", 1, Long.MAX_VALUE),
+            intIn(v, "BESPOKE_HTTP_IDLE_TIMEOUT_SECS", 1, 86400),
+            intIn(v, "BESPOKE_HTTP_MAX_CONNECTIONS_PER_CLIENT", 0, 1_000_000),
+            nonBlank(v.get("BESPOKE_TRUSTED_PROXIES")).map(ConfigLoader::trustedProxies).orElse(List.of()),
+            nonBlank(v.get("BESPOKE_PUBLIC_URL")).map(ConfigLoader::publicUrl)),
         new DashboardConfig(
             intIn(v, "BESPOKE_DASHBOARD_SESSION_TTL_SECS", 60, 30 * 86400),
             bool(v, "BESPOKE_SESSION_COOKIE_SECURE"),
@@ -310,6 +314,43 @@ public final class ConfigLoader {
       roots.add(p.normalize());
     }
     return List.copyOf(roots);
+  }
+
+  private static List<AddressRange> trustedProxies(String raw) {
+    List<AddressRange> out = new ArrayList<>();
+    for (String part : raw.split(",")) {
+      if (!part.isBlank()) {
+        try {
+          out.add(AddressRange.parse(part));
+        } catch (IllegalArgumentException e) {
+          throw new ConfigException("BESPOKE_TRUSTED_PROXIES must list IP addresses or CIDR ranges separated by"
+              + " commas: " + e.getMessage());
+        }
+      }
+    }
+    return List.copyOf(out);
+  }
+
+  /** An absolute http(s) URL with a host and nothing after its path, returned without a trailing slash. */
+  private static String publicUrl(String raw) {
+    String problem = "BESPOKE_PUBLIC_URL must be an absolute http:// or https:// URL with a host and no query,"
+        + " fragment or credentials: " + raw;
+    java.net.URI u;
+    try {
+      u = new java.net.URI(raw);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException(problem);
+    }
+    String scheme = u.getScheme() == null ? "" : u.getScheme().toLowerCase(Locale.ROOT);
+    if (!(scheme.equals("http") || scheme.equals("https")) || u.getHost() == null || u.getRawUserInfo() != null
+        || u.getRawQuery() != null || u.getRawFragment() != null || u.isOpaque()) {
+      throw new ConfigException(problem);
+    }
+    String url = u.toString();
+    while (url.endsWith("/")) {
+      url = url.substring(0, url.length() - 1);
+    }
+    return url;
   }
 
   private static String nodeName(String raw) {

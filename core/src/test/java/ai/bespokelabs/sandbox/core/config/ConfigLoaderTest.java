@@ -57,6 +57,49 @@ class ConfigLoaderTest {
         .isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_DASHBOARD_SESSION_TTL_SECS");
   }
 
+  /** The HTTP server's connection limits and addresses have safe defaults and are checked at start. */
+  @Test
+  void http_server_limits_and_addresses_are_checked() {
+    HttpConfig d = ConfigLoader.fromMap(Map.of(), "/h").http();
+    assertThat(d.idleTimeoutSecs()).isEqualTo(30);
+    assertThat(d.maxConnectionsPerClient()).isEqualTo(256);
+    assertThat(d.trustedProxies()).as("no proxy is trusted unless named").isEmpty();
+    assertThat(d.publicUrl()).isEmpty();
+    HttpConfig c = ConfigLoader.fromMap(Map.of("BESPOKE_HTTP_IDLE_TIMEOUT_SECS", "5",
+        "BESPOKE_HTTP_MAX_CONNECTIONS_PER_CLIENT", "0", "BESPOKE_TRUSTED_PROXIES", " 10.0.0.0/8, ::1 ,192.0.2.7",
+        "BESPOKE_PUBLIC_URL", "https://sandbox.example.com/api/"), "/h").http();
+    assertThat(c.idleTimeoutSecs()).isEqualTo(5);
+    assertThat(c.maxConnectionsPerClient()).isZero();
+    assertThat(c.trustedProxies()).containsExactly(AddressRange.parse("10.0.0.0/8"), AddressRange.parse("::1"),
+        AddressRange.parse("192.0.2.7/32"));
+    assertThat(c.publicUrl()).contains("https://sandbox.example.com/api");
+    for (String bad : new String[] {"sandbox.example.com", "ftp://x.example", "https://user:pw@x.example",
+        "https://x.example/?q=1", "https://x.example/#top", "/relative", "http://exa mple"}) {
+      assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_PUBLIC_URL", bad), "/h")).as(bad)
+          .isInstanceOf(ConfigException.class).hasMessageStartingWith("BESPOKE_PUBLIC_URL must be");
+    }
+    for (String bad : new String[] {"proxy.internal", "10.0.0.0/33", "10.0.0.0/", "::1/129", "1.2.3"}) {
+      assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_TRUSTED_PROXIES", bad), "/h")).as(bad)
+          .isInstanceOf(ConfigException.class).hasMessageStartingWith("BESPOKE_TRUSTED_PROXIES must list");
+    }
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_HTTP_IDLE_TIMEOUT_SECS", "0"), "/h"))
+        .isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_HTTP_IDLE_TIMEOUT_SECS");
+  }
+
+  @Test
+  void address_ranges_match_by_prefix() throws Exception {
+    AddressRange ten = AddressRange.parse("10.1.2.3/8");
+    assertThat(ten).isEqualTo(AddressRange.parse("10.0.0.0/8"));
+    assertThat(ten.contains(java.net.InetAddress.getByName("10.200.0.1"))).isTrue();
+    assertThat(ten.contains(java.net.InetAddress.getByName("11.0.0.1"))).isFalse();
+    assertThat(ten.contains(java.net.InetAddress.getByName("::ffff:10.9.9.9"))).as("IPv4-mapped").isTrue();
+    assertThat(AddressRange.parse("fd00::/8").contains(AddressRange.literal("fd12::1"))).isTrue();
+    assertThat(AddressRange.parse("fd00::/8").contains(AddressRange.literal("10.0.0.1"))).isFalse();
+    assertThat(AddressRange.parse("0.0.0.0/0").contains(AddressRange.literal("203.0.113.9"))).isTrue();
+    assertThat(AddressRange.literal("[::1]")).hasSize(16);
+    assertThat(AddressRange.literal("example.com")).isNull();
+  }
+
   /** The README's configuration table names every setting: its variable and its key in conf/gateway.json. */
   @Test
   void the_readme_documents_every_setting() throws Exception {

@@ -69,8 +69,15 @@ public final class DashboardApi implements Endpoints {
     return Future.succeededFuture(Reply.HANDLED);
   }
 
-  /** {@code POST /v1/dashboard/session}: a product key in, a session cookie and its CSRF token out. */
+  /**
+   * {@code POST /v1/dashboard/session}: a product key in, a session cookie and its CSRF token out. Only as JSON,
+   * which the dashboard sends: a page elsewhere can make a browser post a form or text here without asking, and
+   * would sign it into the page's own organization (login CSRF).
+   */
   private Future<Reply> login(RoutingContext ctx) {
+    if (!isJson(ctx.request().getHeader("Content-Type"))) {
+      throw new ApiException(415, "the sign-in takes a JSON body: Content-Type must be application/json");
+    }
     Body body = Body.parse(Api.body(ctx));
     String key = body.string("api_key", true, 1, 512);
     body.check();
@@ -81,6 +88,16 @@ public final class DashboardApi implements Endpoints {
           .withHeader("Set-Cookie", sessions.cookie(login))
           .withHeader("Cache-Control", "no-store");
     });
+  }
+
+  /** {@code application/json}, with or without parameters (a charset). */
+  static boolean isJson(String contentType) {
+    if (contentType == null) {
+      return false;
+    }
+    int semicolon = contentType.indexOf(';');
+    String type = (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).trim();
+    return type.equalsIgnoreCase("application/json");
   }
 
   /** {@code DELETE /v1/dashboard/session}: revokes the cookie's session (with its CSRF token) and deletes the cookie. */

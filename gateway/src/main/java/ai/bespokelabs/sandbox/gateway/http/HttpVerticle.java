@@ -32,15 +32,20 @@ public final class HttpVerticle extends VerticleBase {
   private final WebSessions credentials;
   private final AuditTrail audit;
   private final Function<Vertx, List<Endpoints>> endpoints;
+  private final ConnectionGuard.Clients clients;
   private HttpServer server;
 
-  /** {@code endpoints} builds this verticle's own endpoint instances. */
+  /**
+   * {@code endpoints} builds this verticle's own endpoint instances; {@code clients} counts every instance's
+   * connections per client address.
+   */
   public HttpVerticle(GatewayConfig config, WebSessions credentials, AuditTrail audit,
-      Function<Vertx, List<Endpoints>> endpoints) {
+      Function<Vertx, List<Endpoints>> endpoints, ConnectionGuard.Clients clients) {
     this.config = config;
     this.credentials = credentials;
     this.audit = audit;
     this.endpoints = endpoints;
+    this.clients = clients;
   }
 
   /** Builds the router; also used by the OpenAPI completeness test. */
@@ -83,12 +88,9 @@ public final class HttpVerticle extends VerticleBase {
       ctx.next();
     });
     Api api = new Api(router, limit, credentials, audit);
-    JsonObject openapi = openApiDocument().toJsonObject();
-    // the server is where the client reached this gateway, not a fixed default
-    api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi.copy().put("servers",
-        new io.vertx.core.json.JsonArray().add(new JsonObject().put("url", ctx.request().scheme() + "://"
-            + (ctx.request().authority() == null ? config.http().host() + ":" + config.http().port()
-                : ctx.request().authority())).put("description", "This gateway."))))));
+    JsonObject openapi = openApiDocument(config.http().publicUrl());
+    // the same document for every client: nothing of a request (its Host least of all) is written into it
+    api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi)));
     String docs = DocsPage.render(openapi);
     Buffer css = resource("docs.css");
     api.open(HttpMethod.GET, "/docs", ctx -> {
@@ -114,6 +116,19 @@ public final class HttpVerticle extends VerticleBase {
     return resource(OPENAPI_RESOURCE);
   }
 
+  /**
+   * The served document: its server is {@code BESPOKE_PUBLIC_URL} when set; else it names none, which OpenAPI
+   * reads as {@code /}, relative to where the client fetched the document (and which tools take better than an
+   * explicit relative URL).
+   */
+  static JsonObject openApiDocument(java.util.Optional<String> publicUrl) {
+    JsonObject doc = openApiDocument().toJsonObject();
+    doc.remove("servers");
+    publicUrl.ifPresent(url -> doc.put("servers", new io.vertx.core.json.JsonArray()
+        .add(new JsonObject().put("url", url).put("description", "This gateway (BESPOKE_PUBLIC_URL)."))));
+    return doc;
+  }
+
   private static Buffer resource(String name) {
     try (InputStream in = HttpVerticle.class.getClassLoader().getResourceAsStream(name)) {
       if (in == null) {
@@ -136,9 +151,38 @@ public final class HttpVerticle extends VerticleBase {
         .setHttp2ClearTextEnabled(false)
         .setMaxWebSocketFrameSize(MAX_WEBSOCKET_FRAME)
         .setMaxWebSocketMessageSize(MAX_WEBSOCKET_FRAME);
-    server = vertx.createHttpServer(options).requestHandler(router(vertx, config, credentials, audit, endpoints.apply(vertx)))
+    ConnectionGuard guard = new ConnectionGuard(vertx, config.http(), clients);
+    Router router = router(vertx, config, credentials, audit, endpoints.apply(vertx));
+    router.route().order(-1).handler(ctx -> {
+      guard.routed(ctx);
+      ctx.next();
+    });
+    server = vertx.createHttpServer(options)
+        .connectionHandler(guard::accept)
+        .requestHandler(req -> {
+          if (!guard.started(req)) {
+            return;
+          }
+          if (!validHost(req)) {
+            refuse(req, 400, "missing or invalid Host header");
+            return;
+          }
+          router.handle(req);
+        })
         .invalidRequestHandler(HttpVerticle::invalidRequest);
     return server.listen();
+  }
+
+  /**
+   * Whether the request names one well-formed Host (RFC 9112: required from HTTP/1.1 on). Left to the router, a
+   * missing or malformed one would fail every route with an exception.
+   */
+  static boolean validHost(HttpServerRequest req) {
+    int hosts = req.headers().getAll("Host").size();
+    if (hosts > 1) {
+      return false;
+    }
+    return hosts == 0 ? req.version() == io.vertx.core.http.HttpVersion.HTTP_1_0 : req.authority() != null;
   }
 
   /**
@@ -160,6 +204,12 @@ public final class HttpVerticle extends VerticleBase {
       status = 400;
       detail = "malformed HTTP request";
     }
+    refuse(request, status, detail);
+  }
+
+  /** Answers before any route ran, in the contract's shape, and closes: the request's body is left unread. */
+  static void refuse(HttpServerRequest request, int status, String detail) {
+    request.response().headers().addAll(SecurityHeaders.HEADERS);
     request.response().setStatusCode(status).putHeader("Content-Type", "application/json")
         .putHeader("Connection", "close")
         .end(new JsonObject().put("detail", detail).encode())
