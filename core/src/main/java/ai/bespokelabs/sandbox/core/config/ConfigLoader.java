@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.core.config;
 
 import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.net.Cidr;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.config.ConfigRetriever;
@@ -186,7 +187,8 @@ public final class ConfigLoader {
             intIn(v, "BESPOKE_EXEC_JOURNAL_BYTES", 256 << 10, 1 << 30),
             nonBlank(v.get("BESPOKE_WORKDIR_ROOTS")).map(ConfigLoader::workdirRoots).orElse(List.of()),
             bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
-            bool(v, "BESPOKE_GIT_ALLOW_PRIVATE")),
+            bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
+            nonBlank(v.get("BESPOKE_SANDBOX_ALLOW_CIDRS")).map(ConfigLoader::cidrs).orElse(List.of())),
         new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
         new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)),
         new OperationsConfig(
@@ -240,6 +242,22 @@ public final class ConfigLoader {
       }
     }
     return list;
+  }
+
+  /** Comma-separated CIDR ranges (a bare address is its own range), canonical and without duplicates. */
+  private static List<Cidr> cidrs(String raw) {
+    List<Cidr> out = new ArrayList<>();
+    for (String part : raw.split(",")) {
+      if (part.isBlank()) {
+        continue;
+      }
+      Cidr c = Cidr.parse(part).orElseThrow(() -> new ConfigException("BESPOKE_SANDBOX_ALLOW_CIDRS must list"
+          + " address ranges such as 10.1.0.0/16 or fd12::/64 separated by commas: " + part.trim()));
+      if (!out.contains(c)) {
+        out.add(c);
+      }
+    }
+    return out;
   }
 
   private static List<Path> workdirRoots(String raw) {

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.core.config;
 
+import ai.bespokelabs.sandbox.core.net.Cidr;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -12,6 +13,13 @@ import java.util.List;
  * @param workdirRoots directories a host-process sandbox may name as {@code workdir} ({@code BESPOKE_WORKDIR_ROOTS})
  * @param gitAllowFileUrls whether {@code git_repo} may use {@code file://} URLs ({@code BESPOKE_GIT_ALLOW_FILE_URLS})
  * @param gitAllowPrivate whether {@code git_repo} may reach private hosts ({@code BESPOKE_GIT_ALLOW_PRIVATE})
+ * @param sandboxAllowCidrs ranges sandbox programs may reach although sandbox egress refuses them otherwise
+ *     (loopback, link-local, private ranges, cluster members, the database) ({@code BESPOKE_SANDBOX_ALLOW_CIDRS})
  */
 public record ExecutionConfig(int outputLimitBytes, int timeoutSecs, int journalBytes, List<Path> workdirRoots,
-    boolean gitAllowFileUrls, boolean gitAllowPrivate) {}
+    boolean gitAllowFileUrls, boolean gitAllowPrivate, List<Cidr> sandboxAllowCidrs) {
+  public ExecutionConfig {
+    workdirRoots = List.copyOf(workdirRoots);
+    sandboxAllowCidrs = List.copyOf(sandboxAllowCidrs);
+  }
+}

@@ -42,6 +42,7 @@ final class Variables {
       "BESPOKE_WORKDIR_ROOTS", "execution.workdirRoots",
       "BESPOKE_GIT_ALLOW_FILE_URLS", "execution.gitAllowFileUrls",
       "BESPOKE_GIT_ALLOW_PRIVATE", "execution.gitAllowPrivate",
+      "BESPOKE_SANDBOX_ALLOW_CIDRS", "execution.sandboxAllowCidrs",
       "BESPOKE_CUSTOMER_MARKUP", "ledger.customerMarkup",
       "BESPOKE_PRICING_FILE", "ledger.pricingFile",
       "BESPOKE_ALLOWED_BACKENDS", "providers.allowed",
