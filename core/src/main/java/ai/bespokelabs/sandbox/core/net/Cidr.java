@@ -47,8 +47,12 @@ public record Cidr(byte[] address, int prefix) {
     } catch (UnknownHostException e) {
       return Optional.empty();
     }
-    if (v4 != (bytes.length == 4)) {
-      return Optional.empty(); // an IPv4-mapped IPv6 literal comes back as IPv4: written as IPv6, refused
+    if (!v4 && bytes.length == 4) { // an IPv4-mapped IPv6 literal comes back as IPv4: keep it IPv6
+      byte[] mapped = new byte[16];
+      mapped[10] = (byte) 0xff;
+      mapped[11] = (byte) 0xff;
+      System.arraycopy(bytes, 0, mapped, 12, 4);
+      bytes = mapped;
     }
     int prefix = bytes.length * 8;
     if (slash >= 0) {
