@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
+import ai.bespokelabs.sandbox.adapters.egress.ContainerNetwork;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Executions;
@@ -16,6 +17,7 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
+import ai.bespokelabs.sandbox.core.net.Cidr;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -28,7 +30,9 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +44,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Containers carry labels with the organization, sandbox id and create token, so reconciliation lists
  * ours and an ambiguous create is cleaned up by label.
+ *
+ * <p>Containers without network access have none ({@code NetworkMode: none}); the others join the engine
+ * network {@value #NETWORK}, created on first use with the bridge {@value #BRIDGE}, whose egress rules the
+ * gateway puts in force ({@link #requireEgress}) before the first container joins it.
  */
 public final class DockerProvider implements Backend, Lifecycle {
   private final Parts parts;
@@ -50,6 +58,10 @@ public final class DockerProvider implements Backend, Lifecycle {
   static final String SANDBOX = LABEL + "sandbox";
   static final String CREATE_TOKEN = LABEL + "create-token";
   static final String WORKDIR = "/workspace";
+  /** The engine network of containers with network access. */
+  public static final String NETWORK = "bespoke-sandbox";
+  /** The name of its bridge interface, asked for when this backend creates the network. */
+  public static final String BRIDGE = "bsx0";
 
   private static final Logger LOG = LoggerFactory.getLogger(DockerProvider.class);
   private static final Duration CALL = Duration.ofSeconds(30);
@@ -66,6 +78,12 @@ public final class DockerProvider implements Backend, Lifecycle {
   private final DockerFiles files;
   private final DockerMetrics metrics;
   private final String defaultImage;
+  /** Set when this node must not create containers (see {@link #disable}). */
+  private volatile String unavailable;
+  /** Puts the network's egress rules in force; null when this node installs none. */
+  private volatile Function<ContainerNetwork, Future<Void>> egress;
+  /** The network once ready (rules in force); null before, and after a failed attempt. */
+  private Future<ContainerNetwork> network;
 
   public DockerProvider(Vertx vertx, DockerSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
@@ -101,7 +119,129 @@ public final class DockerProvider implements Backend, Lifecycle {
   /** Whether the engine's socket exists (a create answers {@code backend_not_installed} otherwise). */
   @Override
   public boolean installed() {
-    return engine.host().present();
+    return unavailable == null && engine.host().present();
+  }
+
+  @Override
+  public Optional<String> unavailableReason() {
+    return Optional.ofNullable(unavailable);
+  }
+
+  /** From now on no container is created ({@code backend_not_installed}); {@code reason} is shown as is. */
+  public void disable(String reason) {
+    unavailable = java.util.Objects.requireNonNull(reason);
+  }
+
+  /**
+   * Before the first container with network access joins {@value #NETWORK}, {@code installer} puts its egress
+   * rules in force; while it fails, such creates fail with {@code backend_not_installed}.
+   */
+  public void requireEgress(Function<ContainerNetwork, Future<Void>> installer) {
+    this.egress = installer;
+  }
+
+  /** Whether the engine runs on this host (a unix socket, or TCP on loopback): its bridges are this kernel's. */
+  public boolean engineOnThisHost() {
+    if (engine.host().isUnix()) {
+      return true;
+    }
+    try {
+      return java.net.InetAddress.getByName(engine.host().host()).isLoopbackAddress();
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
+  }
+
+  /**
+   * The network containers with network access join, created when missing, with its egress rules in force
+   * when {@link #requireEgress} asked for them; tried again after a failure.
+   */
+  public synchronized Future<ContainerNetwork> network() {
+    if (network == null) {
+      Function<ContainerNetwork, Future<Void>> rules = egress;
+      Future<ContainerNetwork> ready = inspectNetwork().compose(found -> found.isPresent()
+              ? Future.succeededFuture(found.get())
+              : createNetwork().compose(v -> inspectNetwork()).compose(again -> again.isPresent()
+                  ? Future.succeededFuture(again.get())
+                  : Future.failedFuture(engine.failure(ErrorCode.CREATION_FAILED, "create", true,
+                      ProviderError.Outcome.FAILED, null))))
+          .compose(net -> rules == null ? Future.succeededFuture(net) : rules.apply(net).map(net));
+      network = ready;
+      ready.onFailure(t -> {
+        synchronized (this) {
+          if (network == ready) {
+            network = null;
+          }
+        }
+      });
+    }
+    return network;
+  }
+
+  private Future<Optional<ContainerNetwork>> inspectNetwork() {
+    return engine.get("create", "/networks/" + NETWORK, CALL).compose(r -> {
+      if (r.status() == 404) {
+        return Future.succeededFuture(Optional.empty());
+      }
+      if (!r.ok()) {
+        return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
+      }
+      return Future.succeededFuture(Optional.of(network(r.json())));
+    });
+  }
+
+  /**
+   * What an engine's network inspection says: the bridge's name when the engine reports it (Docker), or when the
+   * network carries our label (this backend created it with {@value #BRIDGE}); its subnets and gateways (a
+   * subnet's first address when the engine names none).
+   */
+  static ContainerNetwork network(JsonObject inspected) {
+    JsonObject options = inspected.getJsonObject("Options", new JsonObject());
+    JsonObject labels = inspected.getJsonObject("Labels", new JsonObject());
+    Optional<String> bridge = Optional.ofNullable(options == null ? null
+        : options.getString("com.docker.network.bridge.name"))
+        .or(() -> labels != null && "true".equals(labels.getString(MANAGED)) ? Optional.of(BRIDGE) : Optional.empty());
+    List<Cidr> subnets = new ArrayList<>();
+    List<java.net.InetAddress> gateways = new ArrayList<>();
+    JsonArray configs = inspected.getJsonObject("IPAM", new JsonObject()).getJsonArray("Config", new JsonArray());
+    for (Object o : configs == null ? new JsonArray() : configs) {
+      if (!(o instanceof JsonObject c)) {
+        continue;
+      }
+      Optional<Cidr> subnet = Optional.ofNullable(c.getString("Subnet")).flatMap(Cidr::parse);
+      subnet.ifPresent(subnets::add);
+      Optional<Cidr> gateway = Optional.ofNullable(c.getString("Gateway")).flatMap(Cidr::parse)
+          .or(() -> subnet.map(DockerProvider::firstAddress));
+      gateway.ifPresent(g -> {
+        try {
+          gateways.add(java.net.InetAddress.getByAddress(g.address()));
+        } catch (java.net.UnknownHostException e) {
+          throw new IllegalStateException(e);
+        }
+      });
+    }
+    return new ContainerNetwork(bridge, subnets, gateways);
+  }
+
+  private static Cidr firstAddress(Cidr subnet) {
+    byte[] a = subnet.address();
+    a[a.length - 1] |= 1;
+    return new Cidr(a, a.length * 8);
+  }
+
+  private Future<Void> createNetwork() {
+    JsonObject body = new JsonObject().put("Name", NETWORK).put("Driver", "bridge").put("CheckDuplicate", true)
+        .put("Labels", new JsonObject().put(MANAGED, "true"))
+        .put("Options", new JsonObject().put("com.docker.network.bridge.name", BRIDGE)
+            .put("com.docker.network.bridge.enable_icc", "false"));
+    return engine.post("create", "/networks/create", body, CALL).compose(r -> {
+      if (r.ok() || r.status() == 409) { // 409: another start created it meanwhile
+        LOG.info("Created the engine network {} for containers with network access", NETWORK);
+        return Future.succeededFuture();
+      }
+      LOG.debug("docker network create failed: {}", DockerEngine.message(r));
+      return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
+    });
   }
 
   @Override
@@ -123,12 +263,14 @@ public final class DockerProvider implements Backend, Lifecycle {
    */
   @Override
   public Future<String> create(CreateSandbox request) {
-    if (!engine.host().present()) {
+    if (!engine.host().present() || unavailable != null) {
       return Future.failedFuture(engine.notInstalled("create"));
     }
     SandboxConfig config = request.config();
-    Future<String> image = config.snapshotId() != null ? snapshotImage(config.snapshotId(), request.organizationId())
-        : Future.succeededFuture(config.image() != null ? config.image() : defaultImage);
+    Future<?> network = online(config) ? network().recover(t -> Future.failedFuture(
+        t instanceof ProviderException pe ? pe : engine.notInstalled("create"))) : Future.succeededFuture();
+    Future<String> image = network.compose(v ->  config.snapshotId() != null ? snapshotImage(config.snapshotId(), request.organizationId())
+        : Future.succeededFuture(config.image() != null ? config.image() : defaultImage));
     String name = "bsx-" + request.sandboxId();
     return image.compose(img -> createContainer(name, img, request, true)
         .compose(id -> engine.post("create", "/containers/" + id + "/start", null, CALL).compose(started -> {
@@ -146,10 +288,7 @@ public final class DockerProvider implements Backend, Lifecycle {
     SandboxConfig config = request.config();
     JsonObject labels = new JsonObject().put(MANAGED, "true").put(ORGANIZATION, request.organizationId())
         .put(SANDBOX, request.sandboxId()).put(CREATE_TOKEN, request.createToken());
-    JsonObject host = new JsonObject().put("PidsLimit", 1024);
-    if (!Boolean.TRUE.equals(config.allowInternet()) && config.allowInternet() != null) {
-      host.put("NetworkMode", "none");
-    }
+    JsonObject host = new JsonObject().put("PidsLimit", 1024).put("NetworkMode", online(config) ? NETWORK : "none");
     if (config.memoryMb() != null) {
       host.put("Memory", config.memoryMb() * 1024L * 1024L);
     }
@@ -179,6 +318,11 @@ public final class DockerProvider implements Backend, Lifecycle {
         return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
       });
     });
+  }
+
+  /** Network access unless the sandbox says {@code allow_internet: false}. */
+  private static boolean online(SandboxConfig config) {
+    return config.allowInternet() == null || config.allowInternet();
   }
 
   private Future<Void> pull(String image) {

@@ -92,6 +92,11 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
   }
 
   @Override
+  public java.util.Optional<String> unavailableReason() {
+    return provider.unavailableReason();
+  }
+
+  @Override
   public Future<Void> start(Context context) {
     this.context = context;
     threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("adapter-" + name() + "-", 0).factory());

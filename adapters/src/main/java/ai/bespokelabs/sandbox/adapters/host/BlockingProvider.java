@@ -41,6 +41,11 @@ public interface BlockingProvider extends AutoCloseable {
     return true;
   }
 
+  /** See {@link ai.bespokelabs.sandbox.adapters.spi.Backend#unavailableReason()}. */
+  default java.util.Optional<String> unavailableReason() {
+    return java.util.Optional.empty();
+  }
+
   /** Creates the sandbox and returns the provider's id for it. */
   String create(CreateSandbox request);
 

@@ -55,6 +55,8 @@ public final class LocalProvider implements BlockingProvider {
   private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
   private final LocalLifecycle lifecycle;
   private final LocalExecutions executions;
+  /** Set when this node must not run the backend's programs (see {@link #disable}). */
+  private volatile String unavailable;
 
   /**
    * @param root the directory holding owned sandbox directories (created on first use)
@@ -111,8 +113,32 @@ public final class LocalProvider implements BlockingProvider {
     return true;
   }
 
+  /**
+   * From now on no sandbox is created and no program started ({@code backend_not_installed}): what keeps them
+   * in their bounds is missing on this node, e.g. its sandbox egress rules. {@code reason} is shown as is by
+   * {@code /v1/providers}.
+   */
+  public void disable(String reason) {
+    unavailable = java.util.Objects.requireNonNull(reason);
+  }
+
+  @Override
+  public java.util.Optional<String> unavailableReason() {
+    return java.util.Optional.ofNullable(unavailable);
+  }
+
+  private void requireEnabled(String op) {
+    if (unavailable != null) {
+      throw new ProviderException(ProviderError.of(ErrorCode.BACKEND_NOT_INSTALLED, backend, op, false,
+          ProviderError.Outcome.FAILED));
+    }
+  }
+
   @Override
   public boolean installed() {
+    if (unavailable != null) {
+      return false;
+    }
     try {
       wrapper.check();
       users.check(backend);
@@ -125,12 +151,14 @@ public final class LocalProvider implements BlockingProvider {
   /** See {@link LocalLifecycle#create}. */
   @Override
   public String create(CreateSandbox request) {
+    requireEnabled("create");
     return lifecycle.create(request);
   }
 
   /** See {@link LocalLifecycle#adopt}. */
   @Override
   public String adopt(CreateSandbox request, String providerResourceId) {
+    requireEnabled("adopt");
     return lifecycle.adopt(request, providerResourceId);
   }
 
@@ -155,6 +183,7 @@ public final class LocalProvider implements BlockingProvider {
   /** See {@link LocalExecutions#start}. */
   @Override
   public ExecHandle start(ExecSandbox request, ExecSink sink) {
+    requireEnabled("execute");
     return executions.start(request, sink);
   }
 

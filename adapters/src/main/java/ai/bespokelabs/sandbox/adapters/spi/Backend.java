@@ -36,6 +36,14 @@ public interface Backend {
     return true;
   }
 
+  /**
+   * Why a create is refused although the backend's tool is there, when it is: a fixed sentence for
+   * {@code /v1/providers}, never a provider's own text (e.g. its sandbox egress rules are not in force).
+   */
+  default java.util.Optional<String> unavailableReason() {
+    return java.util.Optional.empty();
+  }
+
   /** Called once, on the adapter's context, before any other call: HTTP clients bind to it. */
   default Future<Void> start(Context context) {
     return Future.succeededFuture();

@@ -74,7 +74,7 @@ public final class ProviderApi implements Endpoints {
     return health.all().map(rows -> {
       JsonArray items = new JsonArray();
       for (String backend : backends.names()) {
-        items.add(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
+        items.add(item(backend, backends,
             rows.get(backend)));
       }
       return Reply.ok(new JsonObject().put("items", items));
@@ -95,7 +95,7 @@ public final class ProviderApi implements Endpoints {
         SandboxApi.action(Addresses.DETAILS, CHECK_TIMEOUT_MS)).map(m -> m.body());
     return Future.all(health.all(), details).map(all -> {
       JsonObject row = all.<Map<String, JsonObject>>resultAt(0).get(backend);
-      JsonObject item = item(backend, backends.isInstalled(backend), backends.capabilities(backend), row);
+      JsonObject item = item(backend, backends, row);
       JsonObject extra = all.resultAt(1);
       if (extra != null) {
         extra.forEach(e -> item.getMap().putIfAbsent(e.getKey(), e.getValue())); // never over the entry's fields
@@ -119,14 +119,21 @@ public final class ProviderApi implements Endpoints {
                   ? alerts.providerDegraded(backend, now) : Future.succeededFuture());
         })
         .compose(v -> health.all())
-        .map(rows -> Reply.ok(item(backend, backends.isInstalled(backend), backends.capabilities(backend),
+        .map(rows -> Reply.ok(item(backend, backends,
             rows.get(backend))));
   }
 
   /**
    * {@code configured}: whether a create on this node would meet what it needs, not merely that it is enabled;
-   * {@code capabilities}: what it offers beyond creating, destroying and running programs.
+   * {@code capabilities}: what it offers beyond creating, destroying and running programs;
+   * {@code unavailable_reason}, only when there is one: why a backend whose tool is there refuses creates.
    */
+  static JsonObject item(String backend, Backends backends, JsonObject row) {
+    JsonObject item = item(backend, backends.isInstalled(backend), backends.capabilities(backend), row);
+    backends.unavailableReason(backend).ifPresent(reason -> item.put("unavailable_reason", reason));
+    return item;
+  }
+
   static JsonObject item(String backend, boolean installed, List<String> capabilities, JsonObject row) {
     return new JsonObject()
         .put("backend", backend)

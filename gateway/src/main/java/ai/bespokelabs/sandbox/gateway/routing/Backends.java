@@ -16,6 +16,7 @@ public final class Backends {
   private final String nodeId;
   private final java.util.Set<String> installed;
   private final Map<String, List<String>> capabilities;
+  private final Map<String, String> unavailable;
   private volatile boolean draining;
 
   /** The registered {@code backends}, enabled as {@code allowList} says (all when empty). */
@@ -24,7 +25,9 @@ public final class Backends {
     Map<String, Boolean> registered = new java.util.LinkedHashMap<>();
     Map<String, List<String>> capabilities = new TreeMap<>();
     java.util.Set<String> installed = new java.util.HashSet<>();
+    Map<String, String> unavailable = new TreeMap<>();
     for (ai.bespokelabs.sandbox.adapters.spi.Backend b : backends) {
+      b.unavailableReason().ifPresent(reason -> unavailable.put(b.name(), reason));
       registered.put(b.name(), b.nodeBound());
       capabilities.put(b.name(), b.capabilities().stream().map(ai.bespokelabs.sandbox.adapters.spi.Capability::wire)
           .sorted().toList());
@@ -32,7 +35,7 @@ public final class Backends {
         installed.add(b.name());
       }
     }
-    return new Backends(registered, allowList, nodeId, installed, capabilities);
+    return new Backends(registered, allowList, nodeId, installed, capabilities, unavailable);
   }
 
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
@@ -45,6 +48,13 @@ public final class Backends {
    */
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId,
       java.util.Set<String> installed, Map<String, List<String>> capabilities) {
+    this(registeredNodeBound, allowList, nodeId, installed, capabilities, Map.of());
+  }
+
+  /** @param unavailable why backends that are there refuse creates (e.g. their egress rules are not in force) */
+  public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId,
+      java.util.Set<String> installed, Map<String, List<String>> capabilities, Map<String, String> unavailable) {
+    this.unavailable = Map.copyOf(unavailable);
     this.installed = java.util.Set.copyOf(installed);
     this.capabilities = Map.copyOf(capabilities);
     Map<String, Boolean> on = new TreeMap<>();
@@ -75,6 +85,11 @@ public final class Backends {
   /** Whether this node has what a create of {@code backend} needs (its tool, engine or credentials). */
   public boolean isInstalled(String backend) {
     return installed.contains(backend);
+  }
+
+  /** Why {@code backend} refuses creates on this node although its tool is there, if it does. */
+  public Optional<String> unavailableReason(String backend) {
+    return Optional.ofNullable(unavailable.get(backend));
   }
 
   /** What {@code backend} offers beyond lifecycle and executions (e.g. {@code files}, {@code snapshot}), sorted. */
