@@ -44,6 +44,7 @@ public final class EgressRules {
           chain sandbox_out {
             ct state established,related accept
             jump verdicts
+            oifname "lo" meta l4proto tcp reject with tcp reset
             oifname "lo" reject
           }
           chain output {
@@ -82,6 +83,7 @@ public final class EgressRules {
             meta l4proto { tcp, udp } th dport 53 ip daddr @gateways4 accept
             meta l4proto { tcp, udp } th dport 53 ip6 daddr @gateways6 accept
             icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept
+            meta l4proto tcp reject with tcp reset
             reject
           }
           chain forward {
@@ -118,14 +120,19 @@ public final class EgressRules {
     return HOST_TABLE + "_" + network.tag();
   }
 
-  /** Allowed first, then DNS to the resolvers, then the refused ranges. */
+  /**
+   * Allowed first, then DNS to the resolvers, then the refused ranges. A refused TCP connection is reset (it
+   * fails at once; an ICMP error is rate-limited and the first SYN would be sent again after a second).
+   */
   private static String verdicts() {
     return """
             ip daddr @allowed4 accept
             ip6 daddr @allowed6 accept
             meta l4proto { tcp, udp } th dport 53 ip daddr @resolvers4 accept
             meta l4proto { tcp, udp } th dport 53 ip6 daddr @resolvers6 accept
+            ip daddr @refused4 meta l4proto tcp reject with tcp reset
             ip daddr @refused4 reject
+            ip6 daddr @refused6 meta l4proto tcp reject with tcp reset
             ip6 daddr @refused6 reject""";
   }
 

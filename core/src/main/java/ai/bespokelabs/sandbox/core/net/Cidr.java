@@ -1,6 +1,5 @@
 package ai.bespokelabs.sandbox.core.net;
 
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.Arrays;
@@ -110,13 +109,8 @@ public record Cidr(byte[] address, int prefix) {
 
   @Override
   public String toString() {
-    String host;
-    try {
-      InetAddress a = InetAddress.getByAddress(address);
-      host = a instanceof Inet4Address ? a.getHostAddress() : compressed(address);
-    } catch (UnknownHostException e) {
-      throw new IllegalStateException(e); // cannot happen: 4 or 16 bytes
-    }
+    String host = address.length == 4 ? (address[0] & 0xff) + "." + (address[1] & 0xff) + "." + (address[2] & 0xff)
+        + "." + (address[3] & 0xff) : compressed(address); // never InetAddress: it prints ::ffff:a.b.c.d as IPv4
     return host + "/" + prefix;
   }
 
