@@ -203,15 +203,16 @@ class EgressAttackTest {
         .containsExactly("bespoke-sandbox");
     StringBuilder probe = new StringBuilder();
     for (String d : destinations(true)) {
-      probe.append("if nc -w 2 ").append(d).append(" </dev/null >/dev/null 2>&1; then echo REACHED ").append(d)
+      // connected: nc runs `true` and ends at once, whether or not the server would talk first
+      probe.append("if timeout 3 nc -w 2 ").append(d).append(" -e true >/dev/null 2>&1; then echo REACHED ").append(d)
           .append("; else echo REFUSED ").append(d).append("; fi\n");
     }
     assertVerdicts(exec(id, probe.toString()), destinations(true));
     // and a container without network access has none at all
     Resp offline = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("allow_internet", false));
     assertThat(offline.status()).as(offline.body()).isEqualTo(201);
-    JsonObject none = exec(offline.json().getString("id"), "nc -w 2 " + PUBLIC + " " + PORT
-        + " </dev/null >/dev/null 2>&1 && echo REACHED || echo REFUSED");
+    JsonObject none = exec(offline.json().getString("id"), "timeout 3 nc -w 2 " + PUBLIC + " " + PORT
+        + " -e true >/dev/null 2>&1 && echo REACHED || echo REFUSED");
     assertThat(none.getString("stdout")).isEqualTo("REFUSED\n");
     gw.delete("/v1/sandboxes/" + id, key);
     gw.delete("/v1/sandboxes/" + offline.json().getString("id"), key);
