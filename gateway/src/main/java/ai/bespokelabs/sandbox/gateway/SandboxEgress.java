@@ -47,7 +47,7 @@ final class SandboxEgress {
             + " run as its own user and reach what it reaches (services on this host, private networks, cloud"
             + " metadata); run it as root to filter their egress");
       }
-      if (containers) {
+      if (containers && docker.installed()) {
         LOG.warn("The gateway is not root: egress of docker containers with allow_internet is not filtered"
             + " (private networks, cloud metadata and this host's services stay reachable from them)");
       }
