@@ -17,7 +17,6 @@ import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
-import ai.bespokelabs.sandbox.core.net.Cidr;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -46,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * ours and an ambiguous create is cleaned up by label.
  *
  * <p>Containers without network access have none ({@code NetworkMode: none}); the others join the engine
- * network {@value #NETWORK}, created on first use with the bridge {@value #BRIDGE}, whose egress rules the
+ * network {@value #NETWORK} ({@link DockerNetwork}), whose egress rules the
  * gateway puts in force ({@link #requireEgress}) before the first container joins it.
  */
 public final class DockerProvider implements Backend, Lifecycle {
@@ -59,9 +58,7 @@ public final class DockerProvider implements Backend, Lifecycle {
   static final String CREATE_TOKEN = LABEL + "create-token";
   static final String WORKDIR = "/workspace";
   /** The engine network of containers with network access. */
-  public static final String NETWORK = "bespoke-sandbox";
-  /** The name of its bridge interface, asked for when this backend creates the network. */
-  public static final String BRIDGE = "bsx0";
+  public static final String NETWORK = DockerNetwork.NAME;
 
   private static final Logger LOG = LoggerFactory.getLogger(DockerProvider.class);
   private static final Duration CALL = Duration.ofSeconds(30);
@@ -80,10 +77,7 @@ public final class DockerProvider implements Backend, Lifecycle {
   private final String defaultImage;
   /** Set when this node must not create containers (see {@link #disable}). */
   private volatile String unavailable;
-  /** Puts the network's egress rules in force; null when this node installs none. */
-  private volatile Function<ContainerNetwork, Future<Void>> egress;
-  /** The network once ready (rules in force); null before, and after a failed attempt. */
-  private Future<ContainerNetwork> network;
+  private final DockerNetwork networks;
 
   public DockerProvider(Vertx vertx, DockerSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
@@ -92,6 +86,7 @@ public final class DockerProvider implements Backend, Lifecycle {
     this.inventory = new DockerInventory(engine);
     this.files = new DockerFiles(engine, executions);
     this.metrics = new DockerMetrics(engine);
+    this.networks = new DockerNetwork(engine);
     this.parts = new Parts(this, executions, inventory, files, metrics);
   }
 
@@ -137,7 +132,7 @@ public final class DockerProvider implements Backend, Lifecycle {
    * rules in force; while it fails, such creates fail with {@code backend_not_installed}.
    */
   public void requireEgress(Function<ContainerNetwork, Future<Void>> installer) {
-    this.egress = installer;
+    networks.requireEgress(installer);
   }
 
   /** Whether the engine runs on this host (a unix socket, or TCP on loopback): its bridges are this kernel's. */
@@ -152,96 +147,9 @@ public final class DockerProvider implements Backend, Lifecycle {
     }
   }
 
-  /**
-   * The network containers with network access join, created when missing, with its egress rules in force
-   * when {@link #requireEgress} asked for them; tried again after a failure.
-   */
-  public synchronized Future<ContainerNetwork> network() {
-    if (network == null) {
-      Function<ContainerNetwork, Future<Void>> rules = egress;
-      Future<ContainerNetwork> ready = inspectNetwork().compose(found -> found.isPresent()
-              ? Future.succeededFuture(found.get())
-              : createNetwork().compose(v -> inspectNetwork()).compose(again -> again.isPresent()
-                  ? Future.succeededFuture(again.get())
-                  : Future.failedFuture(engine.failure(ErrorCode.CREATION_FAILED, "create", true,
-                      ProviderError.Outcome.FAILED, null))))
-          .compose(net -> rules == null ? Future.succeededFuture(net) : rules.apply(net).map(net));
-      network = ready;
-      ready.onFailure(t -> {
-        synchronized (this) {
-          if (network == ready) {
-            network = null;
-          }
-        }
-      });
-    }
-    return network;
-  }
-
-  private Future<Optional<ContainerNetwork>> inspectNetwork() {
-    return engine.get("create", "/networks/" + NETWORK, CALL).compose(r -> {
-      if (r.status() == 404) {
-        return Future.succeededFuture(Optional.empty());
-      }
-      if (!r.ok()) {
-        return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
-      }
-      return Future.succeededFuture(Optional.of(network(r.json())));
-    });
-  }
-
-  /**
-   * What an engine's network inspection says: the bridge's name when the engine reports it (Docker), or when the
-   * network carries our label (this backend created it with {@value #BRIDGE}); its subnets and gateways (a
-   * subnet's first address when the engine names none).
-   */
-  static ContainerNetwork network(JsonObject inspected) {
-    JsonObject options = inspected.getJsonObject("Options", new JsonObject());
-    JsonObject labels = inspected.getJsonObject("Labels", new JsonObject());
-    Optional<String> bridge = Optional.ofNullable(options == null ? null
-        : options.getString("com.docker.network.bridge.name"))
-        .or(() -> labels != null && "true".equals(labels.getString(MANAGED)) ? Optional.of(BRIDGE) : Optional.empty());
-    List<Cidr> subnets = new ArrayList<>();
-    List<java.net.InetAddress> gateways = new ArrayList<>();
-    JsonArray configs = inspected.getJsonObject("IPAM", new JsonObject()).getJsonArray("Config", new JsonArray());
-    for (Object o : configs == null ? new JsonArray() : configs) {
-      if (!(o instanceof JsonObject c)) {
-        continue;
-      }
-      Optional<Cidr> subnet = Optional.ofNullable(c.getString("Subnet")).flatMap(Cidr::parse);
-      subnet.ifPresent(subnets::add);
-      Optional<Cidr> gateway = Optional.ofNullable(c.getString("Gateway")).flatMap(Cidr::parse)
-          .or(() -> subnet.map(DockerProvider::firstAddress));
-      gateway.ifPresent(g -> {
-        try {
-          gateways.add(java.net.InetAddress.getByAddress(g.address()));
-        } catch (java.net.UnknownHostException e) {
-          throw new IllegalStateException(e);
-        }
-      });
-    }
-    return new ContainerNetwork(bridge, subnets, gateways);
-  }
-
-  private static Cidr firstAddress(Cidr subnet) {
-    byte[] a = subnet.address();
-    a[a.length - 1] |= 1;
-    return new Cidr(a, a.length * 8);
-  }
-
-  private Future<Void> createNetwork() {
-    JsonObject body = new JsonObject().put("Name", NETWORK).put("Driver", "bridge").put("CheckDuplicate", true)
-        .put("Labels", new JsonObject().put(MANAGED, "true"))
-        .put("Options", new JsonObject().put("com.docker.network.bridge.name", BRIDGE)
-            .put("com.docker.network.bridge.enable_icc", "false"));
-    return engine.post("create", "/networks/create", body, CALL).compose(r -> {
-      if (r.ok() || r.status() == 409) { // 409: another start created it meanwhile
-        LOG.info("Created the engine network {} for containers with network access", NETWORK);
-        return Future.succeededFuture();
-      }
-      LOG.debug("docker network create failed: {}", DockerEngine.message(r));
-      return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
-    });
+  /** See {@link DockerNetwork#ready()}. */
+  public Future<ContainerNetwork> network() {
+    return networks.ready();
   }
 
   @Override
