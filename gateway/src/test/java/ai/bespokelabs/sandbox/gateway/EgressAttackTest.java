@@ -218,6 +218,35 @@ class EgressAttackTest {
     gw.delete("/v1/sandboxes/" + offline.json().getString("id"), key);
   }
 
+  /**
+   * Where a root gateway cannot put a backend's egress rules in force — here the docker network cannot even be
+   * looked at, the engine's "socket" being a plain file — the backend is listed unconfigured with the reason,
+   * and creating a sandbox there is refused.
+   */
+  @Test
+  void a_backend_whose_rules_cannot_be_put_in_force_is_not_enabled_and_says_why(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    assumeTrue(ROOT, "a root gateway installs egress rules");
+    java.nio.file.Path socket = java.nio.file.Files.createFile(dir.resolve("engine.sock"));
+    // docker only: a gateway with host backends would replace the host sandboxes' rules of this class's gateway
+    try (TestGateway broken = new TestGateway(Map.of("DOCKER_HOST", "unix://" + socket,
+        "BESPOKE_ALLOWED_BACKENDS", "docker"))) {
+      String admin = broken.bootstrap("Broken");
+      JsonObject docker = null;
+      for (Object o : broken.get("/v1/providers", admin).json().getJsonArray("items")) {
+        if ("docker".equals(((JsonObject) o).getString("backend"))) {
+          docker = (JsonObject) o;
+        }
+      }
+      assertThat(docker).isNotNull();
+      assertThat(docker.getBoolean("configured")).isFalse();
+      assertThat(docker.getString("unavailable_reason")).isEqualTo(EgressGuard.UNAVAILABLE);
+      Resp created = broken.post("/v1/sandboxes", admin, new JsonObject().put("backend", "docker"));
+      assertThat(created.status()).as(created.body()).isEqualTo(422);
+      assertThat(created.body()).contains("backend_not_installed");
+    }
+  }
+
   /** The public and allowed listeners answered; nothing else did. */
   static void assertVerdicts(JsonObject r, List<String> destinations) {
     String out = r.getString("stdout");
