@@ -44,3 +44,14 @@ jar_is_stale() {
   [ -n "$(find "$ROOT/pom.xml" "$ROOT/conf" "$ROOT"/*/pom.xml "$ROOT"/*/"$sources" -newer "$jar" -type f 2>/dev/null \
     | head -n 1)" ]
 }
+
+install_egress_tools() {
+  # As root on Debian/Ubuntu, installs nftables when missing: a root gateway enforces sandbox egress with it
+  # and does not enable the local, bwrap and docker backends without it. Never fails the start.
+  [ "$(id -u)" = 0 ] || return 0
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || [ -x /sbin/nft ] && return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  echo "Installing nftables (the sandbox egress rules need it)..." >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables >/dev/null; } \
+    || echo "warning: nftables could not be installed: the local, bwrap and docker backends stay off" >&2
+}

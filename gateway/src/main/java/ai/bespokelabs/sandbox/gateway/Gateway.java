@@ -28,7 +28,6 @@ import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
-import ai.bespokelabs.sandbox.adapters.local.LoopbackGuard;
 import ai.bespokelabs.sandbox.adapters.local.SandboxRoot;
 import ai.bespokelabs.sandbox.adapters.local.Workdirs;
 import ai.bespokelabs.sandbox.core.Hmac;
@@ -194,10 +193,11 @@ public final class Gateway implements AutoCloseable {
       LogContext.carryOver(vertx.eventBus());
       Map<String, LocalProvider> hosted = new LinkedHashMap<>();
       List<Backend> providers = backends(vertx, config, clock, hosted);
+      SandboxEgress.enforce(vertx, config, database.connectOptions().getHost(), hosted,
+          providers.stream().filter(DockerProvider.class::isInstance).map(DockerProvider.class::cast).findFirst()
+              .orElse(null),
+          b -> config.providers().allowed().map(list -> list.contains(b)).orElse(true));
       Backends backends = Backends.of(providers, config.providers().allowed(), nodeId);
-      if (backends.isEnabled(LocalProvider.BACKEND) || backends.isEnabled(BwrapWrapper.BACKEND)) {
-        LoopbackGuard.install(HostUsers.detect());
-      }
       if (backends.isEnabled(LocalProvider.BACKEND) && !loopbackOnly(config.http().host())) {
         LOG.warn("The local backend is enabled for every organization on a gateway reachable beyond this host"
             + " ({}): its programs run on the host with no isolation beyond an unprivileged uid. Leave it out of"

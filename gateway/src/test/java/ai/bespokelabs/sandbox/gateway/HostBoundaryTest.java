@@ -298,7 +298,7 @@ class HostBoundaryTest {
   @ValueSource(strings = {"local", "bwrap"})
   void programs_with_network_access_cannot_reach_services_of_the_host(String backend) throws Exception {
     assumeTrue(ROOT, "the gateway runs as root: sandbox programs have uids of their own");
-    assumeTrue(ai.bespokelabs.sandbox.adapters.local.LoopbackGuard.inForce(),
+    assumeTrue(ai.bespokelabs.sandbox.adapters.egress.EgressGuard.hostsInForce(),
         "this host lets root change its firewall (nftables, CAP_NET_ADMIN); otherwise the gateway warns at start");
     try (java.net.ServerSocket service = new java.net.ServerSocket()) {
       service.bind(new java.net.InetSocketAddress("0.0.0.0", 0));

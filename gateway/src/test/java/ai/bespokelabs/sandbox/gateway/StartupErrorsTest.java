@@ -123,4 +123,19 @@ class StartupErrorsTest {
       }
     }
   }
+
+  @Test
+  void an_invalid_allowed_range_is_one_line_naming_the_setting(@TempDir Path dataDir) throws Exception {
+    String javaBin = ProcessHandle.current().info().command().orElse("java");
+    ProcessBuilder pb = new ProcessBuilder(List.of(javaBin, "--enable-native-access=ALL-UNNAMED", "-cp",
+        System.getProperty("java.class.path"), Main.class.getName())).redirectErrorStream(true);
+    pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
+    pb.environment().put("BESPOKE_SANDBOX_ALLOW_CIDRS", "10.0.0.0/8,10.1.0.0/99");
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(out).isEqualTo(2);
+    assertThat(out.strip().lines()).as(out).hasSize(1).first().asString()
+        .contains("BESPOKE_SANDBOX_ALLOW_CIDRS").contains("10.1.0.0/99");
+  }
 }

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.docker;
 
+import ai.bespokelabs.sandbox.adapters.egress.ContainerNetwork;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Executions;
@@ -28,7 +29,9 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +43,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Containers carry labels with the organization, sandbox id and create token, so reconciliation lists
  * ours and an ambiguous create is cleaned up by label.
+ *
+ * <p>Containers without network access have none ({@code NetworkMode: none}); the others join the engine
+ * network {@value #NETWORK} ({@link DockerNetwork}), whose egress rules the
+ * gateway puts in force ({@link #requireEgress}) before the first container joins it.
  */
 public final class DockerProvider implements Backend, Lifecycle {
   private final Parts parts;
@@ -51,6 +58,8 @@ public final class DockerProvider implements Backend, Lifecycle {
   static final String CREATE_TOKEN = LABEL + "create-token";
   static final String WORKDIR = "/workspace";
   private static final java.util.regex.Pattern SNAPSHOT_ID = java.util.regex.Pattern.compile("sha256:[a-f0-9]{64}");
+  /** The engine network of containers with network access. */
+  public static final String NETWORK = DockerNetwork.NAME;
 
   private static final Logger LOG = LoggerFactory.getLogger(DockerProvider.class);
   private static final Duration CALL = Duration.ofSeconds(30);
@@ -68,6 +77,9 @@ public final class DockerProvider implements Backend, Lifecycle {
   private final DockerMetrics metrics;
   private final String defaultImage;
   private final ImageNames allowedImages;
+  /** Set when this node must not create containers (see {@link #disable}). */
+  private volatile String disabled;
+  private final DockerNetwork networks;
 
   public DockerProvider(Vertx vertx, DockerSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
@@ -77,6 +89,7 @@ public final class DockerProvider implements Backend, Lifecycle {
     this.inventory = new DockerInventory(engine);
     this.files = new DockerFiles(engine, executions);
     this.metrics = new DockerMetrics(engine);
+    this.networks = new DockerNetwork(engine);
     this.parts = new Parts(this, executions, inventory, files, metrics);
   }
 
@@ -101,10 +114,46 @@ public final class DockerProvider implements Backend, Lifecycle {
     return true;
   }
 
-  /** Whether the engine's socket exists (a create answers {@code backend_not_installed} otherwise). */
+  /**
+   * Why no container can be created here: the engine's socket is missing, or its egress rules could not be put in
+   * force ({@link #disable}); a create then answers {@code backend_not_installed} with it.
+   */
   @Override
   public java.util.Optional<String> unavailable() {
+    if (disabled != null) {
+      return java.util.Optional.of(disabled);
+    }
     return engine.host().present() ? java.util.Optional.empty() : java.util.Optional.of(DockerEngine.NOT_INSTALLED);
+  }
+
+  /** From now on no container is created ({@code backend_not_installed}); {@code reason} is shown as is. */
+  public void disable(String reason) {
+    disabled = java.util.Objects.requireNonNull(reason);
+  }
+
+  /**
+   * Before the first container with network access joins {@value #NETWORK}, {@code installer} puts its egress
+   * rules in force; while it fails, such creates fail with {@code backend_not_installed}.
+   */
+  public void requireEgress(Function<ContainerNetwork, Future<Void>> installer) {
+    networks.requireEgress(installer);
+  }
+
+  /** Whether the engine runs on this host (a unix socket, or TCP on loopback): its bridges are this kernel's. */
+  public boolean engineOnThisHost() {
+    if (engine.host().isUnix()) {
+      return true;
+    }
+    try {
+      return java.net.InetAddress.getByName(engine.host().host()).isLoopbackAddress();
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
+  }
+
+  /** See {@link DockerNetwork#ready()}. */
+  public Future<ContainerNetwork> network() {
+    return networks.ready();
   }
 
   @Override
@@ -127,12 +176,16 @@ public final class DockerProvider implements Backend, Lifecycle {
    */
   @Override
   public Future<String> create(CreateSandbox request) {
-    if (!engine.host().present()) {
-      return Future.failedFuture(engine.notInstalled("create"));
+    java.util.Optional<String> unavailable = unavailable();
+    if (unavailable.isPresent()) {
+      return Future.failedFuture(new ProviderException(ProviderError.unavailable(BACKEND, "create", unavailable.get())));
     }
     SandboxConfig config = request.config();
-    Future<String> image = config.snapshotId() != null ? snapshotImage(config.snapshotId(), request.organizationId())
-        : config.image() != null ? image(config.image(), true) : image(defaultImage, false);
+    Future<?> network = online(config) ? network().recover(t -> Future.failedFuture(
+        t instanceof ProviderException pe ? pe : engine.notInstalled("create"))) : Future.succeededFuture();
+    Future<String> image = network.compose(v -> config.snapshotId() != null
+        ? snapshotImage(config.snapshotId(), request.organizationId())
+        : config.image() != null ? image(config.image(), true) : image(defaultImage, false));
     String name = "bsx-" + request.sandboxId();
     return image.compose(img -> createContainer(name, img, request)
         .compose(id -> engine.post("create", "/containers/" + id + "/start", null, CALL).compose(started -> {
@@ -197,10 +250,7 @@ public final class DockerProvider implements Backend, Lifecycle {
     SandboxConfig config = request.config();
     JsonObject labels = new JsonObject().put(MANAGED, "true").put(ORGANIZATION, request.organizationId())
         .put(SANDBOX, request.sandboxId()).put(CREATE_TOKEN, request.createToken());
-    JsonObject host = new JsonObject().put("PidsLimit", 1024);
-    if (!Boolean.TRUE.equals(config.allowInternet()) && config.allowInternet() != null) {
-      host.put("NetworkMode", "none");
-    }
+    JsonObject host = new JsonObject().put("PidsLimit", 1024).put("NetworkMode", online(config) ? NETWORK : "none");
     if (config.memoryMb() != null) {
       host.put("Memory", config.memoryMb() * 1024L * 1024L);
     }
@@ -227,6 +277,11 @@ public final class DockerProvider implements Backend, Lifecycle {
         return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
       });
     });
+  }
+
+  /** Network access unless the sandbox says {@code allow_internet: false}. */
+  private static boolean online(SandboxConfig config) {
+    return config.allowInternet() == null || config.allowInternet();
   }
 
   /** Pulls a qualified image name ({@link ImageNames#qualified}): its repository, and its digest or tag. */

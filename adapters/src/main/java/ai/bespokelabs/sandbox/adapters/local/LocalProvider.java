@@ -55,6 +55,8 @@ public final class LocalProvider implements BlockingProvider {
   private final ConcurrentMap<String, SandboxRuntime> runtimes = new ConcurrentHashMap<>();
   private final LocalLifecycle lifecycle;
   private final LocalExecutions executions;
+  /** Set when this node must not run the backend's programs (see {@link #disable}). */
+  private volatile String disabled;
 
   /**
    * @param root the directory holding owned sandbox directories (created on first use)
@@ -114,8 +116,27 @@ public final class LocalProvider implements BlockingProvider {
     return true;
   }
 
+  /**
+   * From now on no sandbox is created and no program started ({@code backend_not_installed}): what keeps them
+   * in their bounds is missing on this node, e.g. its sandbox egress rules. {@code reason} is shown as is by
+   * {@code /v1/providers}.
+   */
+  public void disable(String reason) {
+    disabled = java.util.Objects.requireNonNull(reason);
+  }
+
+  private void requireEnabled(String op) {
+    String reason = disabled;
+    if (reason != null) {
+      throw new ProviderException(ProviderError.unavailable(backend, op, reason));
+    }
+  }
+
   @Override
   public java.util.Optional<String> unavailable() {
+    if (disabled != null) {
+      return java.util.Optional.of(disabled);
+    }
     java.util.Optional<String> missing = wrapper.missing();
     return missing.isPresent() ? missing : users.missing();
   }
@@ -123,12 +144,14 @@ public final class LocalProvider implements BlockingProvider {
   /** See {@link LocalLifecycle#create}. */
   @Override
   public String create(CreateSandbox request) {
+    requireEnabled("create");
     return lifecycle.create(request);
   }
 
   /** See {@link LocalLifecycle#adopt}. */
   @Override
   public String adopt(CreateSandbox request, String providerResourceId) {
+    requireEnabled("adopt");
     return lifecycle.adopt(request, providerResourceId);
   }
 
@@ -153,6 +176,7 @@ public final class LocalProvider implements BlockingProvider {
   /** See {@link LocalExecutions#start}. */
   @Override
   public ExecHandle start(ExecSandbox request, ExecSink sink) {
+    requireEnabled("execute");
     return executions.start(request, sink);
   }
 

@@ -79,9 +79,11 @@ public final class TestEngine {
     }
     try {
       Path dir = Files.createTempDirectory(Path.of("/tmp"), "engine-");
-      // crun and the default ulimits fail in containers without cgroup v2 delegation; runc works everywhere
+      // crun and the default ulimits fail in containers without cgroup v2 delegation; runc works everywhere.
+      // Networks the tests create live in this engine's directory, so none outlives it.
       Files.writeString(dir.resolve("containers.conf"),
-          "[containers]\ndefault_ulimits = []\n[engine]\nruntime = \"runc\"\n");
+          "[containers]\ndefault_ulimits = []\n[engine]\nruntime = \"runc\"\n[network]\nnetwork_config_dir = \""
+              + dir.resolve("networks") + "\"\n");
       ProcessBuilder pb = new ProcessBuilder("podman", "--root", dir.resolve("root").toString(), "--runroot",
           dir.resolve("run").toString(), "system", "service", "--time=0", "unix://" + dir.resolve("engine.sock"))
           .redirectErrorStream(true).redirectOutput(dir.resolve("service.log").toFile());
@@ -169,6 +171,7 @@ public final class TestEngine {
   private void stop() {
     try {
       podman("rm", "--all", "--force", "--time", "0");
+      podman("network", "prune", "--force"); // their bridges go with them
     } catch (RuntimeException ignored) {
       // best effort at exit
     }

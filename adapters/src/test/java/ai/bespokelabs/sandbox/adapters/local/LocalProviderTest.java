@@ -53,6 +53,22 @@ class LocalProviderTest {
     });
   }
 
+  /** A disabled backend (its egress rules are not in force) creates nothing and starts no program. */
+  @Test
+  void aDisabledBackendRefusesCreatesAndProgramsAsNotInstalled() {
+    provider.create(create("sbx_a", null, null));
+    assertThat(provider.unavailable().isEmpty()).isTrue();
+    assertThat(provider.unavailable()).isEmpty();
+    provider.disable("the reason");
+    assertThat(provider.unavailable().isEmpty()).isFalse();
+    assertThat(provider.unavailable()).contains("the reason");
+    for (Runnable call : List.<Runnable>of(() -> provider.create(create("sbx_b", null, null)),
+        () -> provider.start(shell("sbx_a", "echo ran"), new ai.bespokelabs.sandbox.adapters.host.CapturingSink(64)))) {
+      assertThatThrownBy(call::run).isInstanceOfSatisfying(ai.bespokelabs.sandbox.core.error.ProviderException.class,
+          e -> assertThat(e.error().code()).isEqualTo(ai.bespokelabs.sandbox.core.error.ErrorCode.BACKEND_NOT_INSTALLED));
+    }
+  }
+
   /**
    * bwrap kills its program when the program's parent ends, and for the kernel the parent is the thread that
    * started it: a program started from a short-lived thread (a virtual thread's carrier, an idle pool thread)

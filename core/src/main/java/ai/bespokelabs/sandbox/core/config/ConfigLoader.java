@@ -1,6 +1,7 @@
 package ai.bespokelabs.sandbox.core.config;
 
 import ai.bespokelabs.sandbox.core.Secret;
+import ai.bespokelabs.sandbox.core.net.Cidr;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import io.vertx.config.ConfigRetriever;
@@ -179,7 +180,7 @@ public final class ConfigLoader {
             nonBlank(v.get("BESPOKE_NODE_ID")).map(ConfigLoader::nodeName),
             intIn(v, "BESPOKE_SHUTDOWN_GRACE_SECS", 0, 3600),
             intIn(v, "BESPOKE_SUPERVISION_INTERVAL_SECS", 0, 86400),
-            nonBlank(v.get("BESPOKE_SANDBOX_ROOT")).map(ConfigLoader::absoluteDirectory)),
+            nonBlank(v.get("BESPOKE_SANDBOX_ROOT")).map(r -> absoluteDirectory("BESPOKE_SANDBOX_ROOT", r))),
         new DatabaseConfig(
             nonBlank(v.get("BESPOKE_DATABASE_URL")).map(Secret::new),
             intIn(v, "BESPOKE_DATABASE_POOL_SIZE", 1, 1000)),
@@ -195,7 +196,8 @@ public final class ConfigLoader {
             bool(v, "BESPOKE_GIT_ALLOW_FILE_URLS"),
             bool(v, "BESPOKE_GIT_ALLOW_PRIVATE"),
             uids[0], uids[1] - uids[0] + 1,
-            absoluteDirectory("BESPOKE_SANDBOX_UID_LOCKS", value(v, "BESPOKE_SANDBOX_UID_LOCKS"))),
+            absoluteDirectory("BESPOKE_SANDBOX_UID_LOCKS", value(v, "BESPOKE_SANDBOX_UID_LOCKS")),
+            nonBlank(v.get("BESPOKE_SANDBOX_ALLOW_CIDRS")).map(ConfigLoader::cidrs).orElse(List.of())),
         new LedgerConfig(markup, nonBlank(v.get("BESPOKE_PRICING_FILE")).map(Path::of)),
         new ProvidersConfig(allowed, ProviderSettings.from(v, DEFAULT_VALUES)),
         new OperationsConfig(
@@ -290,6 +292,22 @@ public final class ConfigLoader {
       // refused below
     }
     throw new ConfigException(name + " must be an absolute directory other than /");
+  }
+
+  /** Comma-separated CIDR ranges (a bare address is its own range), canonical and without duplicates. */
+  private static List<Cidr> cidrs(String raw) {
+    List<Cidr> out = new ArrayList<>();
+    for (String part : raw.split(",")) {
+      if (part.isBlank()) {
+        continue;
+      }
+      Cidr c = Cidr.parse(part).orElseThrow(() -> new ConfigException("BESPOKE_SANDBOX_ALLOW_CIDRS must list"
+          + " address ranges such as 10.1.0.0/16 or fd12::/64 separated by commas: " + part.trim()));
+      if (!out.contains(c)) {
+        out.add(c);
+      }
+    }
+    return out;
   }
 
   private static List<Path> workdirRoots(String raw) {
@@ -406,20 +424,6 @@ public final class ConfigLoader {
     } catch (NumberFormatException e) {
       throw new ConfigException(key + " must be an integer");
     }
-  }
-
-  /** {@code BESPOKE_SANDBOX_ROOT}: an absolute path. */
-  private static Path absoluteDirectory(String raw) {
-    Path p;
-    try {
-      p = Path.of(raw.trim());
-    } catch (java.nio.file.InvalidPathException e) {
-      throw new ConfigException("BESPOKE_SANDBOX_ROOT must be an absolute path");
-    }
-    if (!p.isAbsolute()) {
-      throw new ConfigException("BESPOKE_SANDBOX_ROOT must be an absolute path");
-    }
-    return p.normalize();
   }
 
   private static Optional<String> nonBlank(String s) {

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.core.config;
 
+import ai.bespokelabs.sandbox.core.net.Cidr;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -15,7 +16,14 @@ import java.util.List;
  * @param sandboxUidFirst first host uid of the sandboxes of a root gateway ({@code BESPOKE_SANDBOX_UIDS})
  * @param sandboxUidCount how many uids from {@code sandboxUidFirst} they may have ({@code BESPOKE_SANDBOX_UIDS})
  * @param sandboxUidLocks where the lock files of the uids held on this host are ({@code BESPOKE_SANDBOX_UID_LOCKS})
+ * @param sandboxAllowCidrs ranges sandbox programs may reach although sandbox egress refuses them otherwise
+ *     (loopback, link-local, private ranges, cluster members, the database) ({@code BESPOKE_SANDBOX_ALLOW_CIDRS})
  */
 public record ExecutionConfig(int outputLimitBytes, int timeoutSecs, int journalBytes, List<Path> workdirRoots,
     boolean gitAllowFileUrls, boolean gitAllowPrivate, int sandboxUidFirst, int sandboxUidCount,
-    Path sandboxUidLocks) {}
+    Path sandboxUidLocks, List<Cidr> sandboxAllowCidrs) {
+  public ExecutionConfig {
+    workdirRoots = List.copyOf(workdirRoots);
+    sandboxAllowCidrs = List.copyOf(sandboxAllowCidrs);
+  }
+}

@@ -53,6 +53,7 @@ final class Variables {
       "BESPOKE_GIT_ALLOW_PRIVATE", "execution.gitAllowPrivate",
       "BESPOKE_SANDBOX_UIDS", "execution.sandboxUids",
       "BESPOKE_SANDBOX_UID_LOCKS", "execution.sandboxUidLocks",
+      "BESPOKE_SANDBOX_ALLOW_CIDRS", "execution.sandboxAllowCidrs",
       "BESPOKE_CUSTOMER_MARKUP", "ledger.customerMarkup",
       "BESPOKE_PRICING_FILE", "ledger.pricingFile",
       "BESPOKE_ALLOWED_BACKENDS", "providers.allowed",

@@ -212,6 +212,21 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void sandbox_allow_cidrs_are_canonical_ranges_and_anything_else_names_the_setting() {
+    assertThat(ConfigLoader.fromMap(Map.of(), "/h").execution().sandboxAllowCidrs()).isEmpty();
+    assertThat(ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_ALLOW_CIDRS",
+            " 10.1.2.3/16, 192.168.7.9 ,FD12:0:0::1/64,,10.1.0.0/16, ::ffff:10.0.0.1/128, ::1"), "/h")
+        .execution().sandboxAllowCidrs()).map(Object::toString)
+        .containsExactly("10.1.0.0/16", "192.168.7.9/32", "fd12::/64", "::ffff:a00:1/128", "::1/128");
+    for (String bad : List.of("10.0.0.0/33", "example.com", "10.0.0/8", "10.0.0.1:80", "fd00::/129", "10.0.0.1/x",
+        "300.1.1.1")) {
+      assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_ALLOW_CIDRS", "10.9.0.0/16," + bad), "/h"))
+          .as(bad).isInstanceOf(ConfigException.class).hasMessageContaining("BESPOKE_SANDBOX_ALLOW_CIDRS")
+          .hasMessageContaining(bad);
+    }
+  }
+
+  @Test
   void environment_wins_over_the_file_which_wins_over_defaults(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("gw.json");
     Files.writeString(file, "{\"PORT\": 9100, \"BESPOKE_CUSTOMER_MARKUP\": \"1.5\", \"HOST\": \"0.0.0.0\"}");
