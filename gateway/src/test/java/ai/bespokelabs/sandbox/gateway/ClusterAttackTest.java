@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.bespokelabs.sandbox.core.config.ClusterConfig;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
@@ -17,12 +18,15 @@ import java.io.OutputStream;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,7 +41,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
@@ -56,10 +64,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Two gateway nodes clustered on {@code 127.0.0.2} (loopback, but not the address the HTTP API listens on),
  * attacked the ways issue 27 reported: a process that is not a member joins the group (without a certificate,
- * with one of another CA), writes hand-made event-bus frames or plain bytes to the cluster ports, reaches
- * them on another local address, or reads the traffic between the nodes. Each attack has a control that does
- * the same with what a member has (a certificate of the cluster's CA) and succeeds, so the attack failing is
- * the nodes' doing and not the test's.
+ * with one of another CA), writes hand-made event-bus frames or plain bytes to the cluster ports, or reaches
+ * them on another local address; and two more, each in a network namespace of its own, whose link a capture
+ * reads. Each attack has a control that does the same with what a member has (a certificate of the cluster's
+ * CA), or where TLS is not spoken, and succeeds, so the attack failing is the nodes' doing and not the test's.
  */
 @Tag("security")
 class ClusterAttackTest {
@@ -111,6 +119,9 @@ class ClusterAttackTest {
 
   @AfterAll
   static void stop() throws Exception {
+    if (ROOT) {
+      linkDown(NET); // the capture test removes them itself; this if it could not
+    }
     for (GatewayProcess g : GW.values()) {
       g.process.destroyForcibly();
       g.process.waitFor(30, TimeUnit.SECONDS);
@@ -373,41 +384,312 @@ class ClusterAttackTest {
     return InetAddress.getByAddress(bytes).getHostAddress() + ":" + Integer.parseInt(parts[1], 16);
   }
 
+  /**
+   * Two more nodes, each in a network namespace of its own ({@code <NET>a}, {@code <NET>b}) and joined by a veth
+   * pair on a private test subnet, the only link between them; each namespace also has a veth pair to this host
+   * (its own small subnet), through which the test reaches the node's API and the node reaches the test's
+   * PostgreSQL (a forwarder in this JVM on the host end: the server listens on loopback only and trusts loopback
+   * connections only). A tenant runs, through B, an execution of a local sandbox hosted on A with a distinctive
+   * value in its environment and its output; a capture on A's end of the link between the nodes must show the
+   * event-bus traffic that carried it, all of it TLS, and never the value, which a capture of B's plain HTTP
+   * leg does show. Each node's sandbox egress rules (nftables, for the sandbox uids only, never the gateway's
+   * own) go in its namespace's tables, not this host's.
+   */
   @Test
-  void a_capture_between_the_nodes_shows_no_tenant_value() throws Exception {
-    String token = "tenant-secret-" + HexFormat.of().formatHex(new SecureRandom().generateSeed(12));
-    Path between = dirs.resolve("between.pcap");
-    Path api = dirs.resolve("api.pcap");
-    List<Integer> ports = new ArrayList<>();
-    CLUSTER_PORTS.values().forEach(p -> ports.addAll(List.of(p, p + 1)));
-    Process cluster = capture(between, ports);
-    Process control = capture(api, List.of(HTTP_PORTS.get("b"))); // the same secret where TLS is not spoken
+  void a_capture_between_two_nodes_in_network_namespaces_shows_no_tenant_value() throws Exception {
+    assumeTrue(ROOT, "root: the two nodes run in network namespaces of their own");
+    removeLeftovers();
+    Map<String, Forwarder> forwarders = new HashMap<>();
+    List<String> nodes = List.of("ns-a", "ns-b");
     try {
-      String sbx = call("a", "POST", "/v1/sandboxes", key, "{\"backend\":\"local\"}", 201).getString("id");
-      JsonObject ran = call("b", "POST", "/v1/sandboxes/" + sbx + "/execute", key, new JsonObject()
-          .put("command", "echo \"$SECRET_VALUE\"").put("env", new JsonObject().put("SECRET_VALUE", token)).encode(),
-          200);
-      assertThat(ran.getString("stdout")).as("the command ran on A, through B").isEqualTo(token + "\n");
-    } finally {
-      Thread.sleep(500); // the last packets reach the capture
-      for (Process p : List.of(cluster, control)) {
-        p.destroy(); // tcpdump writes what it has and stops
-        assertThat(p.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      linkUp();
+      URI database = URI.create(TestDatabase.newDatabaseUrl());
+      InetSocketAddress postgres = new InetSocketAddress(InetAddress.getLoopbackAddress(), database.getPort());
+      String members = NS_ADDRESS.get("a") + ":" + NS_CLUSTER_PORT + "," + NS_ADDRESS.get("b") + ":" + NS_CLUSTER_PORT;
+      for (String n : List.of("a", "b")) {
+        forwarders.put(n, new Forwarder(HOST_SIDE.get(n), postgres));
+        startInNamespace(n, "postgresql://postgres@" + HOST_SIDE.get(n) + ":" + forwarders.get(n).port()
+            + database.getPath(), members);
       }
+      String tenant = call("ns-a", "POST", "/v1/organizations", null, "{\"name\":\"Victim\"}", 201)
+          .getJsonObject("api_key").getString("secret");
+      String token = "tenant-secret-" + HexFormat.of().formatHex(new SecureRandom().generateSeed(12));
+      Path between = dirs.resolve("between.pcap");
+      Path api = dirs.resolve("api.pcap");
+      String a = NS_ADDRESS.get("a");
+      String b = NS_ADDRESS.get("b");
+      // all that passes between the two nodes, on A's end of their link
+      Process cluster = capture(NET + "a", NET + "ab", between, "host " + a + " and host " + b);
+      // the same value where TLS is not spoken: the tenant's request to B, on B's link to this host
+      Process control = capture(NET + "b", NET + "bh", api, "tcp port " + NS_HTTP_PORT);
+      try {
+        String sbx = call("ns-a", "POST", "/v1/sandboxes", tenant, "{\"backend\":\"local\"}", 201).getString("id");
+        JsonObject ran = call("ns-b", "POST", "/v1/sandboxes/" + sbx + "/execute", tenant, new JsonObject()
+            .put("command", "echo \"$SECRET_VALUE\"").put("env", new JsonObject().put("SECRET_VALUE", token))
+            .encode(), 200);
+        assertThat(ran.getString("stdout")).as("the command ran on A, through B").isEqualTo(token + "\n");
+      } finally {
+        Thread.sleep(500); // the last packets reach the capture
+        for (Process p : List.of(cluster, control)) {
+          p.destroy(); // tcpdump writes what it has and stops
+          assertThat(p.waitFor(10, TimeUnit.SECONDS)).as("tcpdump stopped").isTrue();
+        }
+      }
+
+      byte[] secret = token.getBytes(StandardCharsets.UTF_8);
+      Map<Flow, byte[]> streams = tcpStreams(between);
+      String seen = streams.entrySet().stream().map(e -> e.getKey() + ": " + e.getValue().length + " bytes")
+          .toList().toString();
+      int bus = NS_CLUSTER_PORT + 1;
+      assertThat(payload(streams, b, a, bus)).as("the execution went from B to A's event bus: " + seen).isPositive();
+      assertThat(payload(streams, a, b, bus)).as("its result came back to B's event bus: " + seen).isPositive();
+      for (Map.Entry<Flow, byte[]> e : streams.entrySet()) {
+        assertThat(List.of(e.getKey().fromPort(), e.getKey().toPort())).as("only cluster ports between the nodes: "
+            + e.getKey()).containsAnyOf(NS_CLUSTER_PORT, bus);
+        assertThat(indexOf(e.getValue(), TLS_APPLICATION_DATA)).as("TLS 1.3 records on " + e.getKey())
+            .isNotNegative();
+      }
+      assertThat(tcpStreams(api).values()).as("tcpdump sees a clear value on the plain HTTP leg")
+          .anyMatch(s -> indexOf(s, secret) >= 0);
+      assertThat(indexOf(Files.readAllBytes(between), secret)).as("the value in the capture between the nodes")
+          .isNegative();
+      for (Map.Entry<Flow, byte[]> e : streams.entrySet()) {
+        assertThat(indexOf(e.getValue(), secret)).as("the value in clear on " + e.getKey()).isNegative();
+      }
+    } catch (Throwable failure) {
+      throw withLogs(failure, nodes);
+    } finally {
+      for (String n : nodes) {
+        GatewayProcess g = GW.remove(n);
+        if (g != null) {
+          g.process.destroyForcibly();
+          g.process.waitFor(30, TimeUnit.SECONDS);
+        }
+        Path log = dirs.resolve(n).resolve("gateway.log");
+        if (Files.exists(log)) {
+          Files.copy(log, Path.of("target", "cluster-attack-test-" + n + ".log"),
+              java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+      forwarders.values().forEach(Forwarder::close);
+      linkDown(NET);
     }
-    byte[] secret = token.getBytes(StandardCharsets.UTF_8);
-    byte[] seen = Files.readAllBytes(between);
-    assertThat(seen.length).as("the capture saw the nodes' traffic").isGreaterThan(2048);
-    assertThat(indexOf(Files.readAllBytes(api), secret)).as("tcpdump sees a clear value").isNotNegative();
-    assertThat(indexOf(seen, secret)).as("the value crossed the bus, never in clear").isNegative();
   }
 
-  static Process capture(Path file, List<Integer> ports) throws Exception {
-    String filter = String.join(" or ", ports.stream().map(p -> "tcp port " + p).toList());
-    Process p = new ProcessBuilder("tcpdump", "-i", "lo", "--immediate-mode", "-U", "-s", "0", "-Z", "root", "-w",
-        file.toString(), filter)
+  /** Root: the capture's nodes run in network namespaces of their own. */
+  static final boolean ROOT = BwrapTest.GATEWAY_UID == 0;
+  /** What the names of the capture's namespaces and links start with: this JVM's, unique on the host. */
+  static final String NET = "bsxcap" + ProcessHandle.current().pid();
+  /** A namespace or host link of this test, of this JVM or of another (one left by an aborted run). */
+  static final Pattern NET_NAME = Pattern.compile("\\bbsxcap(\\d+)h?[ab]\\b");
+  /** Each namespace's address on the link between the two: its cluster host, where its API listens too. */
+  static final Map<String, String> NS_ADDRESS = Map.of("a", "10.233.0.1", "b", "10.233.0.2");
+  /** The host's end of each namespace's link to it, and the namespace's end. */
+  static final Map<String, String> HOST_SIDE = Map.of("a", "10.233.1.1", "b", "10.233.2.1");
+  static final Map<String, String> NS_SIDE = Map.of("a", "10.233.1.2", "b", "10.233.2.2");
+  /** A namespace has ports of its own: fixed ones. */
+  static final int NS_HTTP_PORT = 8080;
+  static final int NS_CLUSTER_PORT = 7800;
+  /** A TLS 1.3 application data record's header (content type 23, legacy version 3.3). */
+  static final byte[] TLS_APPLICATION_DATA = {0x17, 0x03, 0x03};
+
+  /**
+   * The namespaces {@code <NET>a}, {@code <NET>b}, the link between them ({@code <NET>ab} in A, {@code <NET>ba}
+   * in B) and each one's link to this host ({@code <NET>ha} here, {@code <NET>ah} in A), routed.
+   */
+  static void linkUp() throws Exception {
+    for (String n : List.of("a", "b")) {
+      ip("netns", "add", NET + n);
+    }
+    ip("link", "add", NET + "ab", "netns", NET + "a", "type", "veth", "peer", "name", NET + "ba", "netns", NET + "b");
+    for (String n : List.of("a", "b")) {
+      String ns = NET + n;
+      String host = NET + "h" + n;
+      String toHost = NET + n + "h";
+      String toPeer = NET + n + (n.equals("a") ? "b" : "a");
+      ip("link", "add", host, "type", "veth", "peer", "name", toHost, "netns", ns);
+      ip("addr", "add", HOST_SIDE.get(n) + "/24", "dev", host);
+      ip("link", "set", host, "up");
+      ip("-n", ns, "link", "set", "lo", "up");
+      ip("-n", ns, "addr", "add", NS_ADDRESS.get(n) + "/24", "dev", toPeer);
+      ip("-n", ns, "link", "set", toPeer, "up");
+      ip("-n", ns, "addr", "add", NS_SIDE.get(n) + "/24", "dev", toHost);
+      ip("-n", ns, "link", "set", toHost, "up");
+      // the node's address is reached through its link to this host; the namespace answers for all its addresses
+      ip("route", "add", NS_ADDRESS.get(n) + "/32", "via", NS_SIDE.get(n), "dev", host);
+    }
+  }
+
+  /** Removes the namespaces and links named {@code prefix}..., ending what still runs in them. Best effort. */
+  static void linkDown(String prefix) {
+    for (String n : List.of("a", "b")) {
+      String ns = prefix + n;
+      if (Files.exists(Path.of("/run/netns", ns))) {
+        // what the nodes left running (their sandboxes' programs), and a node or tcpdump of an aborted run
+        List<ProcessHandle> left = quietly("ip", "netns", "pids", ns).lines().map(String::trim)
+            .filter(s -> s.matches("\\d+")).map(Long::parseLong).map(ProcessHandle::of).flatMap(Optional::stream)
+            .toList();
+        left.forEach(ProcessHandle::destroyForcibly);
+        for (ProcessHandle p : left) {
+          try {
+            p.onExit().get(10, TimeUnit.SECONDS);
+          } catch (Exception stillThere) {
+            // the namespace goes when it ends
+          }
+        }
+        quietly("ip", "netns", "del", ns);
+      }
+      quietly("ip", "link", "del", prefix + "h" + n); // gone with its namespace, unless a process kept it
+    }
+  }
+
+  /** Removes what an aborted run of this test left: namespaces and links named after a JVM that is gone. */
+  static void removeLeftovers() {
+    Set<String> prefixes = new HashSet<>(List.of(NET));
+    Matcher m = NET_NAME.matcher(quietly("ip", "netns", "list") + "\n" + quietly("ip", "-o", "link", "show"));
+    while (m.find()) {
+      if (ProcessHandle.of(Long.parseLong(m.group(1))).filter(ProcessHandle::isAlive).isEmpty()) {
+        prefixes.add("bsxcap" + m.group(1));
+      }
+    }
+    prefixes.forEach(ClusterAttackTest::linkDown);
+  }
+
+  /** Node {@code ns-<n>}, its JVM in namespace {@code <NET><n>}, clustered on its address on the link. */
+  static void startInNamespace(String n, String databaseUrl, String members) throws Exception {
+    String node = "ns-" + n;
+    Path dir = dirs.resolve(node);
+    Files.createDirectories(dir);
+    String address = NS_ADDRESS.get(n);
+    Map<String, String> env = new HashMap<>(Map.of("BESPOKE_DATABASE_URL", databaseUrl, "HOST", address,
+        "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN, "BESPOKE_API_KEY_PEPPER", ClusterTest.PEPPER,
+        "BESPOKE_CLUSTER", "true", "BESPOKE_CLUSTER_HOST", address, "BESPOKE_CLUSTER_MEMBERS", members,
+        "BESPOKE_NODE_ID", node, "BESPOKE_CLUSTER_PORT", String.valueOf(NS_CLUSTER_PORT), "BESPOKE_DRAIN_SECS", "0"));
+    env.putAll(ours.node(node, "ip:" + address));
+    try {
+      GW.put(node, GatewayProcess.start(List.of("ip", "netns", "exec", NET + n), dir, address, NS_HTTP_PORT, env,
+          List.of("-XX:TieredStopAtLevel=1")));
+    } catch (RuntimeException | Error e) {
+      throw new AssertionError("node " + node + " did not start in namespace " + NET + n, e);
+    }
+  }
+
+  /** {@code failure}, with what the nodes logged and the namespaces' addresses: what to look at first. */
+  static AssertionError withLogs(Throwable failure, List<String> nodes) {
+    StringBuilder s = new StringBuilder(String.valueOf(failure.getMessage()));
+    for (String n : List.of("a", "b")) {
+      s.append("\n--- namespace ").append(NET).append(n).append(" ---\n")
+          .append(quietly("ip", "-n", NET + n, "-br", "addr"));
+    }
+    for (String node : nodes) {
+      Path log = dirs.resolve(node).resolve("gateway.log");
+      try {
+        List<String> lines = Files.exists(log) ? Files.readAllLines(log) : List.of("(no log)");
+        s.append("\n--- node ").append(node).append("'s log, last 200 lines ---\n")
+            .append(String.join("\n", lines.subList(Math.max(0, lines.size() - 200), lines.size())));
+      } catch (IOException e) {
+        s.append("\n(node ").append(node).append("'s log: ").append(e).append(')');
+      }
+    }
+    return new AssertionError(s.toString(), failure);
+  }
+
+  /** Runs {@code ip} with {@code args}; fails with what it said. */
+  static void ip(String... args) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of("ip"));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+      throw new IllegalStateException(String.join(" ", cmd) + " failed: " + out);
+    }
+  }
+
+  /** What {@code cmd} printed, whether or not it succeeded ("" if it did not run). */
+  static String quietly(String... cmd) {
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      p.waitFor(30, TimeUnit.SECONDS);
+      return out;
+    } catch (IOException e) {
+      return "";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "";
+    }
+  }
+
+  /** Joins whoever connects to {@code host} (an ephemeral port) to {@code target}, each direction a thread. */
+  static final class Forwarder implements AutoCloseable {
+    private final ServerSocket server = new ServerSocket();
+    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+
+    Forwarder(String host, InetSocketAddress target) throws IOException {
+      server.bind(new InetSocketAddress(host, 0));
+      Thread.ofVirtual().start(() -> {
+        while (!server.isClosed()) {
+          try {
+            Socket in = server.accept();
+            Socket out = new Socket();
+            open.add(in);
+            open.add(out);
+            try {
+              out.connect(target, 5_000);
+            } catch (IOException refused) {
+              in.close();
+              out.close();
+              continue;
+            }
+            pipe(in, out);
+            pipe(out, in);
+          } catch (IOException closed) {
+            return;
+          }
+        }
+      });
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    private void pipe(Socket from, Socket to) {
+      Thread.ofVirtual().start(() -> {
+        try (from; to) {
+          from.getInputStream().transferTo(to.getOutputStream());
+        } catch (IOException ended) {
+          // either side closed
+        } finally {
+          open.remove(from);
+          open.remove(to);
+        }
+      });
+    }
+
+    @Override
+    public void close() {
+      try {
+        server.close();
+      } catch (IOException ignored) {
+        // closing
+      }
+      for (Socket s : open) {
+        try {
+          s.close();
+        } catch (IOException ignored) {
+          // closing
+        }
+      }
+    }
+  }
+
+  /** tcpdump in {@code namespace} on {@code device}, writing the packets {@code filter} matches to {@code file}. */
+  static Process capture(String namespace, String device, Path file, String filter) throws Exception {
+    Process p = new ProcessBuilder("ip", "netns", "exec", namespace, "tcpdump", "-i", device, "--immediate-mode",
+        "-U", "-s", "0", "-Z", "root", "-w", file.toString(), filter)
         .redirectErrorStream(true).start();
-    // it says "listening on lo" once it captures
+    // it says "listening on <device>" once it captures
     StringBuilder said = new StringBuilder();
     InputStream in = p.getInputStream();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -418,7 +700,8 @@ class ClusterAttackTest {
       }
       said.append((char) c);
     }
-    assertThat(said.toString()).as("tcpdump (bin/test installs it) started capturing").contains("listening on");
+    assertThat(said.toString()).as("tcpdump (bin/test installs it) started capturing on " + device)
+        .contains("listening on");
     Thread.ofPlatform().daemon().start(() -> {
       try {
         in.transferTo(OutputStream.nullOutputStream());
@@ -427,6 +710,78 @@ class ClusterAttackTest {
       }
     });
     return p;
+  }
+
+  /** One direction of a TCP connection. */
+  record Flow(String from, int fromPort, String to, int toPort) {
+    @Override
+    public String toString() {
+      return from + ":" + fromPort + " > " + to + ":" + toPort;
+    }
+  }
+
+  /** The payload bytes from {@code from} to {@code to}'s port {@code toPort}. */
+  static long payload(Map<Flow, byte[]> streams, String from, String to, int toPort) {
+    return streams.entrySet().stream().filter(e -> e.getKey().from().equals(from) && e.getKey().to().equals(to)
+        && e.getKey().toPort() == toPort).mapToLong(e -> e.getValue().length).sum();
+  }
+
+  /**
+   * Each direction of each IPv4 TCP connection in a capture (libpcap format, Ethernet frames), its payload put
+   * back in sequence order, so that a value split between segments is found whole.
+   */
+  static Map<Flow, byte[]> tcpStreams(Path pcap) throws IOException {
+    ByteBuffer file = ByteBuffer.wrap(Files.readAllBytes(pcap));
+    int magic = file.getInt(0);
+    if (magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1) {
+      file.order(ByteOrder.LITTLE_ENDIAN);
+    } else {
+      assertThat(magic).as("a pcap file: " + pcap).isIn(0xa1b2c3d4, 0xa1b23c4d);
+    }
+    assertThat(file.getInt(20) & 0x0fffffff).as("Ethernet frames in " + pcap).isEqualTo(1);
+    Map<Flow, Integer> first = new HashMap<>();
+    Map<Flow, TreeMap<Integer, byte[]>> segments = new java.util.LinkedHashMap<>();
+    for (int at = 24; at + 16 <= file.limit(); ) {
+      int length = file.getInt(at + 8);
+      ByteBuffer f = file.slice(at + 16, Math.min(length, file.limit() - at - 16)); // network byte order
+      at += 16 + length;
+      if (f.limit() < 54 || f.getShort(12) != 0x0800 || f.get(23) != 6) { // IPv4, TCP
+        continue;
+      }
+      int tcp = 14 + (f.get(14) & 0x0f) * 4;
+      int total = f.getShort(16) & 0xffff;
+      int end = total == 0 ? f.limit() : Math.min(f.limit(), 14 + total); // 0: a segment offloaded whole
+      int data = tcp + ((f.get(tcp + 12) & 0xf0) >> 2);
+      if (data >= end) {
+        continue;
+      }
+      Flow flow = new Flow(ipv4(f, 26), f.getShort(tcp) & 0xffff, ipv4(f, 30), f.getShort(tcp + 2) & 0xffff);
+      int seq = f.getInt(tcp + 4);
+      int offset = seq - first.computeIfAbsent(flow, k -> seq); // wraps as TCP's sequence numbers do
+      byte[] bytes = new byte[end - data];
+      f.get(data, bytes);
+      segments.computeIfAbsent(flow, k -> new TreeMap<>()).merge(offset, bytes, (x, y) -> x.length >= y.length ? x : y);
+    }
+    Map<Flow, byte[]> streams = new java.util.LinkedHashMap<>();
+    segments.forEach((flow, byOffset) -> {
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+      long next = byOffset.firstKey();
+      for (Map.Entry<Integer, byte[]> s : byOffset.entrySet()) {
+        long skip = Math.max(0, next - s.getKey()); // a retransmission overlaps what is there
+        if (skip < s.getValue().length) {
+          out.write(s.getValue(), (int) skip, s.getValue().length - (int) skip);
+          next = (long) s.getKey() + s.getValue().length;
+        }
+      }
+      streams.put(flow, out.toByteArray());
+    });
+    return streams;
+  }
+
+  static String ipv4(ByteBuffer frame, int at) throws IOException {
+    byte[] a = new byte[4];
+    frame.get(at, a);
+    return InetAddress.getByAddress(a).getHostAddress();
   }
 
   static int indexOf(byte[] haystack, byte[] needle) {

@@ -15,9 +15,9 @@ public final class GatewayProcess {
   public final Process process;
   public final String base;
 
-  private GatewayProcess(Process process, int port) {
+  private GatewayProcess(Process process, String host, int port) {
     this.process = process;
-    this.base = "http://127.0.0.1:" + port;
+    this.base = "http://" + host + ":" + port;
   }
 
   public static GatewayProcess start(Path dataDir, int port, Map<String, String> env) throws IOException, InterruptedException {
@@ -27,8 +27,19 @@ public final class GatewayProcess {
   /** As {@link #start(Path, int, Map)}, with extra JVM options (e.g. a small heap). */
   static GatewayProcess start(Path dataDir, int port, Map<String, String> env, java.util.List<String> jvmOptions)
       throws IOException, InterruptedException {
+    return start(java.util.List.of(), dataDir, "127.0.0.1", port, env, jvmOptions);
+  }
+
+  /**
+   * As {@link #start(Path, int, Map, java.util.List)}, the JVM started through {@code launcher} (a command that
+   * runs the rest of its arguments, such as {@code ip netns exec <namespace>}) and its API reached on
+   * {@code host}, which {@code env} has it listen on ({@code HOST}).
+   */
+  static GatewayProcess start(java.util.List<String> launcher, Path dataDir, String host, int port,
+      Map<String, String> env, java.util.List<String> jvmOptions) throws IOException, InterruptedException {
     String javaBin = ProcessHandle.current().info().command().orElse("java");
-    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED"));
+    java.util.List<String> cmd = new java.util.ArrayList<>(launcher);
+    cmd.addAll(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED"));
     cmd.addAll(jvmOptions);
     cmd.addAll(java.util.List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "--port",
         String.valueOf(port)));
@@ -37,7 +48,7 @@ public final class GatewayProcess {
         .redirectOutput(ProcessBuilder.Redirect.appendTo(dataDir.resolve("gateway.log").toFile()));
     pb.environment().put("BESPOKE_DATA_DIR", dataDir.toString());
     pb.environment().putAll(env);
-    GatewayProcess g = new GatewayProcess(pb.start(), port);
+    GatewayProcess g = new GatewayProcess(pb.start(), host, port);
     g.awaitServing();
     return g;
   }
