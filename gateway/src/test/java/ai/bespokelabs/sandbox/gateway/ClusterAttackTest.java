@@ -88,6 +88,23 @@ class ClusterAttackTest {
   static List<String> members = new ArrayList<>();
   static String key;
 
+  /** Root: the capture's nodes run in network namespaces of their own. */
+  static final boolean ROOT = BwrapTest.GATEWAY_UID == 0;
+  /** What the names of the capture's namespaces and links start with: this JVM's, unique on the host. */
+  static final String NET = "bsxcap" + ProcessHandle.current().pid();
+  /** A namespace or host link of this test, of this JVM or of another (one left by an aborted run). */
+  static final Pattern NET_NAME = Pattern.compile("\\bbsxcap(\\d+)h?[ab]\\b");
+  /** Each namespace's address on the link between the two: its cluster host, where its API listens too. */
+  static final Map<String, String> NS_ADDRESS = Map.of("a", "10.233.0.1", "b", "10.233.0.2");
+  /** The host's end of each namespace's link to it, and the namespace's end. */
+  static final Map<String, String> HOST_SIDE = Map.of("a", "10.233.1.1", "b", "10.233.2.1");
+  static final Map<String, String> NS_SIDE = Map.of("a", "10.233.1.2", "b", "10.233.2.2");
+  /** A namespace has ports of its own: fixed ones. */
+  static final int NS_HTTP_PORT = 8080;
+  static final int NS_CLUSTER_PORT = 7800;
+  /** A TLS 1.3 application data record's header (content type 23, legacy version 3.3). */
+  static final byte[] TLS_APPLICATION_DATA = {0x17, 0x03, 0x03};
+
   @BeforeAll
   static void start() throws Exception {
     ours = ClusterCertificates.newCa(dirs.resolve("ours"), "attack-test-ca");
@@ -475,23 +492,6 @@ class ClusterAttackTest {
       linkDown(NET);
     }
   }
-
-  /** Root: the capture's nodes run in network namespaces of their own. */
-  static final boolean ROOT = BwrapTest.GATEWAY_UID == 0;
-  /** What the names of the capture's namespaces and links start with: this JVM's, unique on the host. */
-  static final String NET = "bsxcap" + ProcessHandle.current().pid();
-  /** A namespace or host link of this test, of this JVM or of another (one left by an aborted run). */
-  static final Pattern NET_NAME = Pattern.compile("\\bbsxcap(\\d+)h?[ab]\\b");
-  /** Each namespace's address on the link between the two: its cluster host, where its API listens too. */
-  static final Map<String, String> NS_ADDRESS = Map.of("a", "10.233.0.1", "b", "10.233.0.2");
-  /** The host's end of each namespace's link to it, and the namespace's end. */
-  static final Map<String, String> HOST_SIDE = Map.of("a", "10.233.1.1", "b", "10.233.2.1");
-  static final Map<String, String> NS_SIDE = Map.of("a", "10.233.1.2", "b", "10.233.2.2");
-  /** A namespace has ports of its own: fixed ones. */
-  static final int NS_HTTP_PORT = 8080;
-  static final int NS_CLUSTER_PORT = 7800;
-  /** A TLS 1.3 application data record's header (content type 23, legacy version 3.3). */
-  static final byte[] TLS_APPLICATION_DATA = {0x17, 0x03, 0x03};
 
   /**
    * The namespaces {@code <NET>a}, {@code <NET>b}, the link between them ({@code <NET>ab} in A, {@code <NET>ba}
