@@ -172,7 +172,7 @@ public final class AdapterVerticle extends VerticleBase {
 
   /**
    * What tenants and {@code /v1/providers} are told of a backend that failed to start: a settings error's own
-   * sentence (it names the setting, never its value), else only that it failed, the details being in the log.
+   * sentence (it names the setting, never a credential), else only that it failed, the details being in the log.
    */
   static String unavailableReason(String backend, Throwable e) {
     if (e instanceof ai.bespokelabs.sandbox.core.config.ConfigException && e.getMessage() != null) {

@@ -12,7 +12,7 @@ import java.util.Set;
  * A backend whose settings could not be read (a malformed URL, a bad number): listed by {@code /v1/providers} as
  * not configured with {@code reason}, every request refused with it, while the other backends serve as usual.
  *
- * @param reason the settings error, naming the setting and never its value
+ * @param reason the settings error, naming the setting (never a credential)
  */
 public record Unconfigured(String name, boolean nodeBound, String reason) implements Backend {
 

@@ -38,6 +38,8 @@ class BrokenBackendSettingsTest {
           "BESPOKE_CONTROL_PLANE_ADMIN_TOKEN", TestGateway.ADMIN, "BESPOKE_HTTP_INSTANCES", "1",
           "RUNPOD_API_KEY", secret, "RUNPOD_API_URL", runpod.url(), "BESPOKE_RUNPOD_SSH_KEY", key.toString(),
           "TENSORLAKE_API_KEY", secret, "TENSORLAKE_API_URL", "not a url"));
+      // an image allow-list that cannot be read leaves docker unconfigured: it fails closed, never open
+      env.put("BESPOKE_DOCKER_IMAGES", "python:*, my image");
       GatewayProcess gateway = GatewayProcess.start(dataDir, TestGateway.freePort(), env);
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(CALL).build();
       try {
@@ -58,6 +60,9 @@ class BrokenBackendSettingsTest {
         assertThat(byBackend.get("tensorlake").getBoolean("configured")).isFalse();
         assertThat(byBackend.get("tensorlake").getString("message")).contains("TENSORLAKE_API_URL")
             .doesNotContain("not a url");
+        assertThat(byBackend.get("docker").getBoolean("configured")).isFalse();
+        assertThat(byBackend.get("docker").getString("message"))
+            .startsWith("BESPOKE_DOCKER_IMAGES must list image name patterns").contains("my image");
         assertThat(byBackend.get("local").getBoolean("configured")).isTrue();
 
         HttpResponse<String> refused = http.send(HttpRequest.newBuilder(URI.create(gateway.base + "/v1/sandboxes"))
@@ -80,6 +85,7 @@ class BrokenBackendSettingsTest {
         List<String> lines = log.lines().filter(l -> l.contains("runpod is not available")).toList();
         assertThat(lines).hasSize(1);
         assertThat(log.lines().filter(l -> l.contains("tensorlake is not available"))).hasSize(1);
+        assertThat(log.lines().filter(l -> l.contains("docker is not available"))).hasSize(1);
         assertThat(log).doesNotContain("\tat ", "Exception:");
       } finally {
         gateway.process.destroy();
