@@ -41,6 +41,7 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -164,6 +165,33 @@ class SupervisorVerticleTest {
     }
     Waits.upTo(3).untilAsserted(() -> assertThat(statuses(hung)).as("the hung sandboxes once answered")
         .containsOnly("destroyed"));
+    await(vertx.undeploy(deployment));
+    await(consumer.unregister());
+  }
+
+  @Test
+  void a_sweep_destroys_at_most_the_bound_at_once_and_all_of_its_batch() throws Exception {
+    String nodeId = "node-busy-" + ++nodes;
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 2 * SupervisorVerticle.PARALLEL_DESTROYS + 5; i++) {
+      ids.add(running(nodeId, Duration.ofMinutes(1)));
+    }
+    AtomicInteger inFlight = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    MessageConsumer<DestroySandbox> consumer = adapter(nodeId, msg -> {
+      most.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      vertx.setTimer(100, t -> {
+        inFlight.decrementAndGet();
+        msg.reply(null);
+      });
+    });
+    OffsetClock clock = new OffsetClock();
+    SupervisorVerticle supervisor = supervisor(nodeId, clock);
+    String deployment = await(vertx.deployVerticle(supervisor));
+    clock.advance(Duration.ofMinutes(10));
+    supervisor.sweepSoon();
+    Waits.upTo(10).untilAsserted(() -> assertThat(statuses(ids)).containsOnly("destroyed"));
+    assertThat(most.get()).as("destroys in flight at once").isEqualTo(SupervisorVerticle.PARALLEL_DESTROYS);
     await(vertx.undeploy(deployment));
     await(consumer.unregister());
   }
