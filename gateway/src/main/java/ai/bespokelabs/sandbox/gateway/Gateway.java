@@ -119,17 +119,17 @@ public final class Gateway implements AutoCloseable {
     ProviderSettings settings = config.providers().settings();
     add(out, DockerProvider.BACKEND, true, () -> Optional.of(new DockerProvider(vertx, DockerSettings.from(settings))));
     add(out, E2bProvider.BACKEND, false, () -> E2bSettings.from(settings).map(e2b -> new E2bProvider(vertx, e2b, clock)));
-    add(out, DaytonaProvider.BACKEND, false, () -> Optional.ofNullable(DaytonaSettings.from(settings))
+    add(out, DaytonaProvider.BACKEND, false, () -> DaytonaSettings.from(settings)
         .map(d -> new DaytonaProvider(vertx, d, PricingCatalog.load(config.ledger().pricingFile()), clock)));
-    add(out, RayProvider.BACKEND, false, () -> Optional.ofNullable(RaySettings.from(settings))
+    add(out, RayProvider.BACKEND, false, () -> RaySettings.from(settings)
         .map(ray -> new RayProvider(vertx, ray)));
-    add(out, TensorlakeProvider.BACKEND, false, () -> Optional.ofNullable(TensorlakeSettings.from(settings))
+    add(out, TensorlakeProvider.BACKEND, false, () -> TensorlakeSettings.from(settings)
         .map(t -> new TensorlakeProvider(vertx, t)));
     add(out, CodeCapsulesProvider.BACKEND, false, () -> CodeCapsulesSettings.from(settings)
         .map(cc -> new CodeCapsulesProvider(vertx, cc)));
     add(out, ModalProvider.BACKEND, false, () -> ModalSettings.from(settings)
         .map(modal -> new ModalProvider(vertx, modal, PricingCatalog.load(config.ledger().pricingFile()))));
-    add(out, RunPodProvider.BACKEND, false, () -> Optional.ofNullable(RunPodSettings.from(settings, data))
+    add(out, RunPodProvider.BACKEND, false, () -> RunPodSettings.from(settings, data)
         .map(runpod -> new RunPodProvider(vertx, runpod, clock)));
     return out;
   }

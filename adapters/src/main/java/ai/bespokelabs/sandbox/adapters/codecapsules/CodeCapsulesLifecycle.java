@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.codecapsules;
 
+import ai.bespokelabs.sandbox.adapters.ProviderMarks;
 import static ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesClient.json;
 
 import ai.bespokelabs.sandbox.adapters.spi.Inventory;
@@ -37,9 +38,9 @@ import org.slf4j.LoggerFactory;
 final class CodeCapsulesLifecycle implements Lifecycle, Inventory {
   private static final Logger LOG = LoggerFactory.getLogger(CodeCapsulesLifecycle.class);
   /** Metadata keys stamped on every sandbox. */
-  static final String META_SANDBOX = "bespoke_sandbox_id";
-  static final String META_ORG = "bespoke_organization_id";
-  static final String META_TOKEN = "bespoke_create_token";
+  static final String META_SANDBOX = ProviderMarks.SANDBOX_ID;
+  static final String META_ORG = ProviderMarks.ORGANIZATION_ID;
+  static final String META_TOKEN = ProviderMarks.CREATE_TOKEN;
   /** How many sandboxes reconciliation looks up at once. */
   static final int LOOKUPS = 4;
   /** How often a sandbox still starting is looked at again. */

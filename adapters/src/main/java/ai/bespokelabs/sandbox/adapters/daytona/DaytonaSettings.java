@@ -26,13 +26,13 @@ public record DaytonaSettings(String apiUrl, Secret apiKey, String target, Strin
     }
   }
 
-  /** The settings, or null when {@code DAYTONA_API_KEY} is not configured. */
-  public static DaytonaSettings from(ProviderSettings s) {
+  /** The settings, empty when {@code DAYTONA_API_KEY} is not configured. */
+  public static java.util.Optional<DaytonaSettings> from(ProviderSettings s) {
     return s.secret("DAYTONA_API_KEY").map(key -> new DaytonaSettings(s.value("DAYTONA_API_URL"), key,
         s.get("DAYTONA_TARGET").orElse(null), s.get("DAYTONA_SNAPSHOT").orElse(null),
         Duration.ofSeconds(positive(s, "DAYTONA_CREATE_TIMEOUT_SECS")),
         Duration.ofSeconds(positive(s, "DAYTONA_REQUEST_TIMEOUT_SECS")),
-        (int) Math.min(1024, positive(s, "DAYTONA_MAX_CONNECTIONS")))).orElse(null);
+        (int) Math.min(1024, positive(s, "DAYTONA_MAX_CONNECTIONS"))));
   }
 
   private static long positive(ProviderSettings s, String key) {

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.e2b;
 
+import ai.bespokelabs.sandbox.adapters.ProviderMarks;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Executions;
@@ -28,10 +29,10 @@ public final class E2bProvider implements Backend {
   private final Parts parts;
   public static final String BACKEND = "e2b";
   /** Metadata keys stamped on every sandbox (E2B metadata is a flat string map). */
-  static final String META_SCOPE = "bespoke_scope";
-  static final String META_SANDBOX = "bespoke_sandbox_id";
-  static final String META_ORG = "bespoke_organization_id";
-  static final String META_TOKEN = "bespoke_create_token";
+  static final String META_SCOPE = ProviderMarks.SCOPE;
+  static final String META_SANDBOX = ProviderMarks.SANDBOX_ID;
+  static final String META_ORG = ProviderMarks.ORGANIZATION_ID;
+  static final String META_TOKEN = ProviderMarks.CREATE_TOKEN;
   /** An E2B sandbox outlives the gateway's own deadline by this much; the supervisor ends it first. */
   static final int DEADLINE_GRACE_SECS = 60;
   /** Reconciliation reads at most this many pages of 100 sandboxes. */

@@ -1,5 +1,6 @@
 package ai.bespokelabs.sandbox.adapters.modal;
 
+import ai.bespokelabs.sandbox.adapters.ProviderMarks;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
 import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
@@ -17,9 +18,9 @@ import java.util.Set;
 public final class ModalProvider implements Backend {
   public static final String BACKEND = "modal";
   /** Tags stamped on every sandbox. */
-  static final String TAG_SANDBOX = "bespoke_sandbox_id";
-  static final String TAG_ORG = "bespoke_organization_id";
-  static final String TAG_TOKEN = "bespoke_create_token";
+  static final String TAG_SANDBOX = ProviderMarks.SANDBOX_ID;
+  static final String TAG_ORG = ProviderMarks.ORGANIZATION_ID;
+  static final String TAG_TOKEN = ProviderMarks.CREATE_TOKEN;
 
   private final ModalClient client;
   private final ModalExecutions executions;

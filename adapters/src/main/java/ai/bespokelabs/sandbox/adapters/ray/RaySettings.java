@@ -33,10 +33,10 @@ public record RaySettings(String address, Secret token, Duration requestTimeout)
     }
   }
 
-  /** The settings, or null when {@code RAY_ADDRESS} is not configured (the backend is then not offered). */
-  public static RaySettings from(ProviderSettings s) {
+  /** The settings, empty when {@code RAY_ADDRESS} is not configured (the backend is then not offered). */
+  public static java.util.Optional<RaySettings> from(ProviderSettings s) {
     return s.get("RAY_ADDRESS").map(address -> new RaySettings(address, s.secret("RAY_JOB_TOKEN").orElse(null),
-        Duration.ofSeconds(positive(s, "RAY_REQUEST_TIMEOUT_SECS")))).orElse(null);
+        Duration.ofSeconds(positive(s, "RAY_REQUEST_TIMEOUT_SECS"))));
   }
 
   private static long positive(ProviderSettings s, String key) {

@@ -51,16 +51,16 @@ public record RunPodSettings(String apiUrl, Secret apiKey, String image, String 
   }
 
   /**
-   * The settings, or null when {@code RUNPOD_API_KEY} is not configured; the key pair and the pinned host keys
+   * The settings, empty when {@code RUNPOD_API_KEY} is not configured; the key pair and the pinned host keys
    * live under {@code dataDir} unless {@code BESPOKE_RUNPOD_SSH_KEY} names the key.
    */
-  public static RunPodSettings from(ProviderSettings s, Path dataDir) {
+  public static java.util.Optional<RunPodSettings> from(ProviderSettings s, Path dataDir) {
     return s.secret("RUNPOD_API_KEY").map(key -> new RunPodSettings(s.get("RUNPOD_API_URL").orElse(null), key,
         s.get("RUNPOD_IMAGE").orElse(null), s.get("RUNPOD_GPU_TYPE").orElse(null),
         s.get("BESPOKE_RUNPOD_SSH_KEY").map(Path::of).orElse(dataDir.resolve("runpod").resolve("id_ecdsa")),
         dataDir.resolve("runpod").resolve("host-keys.properties"),
         Duration.ofSeconds(seconds(s, "RUNPOD_CREATE_TIMEOUT_SECS")),
-        Duration.ofSeconds(seconds(s, "RUNPOD_REQUEST_TIMEOUT_SECS")))).orElse(null);
+        Duration.ofSeconds(seconds(s, "RUNPOD_REQUEST_TIMEOUT_SECS"))));
   }
 
   private static long seconds(ProviderSettings s, String key) {

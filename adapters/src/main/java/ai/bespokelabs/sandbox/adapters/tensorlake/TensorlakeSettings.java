@@ -41,12 +41,12 @@ public record TensorlakeSettings(String apiUrl, Secret apiKey, String sandboxUrl
     return v;
   }
 
-  /** The settings, or null when {@code TENSORLAKE_API_KEY} is not configured. */
-  public static TensorlakeSettings from(ProviderSettings s) {
+  /** The settings, empty when {@code TENSORLAKE_API_KEY} is not configured. */
+  public static java.util.Optional<TensorlakeSettings> from(ProviderSettings s) {
     return s.secret("TENSORLAKE_API_KEY").map(key -> new TensorlakeSettings(s.get("TENSORLAKE_API_URL").orElse(null),
         key, s.get("TENSORLAKE_SANDBOX_URL").orElse(null),
         Duration.ofSeconds(seconds(s, "TENSORLAKE_CREATE_TIMEOUT_SECS")),
-        Duration.ofSeconds(seconds(s, "TENSORLAKE_REQUEST_TIMEOUT_SECS")))).orElse(null);
+        Duration.ofSeconds(seconds(s, "TENSORLAKE_REQUEST_TIMEOUT_SECS"))));
   }
 
   private static long seconds(ProviderSettings s, String key) {

@@ -153,9 +153,9 @@ class RayProviderTest {
 
   @Test
   void settings_need_an_address_and_never_print_the_token() {
-    assertThat(RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of()))).isNull();
+    assertThat(RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of()))).isEmpty();
     RaySettings s = RaySettings.from(ai.bespokelabs.sandbox.core.config.ProviderSettings.withDefaults(Map.of(
-        "RAY_ADDRESS", "http://head:8265/", "RAY_JOB_TOKEN", TOKEN, "RAY_REQUEST_TIMEOUT_SECS", "7")));
+        "RAY_ADDRESS", "http://head:8265/", "RAY_JOB_TOKEN", TOKEN, "RAY_REQUEST_TIMEOUT_SECS", "7"))).orElseThrow();
     assertThat(s.address()).isEqualTo("http://head:8265");
     assertThat(s.requestTimeout()).isEqualTo(Duration.ofSeconds(7));
     assertThat(s.toString()).doesNotContain(TOKEN);
