@@ -293,7 +293,16 @@ public final class SupervisorVerticle extends VerticleBase {
       done.complete();
       return;
     }
-    terminate(it.next()).onComplete(ar -> next(it, done));
+    Claimed c = it.next();
+    Future<Void> ended;
+    try {
+      ended = terminate(c);
+    } catch (RuntimeException e) {
+      // a lane that threw would never complete, and neither would the sweep
+      LOG.warn("Terminating {} failed: {}", c.id(), e.toString());
+      ended = Future.failedFuture(e);
+    }
+    ended.onComplete(ar -> next(it, done));
   }
 
   /** Destroys one claimed sandbox through its adapter and records the outcome. */
