@@ -5,25 +5,11 @@ import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
 import ai.bespokelabs.sandbox.adapters.Unconfigured;
 import ai.bespokelabs.sandbox.adapters.host.BlockingBackend;
 import ai.bespokelabs.sandbox.adapters.spi.Backend;
+import ai.bespokelabs.sandbox.adapters.spi.BackendFactory;
 import ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper;
 import ai.bespokelabs.sandbox.adapters.docker.DockerProvider;
-import ai.bespokelabs.sandbox.adapters.docker.DockerSettings;
 import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
 import ai.bespokelabs.sandbox.adapters.workspace.Materializer;
-import ai.bespokelabs.sandbox.adapters.e2b.E2bProvider;
-import ai.bespokelabs.sandbox.adapters.e2b.E2bSettings;
-import ai.bespokelabs.sandbox.adapters.daytona.DaytonaProvider;
-import ai.bespokelabs.sandbox.adapters.daytona.DaytonaSettings;
-import ai.bespokelabs.sandbox.adapters.ray.RayProvider;
-import ai.bespokelabs.sandbox.adapters.ray.RaySettings;
-import ai.bespokelabs.sandbox.adapters.runpod.RunPodProvider;
-import ai.bespokelabs.sandbox.adapters.runpod.RunPodSettings;
-import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider;
-import ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeSettings;
-import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesProvider;
-import ai.bespokelabs.sandbox.adapters.codecapsules.CodeCapsulesSettings;
-import ai.bespokelabs.sandbox.adapters.modal.ModalProvider;
-import ai.bespokelabs.sandbox.adapters.modal.ModalSettings;
 import ai.bespokelabs.sandbox.adapters.safehouse.SafehouseWrapper;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.HostWrapper;
@@ -99,8 +85,9 @@ public final class Gateway implements AutoCloseable {
 
   /**
    * Every backend this node offers: the host-process ones always, the others as their settings allow
-   * (cloud providers only when their credentials are configured). The host-process providers are also put in
-   * {@code hosted}, by name, for the node's start-up and shutdown work on their sandboxes.
+   * (cloud providers only when their credentials are configured), each from the {@link BackendFactory} its
+   * package registers. The host-process providers are also put in {@code hosted}, by name, for the node's
+   * start-up and shutdown work on their sandboxes.
    */
   static List<Backend> backends(Vertx vertx, GatewayConfig config, Clock clock, Map<String, LocalProvider> hosted) {
     java.nio.file.Path data = config.node().dataDir();
@@ -117,20 +104,14 @@ public final class Gateway implements AutoCloseable {
     List<Backend> out = new java.util.ArrayList<>();
     hosted.values().forEach(p -> out.add(new BlockingBackend(p)));
     ProviderSettings settings = config.providers().settings();
-    add(out, DockerProvider.BACKEND, true, () -> Optional.of(new DockerProvider(vertx, DockerSettings.from(settings))));
-    add(out, E2bProvider.BACKEND, false, () -> E2bSettings.from(settings).map(e2b -> new E2bProvider(vertx, e2b, clock)));
-    add(out, DaytonaProvider.BACKEND, false, () -> DaytonaSettings.from(settings)
-        .map(d -> new DaytonaProvider(vertx, d, PricingCatalog.load(config.ledger().pricingFile()), clock)));
-    add(out, RayProvider.BACKEND, false, () -> RaySettings.from(settings)
-        .map(ray -> new RayProvider(vertx, ray)));
-    add(out, TensorlakeProvider.BACKEND, false, () -> TensorlakeSettings.from(settings)
-        .map(t -> new TensorlakeProvider(vertx, t)));
-    add(out, CodeCapsulesProvider.BACKEND, false, () -> CodeCapsulesSettings.from(settings)
-        .map(cc -> new CodeCapsulesProvider(vertx, cc)));
-    add(out, ModalProvider.BACKEND, false, () -> ModalSettings.from(settings)
-        .map(modal -> new ModalProvider(vertx, modal, PricingCatalog.load(config.ledger().pricingFile()))));
-    add(out, RunPodProvider.BACKEND, false, () -> RunPodSettings.from(settings, data)
-        .map(runpod -> new RunPodProvider(vertx, runpod, clock)));
+    BackendFactory.Environment environment = new BackendFactory.Environment(vertx, settings, data, clock,
+        PricingCatalog.load(config.ledger().pricingFile()));
+    List<BackendFactory> factories = new java.util.ArrayList<>();
+    java.util.ServiceLoader.load(BackendFactory.class).forEach(factories::add);
+    factories.sort(java.util.Comparator.comparing(BackendFactory::name));
+    for (BackendFactory factory : factories) {
+      add(out, factory.name(), factory.nodeBound(), () -> factory.create(environment));
+    }
     return out;
   }
 
