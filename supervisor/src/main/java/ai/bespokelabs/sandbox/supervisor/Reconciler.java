@@ -32,7 +32,6 @@ import java.util.Set;
  */
 public final class Reconciler {
   static final long LIST_TIMEOUT_MS = 60_000;
-  static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   /** The {@code orphan_cleanups.node_id} of a node-independent backend's resource. */
   static final String ANY_NODE = "*";
   private static final Set<String> STATUSES = Set.of("provisioning", "running", "stopping", "terminated", "failed");
@@ -191,7 +190,7 @@ public final class Reconciler {
             return Future.succeededFuture(false);
           }
           return vertx.eventBus().request(destroyAddress, new DestroySandbox(r.sandboxId(), r.resourceId()),
-                  new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
+                  new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(Addresses.DESTROY_TIMEOUT_MS))
               .transform(ar -> repository.orphanCleaned(backend, r.resourceId(), ar.succeeded(), now)
                   .map(ar.succeeded()));
         });

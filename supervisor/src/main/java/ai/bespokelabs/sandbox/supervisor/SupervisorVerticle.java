@@ -37,10 +37,9 @@ import org.slf4j.LoggerFactory;
 public final class SupervisorVerticle extends VerticleBase {
   private static final Logger LOG = LoggerFactory.getLogger(SupervisorVerticle.class);
   static final int BATCH = 100;
-  static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   /**
    * At most this many destroys of a sweep are in flight at once: a provider that never answers holds one of them
-   * for up to {@link #DESTROY_TIMEOUT_MS} while the others go on, and a full batch does not flood the adapters
+   * for up to {@link Addresses#DESTROY_TIMEOUT_MS} while the others go on, and a full batch does not flood the adapters
    * and the pool.
    */
   static final int PARALLEL_DESTROYS = 16;
@@ -309,7 +308,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private Future<Void> terminate(Claimed c) {
     return vertx.eventBus().request(adapterAddress.apply(c), new DestroySandbox(c.id(), c.providerResourceId(),
             c.expired() ? DestroySandbox.TTL_EXPIRED : "operator"),
-            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(DESTROY_TIMEOUT_MS))
+            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(Addresses.DESTROY_TIMEOUT_MS))
         .transform(ar -> {
           if (ar.succeeded()) {
             return sandboxes.finishTermination(c.id(), null, c.expired() ? DestroySandbox.TTL_EXPIRED : "operator",

@@ -6,6 +6,8 @@ public final class Addresses {
   public static final String ACTION = "action";
   /** Header naming the organization a file operation is for (the adapters share their file pool by it). */
   public static final String ORGANIZATION = "organization";
+  /** How long a destroy may take, whoever asks for it: a provider's slowest delete, waited for in full. */
+  public static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   public static final String CREATE = "create";
   public static final String EXEC = "exec";
   public static final String DESTROY = "destroy";

@@ -45,7 +45,6 @@ import java.util.List;
 /** The seed's sandbox API: create, list, get, detail, execute and terminate. */
 public final class SandboxApi implements Endpoints {
   static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
-  static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
   static final long SET_TIMEOUT_MS = 2 * 60_000L;
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
@@ -263,7 +262,7 @@ public final class SandboxApi implements Endpoints {
   /** Destroys a sandbox the provider made for a create whose row was never inserted (best effort). */
   private void undo(String sandboxId, String backend, SandboxCreated created) {
     vertx.eventBus().request(backends.sandboxAddress(backend, created.nodeId()),
-            new DestroySandbox(sandboxId, created.providerResourceId()), action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
+            new DestroySandbox(sandboxId, created.providerResourceId()), action(Addresses.DESTROY, Addresses.DESTROY_TIMEOUT_MS))
         .onFailure(e -> LOG.warn("Sandbox {} of {} was created for a create that did not go through and could not"
             + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
   }
@@ -379,7 +378,7 @@ public final class SandboxApi implements Endpoints {
       routes.forget(id); // here at once; PostgreSQL tells the other nodes
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
       return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
-              action(Addresses.DESTROY, DESTROY_TIMEOUT_MS))
+              action(Addresses.DESTROY, Addresses.DESTROY_TIMEOUT_MS))
           .transform(ar -> {
             if (ar.succeeded()) {
               return sandboxes.finishTermination(sbx.id(), p.keyId(), "operator", Times.now(clock))
