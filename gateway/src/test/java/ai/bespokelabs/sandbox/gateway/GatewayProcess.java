@@ -2,7 +2,6 @@ package ai.bespokelabs.sandbox.gateway;
 
 import ai.bespokelabs.sandbox.testkit.Waits;
 import java.io.IOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -57,8 +56,10 @@ public final class GatewayProcess {
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     Waits.upTo(60).alias("the gateway started").pollInterval(java.time.Duration.ofMillis(100))
         .failFast("the gateway exited during start-up", () -> !process.isAlive())
-        .ignoreException(ConnectException.class) // still starting
-        .until(() -> http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
-            HttpResponse.BodyHandlers.ofString()).statusCode() == 200);
+        // still starting: refused, or (rarely, on the first connection of a fresh node) accepted and never
+        // answered, so each probe has its own short timeout and a new connection
+        .ignoreExceptionsInstanceOf(java.io.IOException.class)
+        .until(() -> http.send(HttpRequest.newBuilder(URI.create(base + "/healthz"))
+            .timeout(java.time.Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 200);
   }
 }
