@@ -262,7 +262,8 @@ class StreamingTest {
     long heapBefore = usedHeapAfterGc();
     long consumed = 0;
     long peakHeap = 0;
-    try (SseClient sse = executeSse(new JsonObject().put("code", FLOOD))) {
+    try (SseClient sse = SseClient.openSlowReader(url("/execute"), key, "POST",
+        new JsonObject().put("code", FLOOD).encode())) {
       assertThat(sse.status).isEqualTo(200);
       long t0 = System.nanoTime();
       List<Event> others = new ArrayList<>();

@@ -23,6 +23,7 @@ final class Clients {
 
   private static Vertx vertx;
   private static HttpClient http;
+  private static HttpClient smallReceiveBuffer;
   private static WebSocketClient webSockets;
 
   private Clients() {}
@@ -40,6 +41,19 @@ final class Clients {
           .setKeepAlive(false), new PoolOptions().setHttp1MaxSize(1024));
     }
     return http;
+  }
+
+  /**
+   * A client whose sockets keep a fixed 256 KiB receive buffer: for readers that fall behind on purpose, so that
+   * the kernel's receive-buffer autotuning (up to {@code tcp_rmem}'s maximum, 32 MiB on some hosts) does not
+   * hide what the gateway itself holds back.
+   */
+  static synchronized HttpClient smallReceiveBuffer() {
+    if (smallReceiveBuffer == null) {
+      smallReceiveBuffer = vertx().createHttpClient(new HttpClientOptions().setTcpNoDelay(true)
+          .setConnectTimeout(10_000).setKeepAlive(false).setReceiveBufferSize(256 << 10), new PoolOptions());
+    }
+    return smallReceiveBuffer;
   }
 
   static synchronized WebSocketClient webSockets() {

@@ -3,6 +3,7 @@ package ai.bespokelabs.sandbox.testkit;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
@@ -78,6 +79,19 @@ public final class SseClient implements AutoCloseable {
    * (JSON, or none when null), plus {@code headers} as name-value pairs; returns once the response head is in.
    */
   public static SseClient open(String url, String key, String method, String body, String... headers) {
+    return open(Clients.http(), url, key, method, body, headers);
+  }
+
+  /**
+   * As {@link #open}, for a reader that falls behind on purpose: its socket's receive buffer is fixed and small,
+   * so bytes in flight measure the gateway's buffering, not the kernel's autotuned window on the client side.
+   */
+  public static SseClient openSlowReader(String url, String key, String method, String body, String... headers) {
+    return open(Clients.smallReceiveBuffer(), url, key, method, body, headers);
+  }
+
+  private static SseClient open(HttpClient client, String url, String key, String method, String body,
+      String... headers) {
     RequestOptions options = new RequestOptions().setAbsoluteURI(url).setMethod(HttpMethod.valueOf(method))
         .putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + key).putHeader(HttpHeaders.ACCEPT, "text/event-stream");
     for (int i = 0; i < headers.length; i += 2) {
@@ -86,7 +100,7 @@ public final class SseClient implements AutoCloseable {
     if (body != null) {
       options.putHeader(HttpHeaders.CONTENT_TYPE, "application/json");
     }
-    return Clients.await(Clients.http().request(options)
+    return Clients.await(client.request(options)
         .compose(request -> body == null ? request.send() : request.send(body))
         .map(response -> new SseClient(method, url, response)), TIMEOUT);
   }
