@@ -1,5 +1,10 @@
 package ai.bespokelabs.sandbox.gateway;
 
+import ai.bespokelabs.sandbox.core.agent.SecretBox;
+import ai.bespokelabs.sandbox.core.repo.AgentRunRepository;
+import ai.bespokelabs.sandbox.core.repo.AgentSecretRepository;
+import ai.bespokelabs.sandbox.gateway.agent.AgentRuns;
+import ai.bespokelabs.sandbox.gateway.http.AgentApi;
 import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
@@ -104,6 +109,8 @@ final class Wiring {
   final ExecRoutes routes;
   final PolicyHints policyHints;
   final ExecutionService executionService;
+  final AgentRuns agentRuns;
+  final AgentSecretRepository agentSecrets;
   /** Every HTTP verticle's connections per client address. */
   private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
 
@@ -144,6 +151,8 @@ final class Wiring {
     this.executionService = new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
+    this.agentSecrets = new AgentSecretRepository(pool, new SecretBox(config.secrets().pepper().orElseThrow()));
+    this.agentRuns = new AgentRuns(executionService, sandboxes, new AgentRunRepository(pool), agentSecrets, clock);
   }
 
   Backends backends() {
@@ -163,6 +172,7 @@ final class Wiring {
         new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
+        new AgentApi(agentRuns, agentSecrets, clock),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, policyHints, clock),
