@@ -133,6 +133,12 @@ class AgentRunTest {
     assertThat(new BigDecimal(totals.getValue("llm_cost_usd").toString()))
         .isEqualByComparingTo(new BigDecimal("0.0123455").multiply(BigDecimal.TWO).add(new BigDecimal("0.25")));
 
+    JsonObject costs = gw.get("/v1/costs?group_by=backend", key).json();
+    JsonObject local = costs.getJsonArray("items").getJsonObject(0);
+    assertThat(local.getString("key")).isEqualTo("local");
+    assertThat(new BigDecimal(local.getString("llm_cost_usd"))).as("the runs' LLM cost is a line of its own")
+        .isEqualByComparingTo(new BigDecimal("0.0123455").multiply(BigDecimal.TWO).add(new BigDecimal("0.25")));
+
     // another organization sees neither the sandbox's usage nor can run in it
     String other = gw.bootstrap("Others");
     assertThat(gw.get("/v1/sandboxes/" + sbx + "/usage", other).status()).isEqualTo(404);

@@ -23,7 +23,13 @@ import java.util.TreeMap;
  */
 public final class CostLedger {
   /** One summary line; money as exact decimals. */
-  public record Item(String key, BigDecimal runtimeSeconds, BigDecimal providerCostUsd, BigDecimal customerCostUsd) {}
+  /** One group's costs; {@code llmCostUsd} is what the group's agent runs reported for their LLM use. */
+  public record Item(String key, BigDecimal runtimeSeconds, BigDecimal providerCostUsd, BigDecimal customerCostUsd,
+      BigDecimal llmCostUsd) {
+    public Item(String key, BigDecimal runtimeSeconds, BigDecimal providerCostUsd, BigDecimal customerCostUsd) {
+      this(key, runtimeSeconds, providerCostUsd, customerCostUsd, BigDecimal.ZERO);
+    }
+  }
 
   private final Pool pool;
   private final LifecycleCosts costs;
@@ -154,9 +160,25 @@ public final class CostLedger {
           }
           return null;
         });
-    return lifecycle.compose(v -> usage).map(v -> {
+    Map<String, BigDecimal> llm = new TreeMap<>();
+    Future<Void> agents = pool.preparedQuery("""
+            SELECT a.sandbox_id, s.backend, a.created_at, a.llm_cost_usd
+            FROM agent_runs a JOIN sandboxes s ON s.id = a.sandbox_id
+            WHERE a.organization_id = $1 AND ($2::timestamptz IS NULL OR a.created_at >= $2)
+              AND ($3::timestamptz IS NULL OR a.created_at < $3)""")
+        .execute(Tuple.of(orgId, start, end))
+        .map(rows -> {
+          for (Row r : rows) {
+            String k = key(groupBy, r.getString("sandbox_id"), r.getString("backend"),
+                r.getOffsetDateTime("created_at"));
+            add(groups, k, BigDecimal.ZERO, BigDecimal.ZERO, BigDecimal.ZERO);
+            llm.merge(k, r.getBigDecimal("llm_cost_usd"), BigDecimal::add);
+          }
+          return null;
+        });
+    return lifecycle.compose(v -> usage).compose(v -> agents).map(v -> {
       List<Item> items = new ArrayList<>();
-      groups.forEach((k, t) -> items.add(new Item(k, t[0], t[1], t[2])));
+      groups.forEach((k, t) -> items.add(new Item(k, t[0], t[1], t[2], llm.getOrDefault(k, BigDecimal.ZERO))));
       return items;
     });
   }

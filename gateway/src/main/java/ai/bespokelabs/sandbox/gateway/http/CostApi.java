@@ -84,7 +84,8 @@ public final class CostApi implements Endpoints {
               .put("key", i.key())
               .put("runtime_seconds", CostLedger.plain(i.runtimeSeconds()))
               .put("provider_cost_usd", CostLedger.plain(i.providerCostUsd()))
-              .put("customer_cost_usd", CostLedger.plain(i.customerCostUsd()))));
+              .put("customer_cost_usd", CostLedger.plain(i.customerCostUsd()))
+              .put("llm_cost_usd", CostLedger.plain(i.llmCostUsd()))));
           return Reply.ok(new JsonObject().put("group_by", group).put("items", out));
         });
   }
