@@ -5,6 +5,8 @@ import ai.bespokelabs.sandbox.core.repo.AgentRunRepository;
 import ai.bespokelabs.sandbox.core.repo.AgentSecretRepository;
 import ai.bespokelabs.sandbox.gateway.agent.AgentRuns;
 import ai.bespokelabs.sandbox.gateway.http.AgentApi;
+import ai.bespokelabs.sandbox.gateway.mcp.McpApi;
+import ai.bespokelabs.sandbox.gateway.mcp.McpTools;
 import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
@@ -173,6 +175,7 @@ final class Wiring {
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
         new AgentApi(agentRuns, agentSecrets, clock),
+        new McpApi(vertx, new McpTools(executionService, agentRuns), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, policyHints, clock),

@@ -55,7 +55,7 @@ public final class AgentApi implements Endpoints {
     return runs.usage(p, sandboxId).map(Reply::ok);
   }
 
-  static AgentRunRequest parse(Body body) {
+  public static AgentRunRequest parse(Body body) {
     String agent = body.string("agent", true, 1, 64);
     String prompt = body.string("prompt", true, 1, MAX_PROMPT);
     Boolean resume = body.bool("resume");

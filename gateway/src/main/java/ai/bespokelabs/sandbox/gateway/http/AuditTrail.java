@@ -54,6 +54,19 @@ public final class AuditTrail {
     return status < 400 ? "success" : status < 500 ? "denied" : "failure";
   }
 
+  /**
+   * Records a call that did not come as its own HTTP request (an MCP tool call) as the REST call it stands for:
+   * {@code method template} names the action, {@code status} the outcome that call would have had.
+   */
+  public void recordCall(Principal p, HttpMethod method, String template, String path, int status,
+      java.time.OffsetDateTime at) {
+    JsonObject details = new JsonObject().put("status_code", status).put("query", new JsonObject())
+        .put("via", "mcp");
+    operations.audit(p.organizationId(), p.keyId(), p.sessionId(), action(method, template), path, outcome(status),
+            details, at)
+        .onFailure(e -> LOG.error("Audit entry for {} {} could not be written: {}", method, template, e.toString()));
+  }
+
   /** Records the request, stamped with its arrival, once its response has ended. */
   void record(RoutingContext ctx, Principal p, HttpMethod method, String template) {
     java.time.OffsetDateTime at = Times.now(clock);

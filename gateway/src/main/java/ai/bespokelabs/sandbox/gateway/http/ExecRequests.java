@@ -7,13 +7,13 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /** Parses and validates an execute body (REST, SSE, and a WebSocket {@code start} frame). */
-final class ExecRequests {
+public final class ExecRequests {
   static final int MAX_SOURCE = 1 << 20;
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
 
   private ExecRequests() {}
 
-  static ExecRequest parse(Body body) {
+  public static ExecRequest parse(Body body) {
     String code = body.string("code", false, 0, MAX_SOURCE);
     String language = body.string("language", false, 1, 32);
     String command = body.string("command", false, 0, MAX_SOURCE);

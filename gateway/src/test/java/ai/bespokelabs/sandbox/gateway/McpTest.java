@@ -1,0 +1,91 @@
+package ai.bespokelabs.sandbox.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ai.bespokelabs.sandbox.gateway.TestGateway.Resp;
+import io.modelcontextprotocol.client.McpClient;
+import io.modelcontextprotocol.client.McpSyncClient;
+import io.modelcontextprotocol.client.transport.HttpClientStreamableHttpTransport;
+import io.modelcontextprotocol.spec.McpSchema;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.net.http.HttpRequest;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** MCP over Streamable HTTP, driven by the SDK's own client, as a product key. */
+class McpTest {
+  @RegisterExtension
+  static final GatewayExtension GATEWAY = new GatewayExtension();
+  static TestGateway gw;
+
+  static McpSyncClient client(String key) {
+    HttpClientStreamableHttpTransport transport = HttpClientStreamableHttpTransport.builder(gw.base)
+        .endpoint("/mcp").requestBuilder(HttpRequest.newBuilder().header("Authorization", "Bearer " + key)).build();
+    McpSyncClient client = McpClient.sync(transport).requestTimeout(Duration.ofSeconds(60)).build();
+    client.initialize();
+    return client;
+  }
+
+  static String text(McpSchema.CallToolResult r) {
+    return ((McpSchema.TextContent) r.content().get(0)).text();
+  }
+
+  @Test
+  void a_client_lists_the_tools_and_executes_in_its_own_sandbox() {
+    String key = gw.bootstrap("Mcp");
+    String sbx = gw.sandbox(key, new JsonObject()).getString("id");
+    try (McpSyncClient client = client(key)) {
+      assertThat(client.getServerInfo().name()).isEqualTo("bespoke-sandbox-gateway");
+      List<String> tools = client.listTools().tools().stream().map(McpSchema.Tool::name).toList();
+      assertThat(tools).contains("execute", "run_agent");
+      McpSchema.CallToolResult ran = client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx, "command", "echo hello; echo oops >&2; exit 3")));
+      assertThat(ran.isError()).isFalse();
+      assertThat(text(ran)).isEqualTo("exit_code: 3\n--- stdout ---\nhello\n\n--- stderr ---\noops\n");
+      McpSchema.CallToolResult code = client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx, "code", "print(6 * 7)")));
+      assertThat(text(code)).contains("42");
+
+      McpSchema.CallToolResult bad = client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx)));
+      assertThat(bad.isError()).isTrue();
+      assertThat(text(bad)).contains("provide exactly one of code or command");
+      McpSchema.CallToolResult missing = client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", "sbx_00000000000000000000000000000000", "command", "true")));
+      assertThat(missing.isError()).isTrue();
+      assertThat(text(missing)).isEqualTo("sandbox not found");
+    }
+    // another organization's key cannot reach the sandbox through MCP either
+    try (McpSyncClient other = client(gw.bootstrap("Other"))) {
+      McpSchema.CallToolResult r = other.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx, "command", "true")));
+      assertThat(r.isError()).isTrue();
+      assertThat(text(r)).isEqualTo("sandbox not found");
+    }
+    JsonArray audit = gw.get("/v1/audit?limit=50", key).json().getJsonArray("items");
+    assertThat(audit.stream().map(e -> ((JsonObject) e).getString("action")))
+        .as("tool calls are audited as the REST call they stand for").contains("sandbox.execute");
+  }
+
+  @Test
+  void a_read_only_key_gets_a_tool_error_naming_the_scope_and_no_key_gets_401() {
+    String admin = gw.bootstrap("ReadOnly");
+    String sbx = gw.sandbox(admin, new JsonObject()).getString("id");
+    try (McpSyncClient client = client(gw.key(admin, "sandboxes:read"))) {
+      McpSchema.CallToolResult r = client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx, "command", "touch /tmp/never")));
+      assertThat(r.isError()).isTrue();
+      assertThat(text(r)).isEqualTo("API key requires scope: sandboxes:execute");
+    }
+    Resp anonymous = gw.send("POST", "/mcp", null, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+        "Content-Type", "application/json", "Accept", "application/json, text/event-stream");
+    assertThat(anonymous.status()).isEqualTo(401);
+    Resp garbage = gw.send("POST", "/mcp", admin, "{\"not\":\"rpc\"}", "Content-Type", "application/json");
+    assertThat(garbage.status()).isEqualTo(400);
+    assertThat(gw.get("/mcp", admin).status()).isEqualTo(405);
+  }
+}
