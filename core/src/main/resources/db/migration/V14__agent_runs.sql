@@ -34,3 +34,6 @@ CREATE TABLE agent_runs (
 );
 CREATE INDEX agent_runs_sandbox ON agent_runs (sandbox_id, agent, created_at);
 CREATE INDEX agent_runs_org_time ON agent_runs (organization_id, created_at);
+
+-- Whether the organization's spend limits count its agent runs' LLM cost too (not by default).
+ALTER TABLE organization_policies ADD COLUMN include_llm_cost boolean NOT NULL DEFAULT false;

@@ -227,4 +227,21 @@ class AgentRunTest {
       watch.stop();
     }
   }
+
+  @Test
+  void llm_cost_counts_against_spend_limits_only_when_the_policy_says_so() {
+    String key = gw.bootstrap("Spend");
+    String sbx = gw.sandbox(key, new JsonObject().put("cpu", 0.001).put("memory_mb", 128)).getString("id");
+    run(key, sbx, claude("please fail")); // reports 0.25 $ of LLM cost
+    JsonObject limit = new JsonObject().put("daily_spend_limit_usd", "0.2");
+    JsonObject policy = gw.send("PUT", "/v1/policies/current", key, limit.encode()).json();
+    assertThat(policy.getBoolean("include_llm_cost")).isFalse();
+    Resp allowed = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local"));
+    assertThat(allowed.status()).as("sandbox costs alone are under the limit: " + allowed.body()).isEqualTo(201);
+    assertThat(gw.send("PUT", "/v1/policies/current", key, limit.copy().put("include_llm_cost", true).encode())
+        .json().getBoolean("include_llm_cost")).isTrue();
+    Resp denied = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "local"));
+    assertThat(denied.status()).as("with the runs' LLM cost the day is over its limit: " + denied.body())
+        .isEqualTo(403);
+  }
 }

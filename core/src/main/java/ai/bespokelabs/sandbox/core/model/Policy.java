@@ -11,12 +11,21 @@ import java.util.List;
  */
 public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
     List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
-    OffsetDateTime updatedAt, String updatedByApiKeyId) {
+    OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost) {
+
+  /** A policy whose spend limits count sandbox costs only. */
+  public Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
+      List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
+      OffsetDateTime updatedAt, String updatedByApiKeyId) {
+    this(maxConcurrentSandboxes, hourlySpendLimitUsd, dailySpendLimitUsd, allowedBackends, allowedGpuTypes,
+        maxSandboxLifetimeSecs, version, updatedAt, updatedByApiKeyId, false);
+  }
 
   public static final Policy DEFAULT = new Policy(null, null, null, null, null, null, 1, null, null);
 
   public static final String COLUMNS = "max_concurrent_sandboxes, hourly_spend_limit_usd, daily_spend_limit_usd,"
-      + " allowed_backends, allowed_gpu_types, max_sandbox_lifetime_secs, version, updated_at, updated_by_api_key_id";
+      + " allowed_backends, allowed_gpu_types, max_sandbox_lifetime_secs, version, updated_at, updated_by_api_key_id,"
+      + " include_llm_cost";
 
   public static Policy from(Row r) {
     String[] backends = r.getArrayOfStrings("allowed_backends");
@@ -24,6 +33,7 @@ public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimit
     return new Policy(r.getInteger("max_concurrent_sandboxes"), r.getBigDecimal("hourly_spend_limit_usd"),
         r.getBigDecimal("daily_spend_limit_usd"), backends == null ? null : List.of(backends),
         gpus == null ? null : List.of(gpus), r.getInteger("max_sandbox_lifetime_secs"), r.getInteger("version"),
-        r.getOffsetDateTime("updated_at"), r.getString("updated_by_api_key_id"));
+        r.getOffsetDateTime("updated_at"), r.getString("updated_by_api_key_id"),
+        Boolean.TRUE.equals(r.getBoolean("include_llm_cost")));
   }
 }

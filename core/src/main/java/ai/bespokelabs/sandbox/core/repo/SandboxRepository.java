@@ -140,9 +140,18 @@ public final class SandboxRepository {
     OffsetDateTime now = n.now();
     OffsetDateTime midnight = now.withOffsetSameInstant(java.time.ZoneOffset.UTC).toLocalDate().atStartOfDay()
         .atOffset(java.time.ZoneOffset.UTC);
-    return reader.spend(conn, n.organizationId(), now.minusHours(1), now)
-        .compose(hour -> reader.spend(conn, n.organizationId(), midnight, now)
+    PolicyDecision.SpendReader counted = policy.includeLlmCost() ? withLlmCost(reader) : reader;
+    return counted.spend(conn, n.organizationId(), now.minusHours(1), now)
+        .compose(hour -> counted.spend(conn, n.organizationId(), midnight, now)
             .map(day -> new PolicyDecision.Spend(hour, day)));
+  }
+
+  /** {@code reader}'s spend plus what the organization's agent runs reported as LLM cost in the window. */
+  private static PolicyDecision.SpendReader withLlmCost(PolicyDecision.SpendReader reader) {
+    return (conn, orgId, from, to) -> reader.spend(conn, orgId, from, to).compose(sandboxes -> conn.preparedQuery(
+            "SELECT COALESCE(sum(llm_cost_usd), 0) FROM agent_runs WHERE organization_id = $1 AND created_at >= $2"
+                + " AND created_at <= $3")
+        .execute(Tuple.of(orgId, from, to)).map(rows -> sandboxes.add(rows.iterator().next().getBigDecimal(0))));
   }
 
   private static Future<Claim> existing(SqlClient conn, NewSandbox n) {

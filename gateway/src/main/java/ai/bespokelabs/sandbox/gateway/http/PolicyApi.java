@@ -53,7 +53,8 @@ public final class PolicyApi implements Endpoints {
         .put("max_sandbox_lifetime_secs", p.maxSandboxLifetimeSecs())
         .put("version", p.version())
         .put("updated_at", Wire.ts(p.updatedAt()))
-        .put("updated_by_api_key_id", p.updatedByApiKeyId());
+        .put("updated_by_api_key_id", p.updatedByApiKeyId())
+        .put("include_llm_cost", p.includeLlmCost());
   }
 
   private Future<Reply> get(RoutingContext ctx, Principal p) {
@@ -69,6 +70,7 @@ public final class PolicyApi implements Endpoints {
     List<String> backends = body.stringList("allowed_backends");
     List<String> gpus = body.stringList("allowed_gpu_types");
     Integer lifetime = body.integer("max_sandbox_lifetime_secs", 0, null);
+    Boolean includeLlm = body.bool("include_llm_cost");
     body.check();
     List<String> allowedBackends = null;
     if (backends != null) {
@@ -93,7 +95,8 @@ public final class PolicyApi implements Endpoints {
       }
       allowedGpus = List.copyOf(set);
     }
-    Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null);
+    Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null,
+        Boolean.TRUE.equals(includeLlm));
     return policies.replace(p.organizationId(), next, p.keyId(), Times.now(clock)).map(saved -> {
       hints.forget(p.organizationId()); // here at once; PostgreSQL tells the other nodes
       return Reply.ok(json(saved));
