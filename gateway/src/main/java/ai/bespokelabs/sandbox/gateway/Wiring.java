@@ -174,7 +174,7 @@ final class Wiring {
         new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
-        new AgentApi(agentRuns, agentSecrets, clock),
+        new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
         new McpApi(vertx, new McpTools(executionService, agentRuns), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),

@@ -244,4 +244,34 @@ class AgentRunTest {
     assertThat(denied.status()).as("with the runs' LLM cost the day is over its limit: " + denied.body())
         .isEqualTo(403);
   }
+
+  @Test
+  void a_streamed_run_sends_the_cli_events_then_the_run() {
+    String key = gw.bootstrap("Streamed");
+    String sbx = gw.sandbox(key, new JsonObject()).getString("id");
+    JsonObject body = new JsonObject().put("agent", "codex").put("prompt", "stream it")
+        .put("command", new JsonArray().add("python3").add("-c").add(CODEX));
+    java.util.List<String> names = new java.util.ArrayList<>();
+    StringBuilder out = new StringBuilder();
+    JsonObject result = null;
+    try (ai.bespokelabs.sandbox.testkit.SseClient sse = ai.bespokelabs.sandbox.testkit.SseClient.open(
+        gw.base + "/v1/sandboxes/" + sbx + "/agent-runs", key, "POST", body.encode())) {
+      assertThat(sse.status).isEqualTo(200);
+      for (var e = sse.next(); e != null; e = sse.next()) {
+        names.add(e.name());
+        if (e.isOutput()) {
+          out.append(new String(e.bytes(), java.nio.charset.StandardCharsets.UTF_8));
+        } else if ("result".equals(e.name())) {
+          result = e.data();
+        }
+      }
+    }
+    assertThat(names.get(0)).isEqualTo("started");
+    assertThat(names.subList(names.size() - 2, names.size())).containsExactly("exit", "result");
+    assertThat(out.toString()).contains("\"thread.started\"").contains("did stream it");
+    assertThat(result).isNotNull();
+    assertThat(result.getString("text")).isEqualTo("did stream it");
+    assertThat(result.getJsonObject("usage").getLong("input_tokens")).isEqualTo(300);
+    assertThat(gw.get("/v1/sandboxes/" + sbx + "/usage", key).json().getLong("runs")).isEqualTo(1);
+  }
 }

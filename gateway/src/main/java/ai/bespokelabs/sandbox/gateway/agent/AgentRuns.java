@@ -55,8 +55,20 @@ public final class AgentRuns {
     this.clock = clock;
   }
 
+  /** What a run executes: the CLI's command and the execution that runs it. */
+  public record Prepared(AgentCommand command, ExecRequest execution) {}
+
   /** Runs the agent and answers the run: text, session, exit code, error, duration and priced usage. */
   public Future<JsonObject> run(Principal p, String sandboxId, AgentRunRequest req) {
+    return prepare(p, sandboxId, req).compose(prepared -> executions.execute(p, sandboxId, prepared.execution(), null)
+        .compose(answer -> record(p, sandboxId, req, prepared.command(), answer)));
+  }
+
+  /**
+   * The execution of a run: the sandbox must be the caller's, the session to resume must exist, and the
+   * environment is the organization's stored secrets under the run's own values.
+   */
+  public Future<Prepared> prepare(Principal p, String sandboxId, AgentRunRequest req) {
     return sandboxes.find(p.organizationId(), sandboxId).compose(found -> {
       if (found.isEmpty()) {
         return Future.failedFuture(ApiException.notFound("sandbox not found"));
@@ -69,11 +81,10 @@ public final class AgentRuns {
           return Future.failedFuture(ApiException.conflict("this sandbox has no earlier " + req.agent().wire
               + " session to resume"));
         }
-        return secrets.openAll(p.organizationId()).compose(stored -> {
+        return secrets.openAll(p.organizationId()).map(stored -> {
           AgentCommand command = AgentCommand.of(req.agent(), req.prompt(), req.command(), resumed.orElse(null),
               req.extraArgs(), req.stdinPrompt());
-          return executions.execute(p, sandboxId, execRequest(command, environment(stored, req.env()),
-              req.timeoutSecs()), null).compose(answer -> finish(p, sandboxId, req, command, answer));
+          return new Prepared(command, execRequest(command, environment(stored, req.env()), req.timeoutSecs()));
         });
       });
     });
@@ -90,7 +101,11 @@ public final class AgentRuns {
     });
   }
 
-  private Future<JsonObject> finish(Principal p, String sandboxId, AgentRunRequest req, AgentCommand command,
+  /**
+   * Reads the run's output from its execution's answer (as {@code execute} answers it), stores the run once and
+   * answers it.
+   */
+  public Future<JsonObject> record(Principal p, String sandboxId, AgentRunRequest req, AgentCommand command,
       JsonObject answer) {
     String stdout = answer.getString("stdout", "");
     int exitCode = answer.getInteger("exit_code", -1);

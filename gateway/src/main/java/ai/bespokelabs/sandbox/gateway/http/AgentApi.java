@@ -9,6 +9,8 @@ import ai.bespokelabs.sandbox.gateway.agent.AgentRunRequest;
 import ai.bespokelabs.sandbox.gateway.agent.AgentRuns;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
+import io.vertx.core.Vertx;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
@@ -28,11 +30,16 @@ public final class AgentApi implements Endpoints {
   private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
   private final AgentRuns runs;
   private final AgentSecretRepository secrets;
+  private final ExecutionService executions;
+  private final ExecutionStreams streams;
   private final Clock clock;
 
-  public AgentApi(AgentRuns runs, AgentSecretRepository secrets, Clock clock) {
+  public AgentApi(Vertx vertx, AgentRuns runs, AgentSecretRepository secrets, ExecutionService executions,
+      Clock clock) {
     this.runs = runs;
     this.secrets = secrets;
+    this.executions = executions;
+    this.streams = new ExecutionStreams(vertx, executions);
     this.clock = clock;
   }
 
@@ -43,11 +50,22 @@ public final class AgentApi implements Endpoints {
     api.authed(HttpMethod.GET, "/v1/agent-secrets", Scopes.POLICIES_READ, this::listSecrets);
     api.authed(HttpMethod.PUT, "/v1/agent-secrets/{name}", Scopes.POLICIES_WRITE, this::putSecret);
     api.authed(HttpMethod.DELETE, "/v1/agent-secrets/{name}", Scopes.POLICIES_WRITE, this::deleteSecret);
+    streams.startHeartbeats();
   }
 
   private Future<Reply> run(RoutingContext ctx, Principal p) {
     String sandboxId = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    return runs.run(p, sandboxId, parse(Body.parse(Api.body(ctx)))).map(Reply::ok);
+    AgentRunRequest req = parse(Body.parse(Api.body(ctx)));
+    String accept = ctx.request().getHeader("Accept");
+    if (accept == null || !accept.contains("text/event-stream")) {
+      return runs.run(p, sandboxId, req).map(Reply::ok);
+    }
+    // streamed: the CLI's events as the execution streams them, then the run as a last result event
+    return runs.prepare(p, sandboxId, req).compose(prepared -> streams.execute(ctx, p, sandboxId,
+        prepared.execution(), null, (sse, executionId) -> new AgentRunStream(sse, executionId,
+            id -> executions.find(p, sandboxId, id).compose(e -> e.response() instanceof JsonObject answer
+                ? runs.record(p, sandboxId, req, prepared.command(), answer.copy().put("execution_id", id))
+                : Future.failedFuture(ApiException.conflict("the run's execution ended without a result"))))));
   }
 
   private Future<Reply> usage(RoutingContext ctx, Principal p) {

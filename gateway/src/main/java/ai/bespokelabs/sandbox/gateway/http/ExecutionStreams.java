@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
+import ai.bespokelabs.sandbox.gateway.exec.ClientChannel;
 import ai.bespokelabs.sandbox.gateway.exec.ExecRequest;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
 import ai.bespokelabs.sandbox.gateway.exec.StreamSubscriber;
@@ -40,12 +41,26 @@ final class ExecutionStreams {
 
   /** {@code execute} with {@code Accept: text/event-stream}: start and stream in one request. */
   Future<Reply> execute(RoutingContext ctx, Principal p, String sandboxId, ExecRequest req, String requestId) {
+    return execute(ctx, p, sandboxId, req, requestId, (channel, executionId) -> channel);
+  }
+
+  /** How a stream's subscriber writes to the client: the SSE channel, or a channel around it. */
+  @FunctionalInterface
+  interface Wrap {
+    ClientChannel around(SseChannel channel, java.util.function.Supplier<String> executionId);
+  }
+
+  /** {@code execute} that streams through {@code wrap}'s channel (for a caller that adds its own last event). */
+  Future<Reply> execute(RoutingContext ctx, Principal p, String sandboxId, ExecRequest req, String requestId,
+      Wrap wrap) {
     SseChannel channel = new SseChannel(ctx.response());
-    StreamSubscriber sub = executions.subscriber(channel);
+    String[] started = new String[1];
+    StreamSubscriber sub = executions.subscriber(wrap.around(channel, () -> started[0]));
     return executions.prepareWatched(p, sandboxId, req, requestId, sub).compose(l -> {
       if (l.existing() != null) {
         return executions.replay(l.existing()).map(Reply::ok);
       }
+      started[0] = l.executionId();
       track(ctx, channel, sub);
       channel.open();
       channel.meta("started", new JsonObject().put("type", "started").put("execution_id", l.executionId())
