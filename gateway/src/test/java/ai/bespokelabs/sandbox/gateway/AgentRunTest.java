@@ -139,6 +139,14 @@ class AgentRunTest {
     assertThat(new BigDecimal(local.getString("llm_cost_usd"))).as("the runs' LLM cost is a line of its own")
         .isEqualByComparingTo(new BigDecimal("0.0123455").multiply(BigDecimal.TWO).add(new BigDecimal("0.25")));
 
+    Resp csv = gw.get("/v1/exports/agent_runs.csv", key);
+    assertThat(csv.status()).isEqualTo(200);
+    String[] lines = csv.body().split("\r\n");
+    assertThat(lines[0]).isEqualTo("id,sandbox_id,execution_id,agent,session_id,exit_code,input_tokens,output_tokens,"
+        + "cache_read_tokens,cache_write_tokens,llm_cost_usd,compute_seconds,compute_cost_usd,created_at");
+    assertThat(lines).hasSize(4);
+    assertThat(lines[1]).contains(",claude-code,sess-new,0,4,12,13140,1520,0.0123455,");
+
     // another organization sees neither the sandbox's usage nor can run in it
     String other = gw.bootstrap("Others");
     assertThat(gw.get("/v1/sandboxes/" + sbx + "/usage", other).status()).isEqualTo(404);

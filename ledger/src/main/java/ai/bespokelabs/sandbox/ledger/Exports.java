@@ -25,9 +25,16 @@ public final class Exports {
 
   private static final Set<String> NUMERIC = Set.of("quantity", "provider_cost_usd", "customer_cost_usd",
       "billable_seconds", "estimated_cost_usd", "provider_reported_cost_usd", "effective_cost_usd", "runtime_seconds",
-      "provider_delta_usd", "customer_delta_usd");
+      "provider_delta_usd", "customer_delta_usd", "exit_code", "input_tokens", "output_tokens", "cache_read_tokens",
+      "cache_write_tokens", "llm_cost_usd", "compute_seconds", "compute_cost_usd");
 
   private static final Map<String, Kind> KINDS = Map.of(
+      "agent_runs", new Kind(List.of("id", "sandbox_id", "execution_id", "agent", "session_id", "exit_code",
+          "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "llm_cost_usd",
+          "compute_seconds", "compute_cost_usd", "created_at"), """
+          SELECT id, sandbox_id, execution_id, agent, session_id, exit_code, input_tokens, output_tokens,
+                 cache_read_tokens, cache_write_tokens, llm_cost_usd, compute_seconds, compute_cost_usd, created_at
+          FROM agent_runs WHERE organization_id = $1 ORDER BY created_at, id OFFSET $2 LIMIT $3"""),
       "usage", new Kind(List.of("id", "sandbox_id", "request_id", "metric", "quantity", "unit", "provider_cost_usd",
           "customer_cost_usd", "created_at"), """
           SELECT id, sandbox_id, request_id, metric, quantity, unit, provider_cost_usd, customer_cost_usd, created_at
