@@ -6,6 +6,8 @@ import ai.bespokelabs.sandbox.core.repo.AgentSecretRepository;
 import ai.bespokelabs.sandbox.gateway.agent.AgentRuns;
 import ai.bespokelabs.sandbox.gateway.http.AgentApi;
 import ai.bespokelabs.sandbox.gateway.mcp.McpApi;
+import ai.bespokelabs.sandbox.gateway.placement.PlacementApi;
+import ai.bespokelabs.sandbox.gateway.placement.Placements;
 import ai.bespokelabs.sandbox.gateway.mcp.McpTools;
 import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
@@ -175,6 +177,7 @@ final class Wiring {
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
         new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
+        new PlacementApi(new Placements(backends, policies, health, pricing)),
         new McpApi(vertx, new McpTools(executionService, agentRuns), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, backends, config, sandboxes),
         new ObservabilityApi(vertx, backends, sandboxes, logs, clock),

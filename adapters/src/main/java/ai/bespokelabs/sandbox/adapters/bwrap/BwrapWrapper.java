@@ -28,6 +28,13 @@ import java.util.Optional;
  */
 public final class BwrapWrapper implements HostWrapper {
   public static final String BACKEND = "bwrap";
+
+  /** Namespaces of its own; {@code allow_internet: false} gives it a network namespace with only loopback. */
+  @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.NAMESPACE, false, false, false, true);
+  }
   static final String INSIDE = "/sandbox";
   static final List<String> SYSTEM_DIRS = List.of("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc");
   static final long MAX_PROCESSES = 512;

@@ -77,6 +77,12 @@ public final class DaytonaProvider implements Backend {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.VM, true, true, false, true);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.METRICS, Capability.ADOPT, Capability.PROVIDER_TIMEOUT);
   }

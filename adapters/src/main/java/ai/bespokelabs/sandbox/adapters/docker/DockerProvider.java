@@ -104,6 +104,12 @@ public final class DockerProvider implements Backend, Lifecycle {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.CONTAINER, false, true, false, true);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.METRICS, Capability.ADOPT, Capability.SNAPSHOT);
   }

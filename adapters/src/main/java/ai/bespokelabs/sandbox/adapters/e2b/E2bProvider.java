@@ -69,6 +69,12 @@ public final class E2bProvider implements Backend {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.VM, false, false, true, true);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.METRICS, Capability.ADOPT, Capability.PROVIDER_TIMEOUT);
   }

@@ -87,6 +87,11 @@ public final class BlockingBackend implements Backend, Lifecycle, Executions, In
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return provider.placement();
+  }
+
+  @Override
   public java.util.Optional<String> unavailable() {
     return provider.unavailable();
   }

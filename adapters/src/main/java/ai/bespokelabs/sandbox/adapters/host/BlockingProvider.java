@@ -36,6 +36,11 @@ public interface BlockingProvider extends AutoCloseable {
   /** What it offers beyond lifecycle and executions. */
   Set<Capability> capabilities();
 
+  /** See {@link ai.bespokelabs.sandbox.adapters.spi.Backend#placement()}. */
+  default ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.NONE;
+  }
+
   /** See {@link ai.bespokelabs.sandbox.adapters.spi.Backend#unavailable()}. */
   default java.util.Optional<String> unavailable() {
     return java.util.Optional.empty();

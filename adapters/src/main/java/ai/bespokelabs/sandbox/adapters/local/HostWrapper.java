@@ -14,6 +14,10 @@ import java.util.stream.Stream;
  * process groups, streaming, stdin, signals, timeouts — is shared.
  */
 public interface HostWrapper {
+  /** What a sandbox under this wrapper can be relied on for (a bare host process by default). */
+  default ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.NONE;
+  }
   /**
    * What a wrapper needs to know of the sandbox a program runs in.
    *

@@ -112,6 +112,11 @@ public final class LocalProvider implements BlockingProvider {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return wrapper.placement();
+  }
+
+  @Override
   public boolean nodeBound() {
     return true;
   }

@@ -51,6 +51,12 @@ public final class ModalProvider implements Backend {
 
   /** Files, snapshots and adoption; metrics and the provider's own timeout are not offered. */
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.CONTAINER, true, true, false, true);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.SNAPSHOT, Capability.ADOPT);
   }

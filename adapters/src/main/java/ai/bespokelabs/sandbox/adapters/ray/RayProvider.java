@@ -48,6 +48,12 @@ public final class RayProvider implements Backend {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.PROCESS, true, false, false, false);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.noneOf(Capability.class);
   }

@@ -18,6 +18,13 @@ import java.util.Optional;
  */
 public final class SafehouseWrapper implements HostWrapper {
   public static final String BACKEND = "safehouse";
+
+  /** An OS sandbox profile on the host, which ignores {@code allow_internet}. */
+  @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.NAMESPACE, false, false, false, false);
+  }
   private static final List<String> EXTRA_DIRS = List.of("/opt/homebrew/bin", "/usr/local/bin");
 
   private final Optional<Path> cli;

@@ -28,6 +28,11 @@ public interface Backend {
   /** What this backend offers beyond lifecycle and executions; declared once, constant. */
   Set<Capability> capabilities();
 
+  /** What {@code backend: "auto"} may rely on this backend for; declared once, constant. */
+  default PlacementFacts placement() {
+    return PlacementFacts.NONE;
+  }
+
   /**
    * Why this node cannot create sandboxes of this backend (a missing isolation tool or engine socket, broken
    * settings), in one sentence of the gateway's own that says what to do; empty when it can. A create then

@@ -52,6 +52,12 @@ public final class TensorlakeProvider implements Backend {
   }
 
   @Override
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement() {
+    return new ai.bespokelabs.sandbox.adapters.spi.PlacementFacts(
+        ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation.CONTAINER, false, true, false, true);
+  }
+
+  @Override
   public Set<Capability> capabilities() {
     return EnumSet.of(Capability.FILES, Capability.SNAPSHOT, Capability.METRICS, Capability.ADOPT);
   }

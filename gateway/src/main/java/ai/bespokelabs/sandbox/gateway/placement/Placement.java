@@ -1,5 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.placement;
 
+import ai.bespokelabs.sandbox.adapters.spi.PlacementFacts;
+import ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation;
 import ai.bespokelabs.sandbox.core.model.Policy;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import io.vertx.core.json.JsonArray;
@@ -8,7 +10,6 @@ import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
@@ -22,29 +23,6 @@ import java.util.function.Function;
  * unchecked. Pure: the caller brings the facts.
  */
 public final class Placement {
-  /** The minimum isolation a request asks for, weakest first. */
-  public enum Isolation {
-    PROCESS, NAMESPACE, CONTAINER, VM;
-
-    public String wire() {
-      return name().toLowerCase(Locale.ROOT);
-    }
-
-    /** The level named {@code wire}, or empty. */
-    public static Optional<Isolation> of(String wire) {
-      for (Isolation i : values()) {
-        if (i.wire().equals(wire)) {
-          return Optional.of(i);
-        }
-      }
-      return Optional.empty();
-    }
-  }
-
-  /** What a backend can honour, as it declares it. */
-  public record Facts(Isolation isolation, boolean gpus, boolean images, boolean templates,
-      boolean networkIsolation) {}
-
   /** What a request needs. Null fields ask for nothing. */
   public record Requirements(Double cpu, Integer memoryMb, String gpu, String image, String template,
       Boolean allowInternet, Integer timeoutSecs, Isolation isolation, BigDecimal maxHourlyUsd, List<String> prefer,
@@ -74,7 +52,7 @@ public final class Placement {
   }
 
   /** What this gateway knows of one backend: whether it can serve at all, its facts, its last health status. */
-  public record Offer(String backend, Optional<String> unavailable, Facts facts, String health) {}
+  public record Offer(String backend, Optional<String> unavailable, PlacementFacts facts, String health) {}
 
   private Placement() {}
 
@@ -120,7 +98,7 @@ public final class Placement {
 
   private static Optional<String> rejection(Requirements req, Offer o, Policy policy, BigDecimal price,
       PricingCatalog pricing) {
-    Facts f = o.facts();
+    PlacementFacts f = o.facts();
     if (req.exclude().contains(o.backend())) {
       return Optional.of("excluded by the request");
     }

@@ -17,6 +17,8 @@ public final class Backends {
   /** Why a registered backend cannot create sandboxes on this node, by name; absent when it can. */
   private final Map<String, String> unavailable = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<String, List<String>> capabilities;
+  private final Map<String, ai.bespokelabs.sandbox.adapters.spi.PlacementFacts> placement =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private volatile boolean draining;
 
   /** The registered {@code backends}, enabled as {@code allowList} says (all when empty). */
@@ -31,7 +33,11 @@ public final class Backends {
           .sorted().toList());
       b.unavailable().ifPresent(reason -> unavailable.put(b.name(), reason));
     }
-    return new Backends(registered, allowList, nodeId, unavailable, capabilities);
+    Backends out = new Backends(registered, allowList, nodeId, unavailable, capabilities);
+    for (ai.bespokelabs.sandbox.adapters.spi.Backend b : backends) {
+      out.placement.put(b.name(), b.placement());
+    }
+    return out;
   }
 
   public Backends(Map<String, Boolean> registeredNodeBound, Optional<List<String>> allowList, String nodeId) {
@@ -89,6 +95,11 @@ public final class Backends {
   /** What {@code backend} offers beyond lifecycle and executions (e.g. {@code files}, {@code snapshot}), sorted. */
   public List<String> capabilities(String backend) {
     return capabilities.getOrDefault(backend, List.of());
+  }
+
+  /** What {@code backend: "auto"} may rely on {@code backend} for (the weakest facts when it declared none). */
+  public ai.bespokelabs.sandbox.adapters.spi.PlacementFacts placement(String backend) {
+    return placement.getOrDefault(backend, ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.NONE);
   }
 
   public List<String> names() {

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.core.model.Policy;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.gateway.placement.Placement.Candidate;
-import ai.bespokelabs.sandbox.gateway.placement.Placement.Facts;
-import ai.bespokelabs.sandbox.gateway.placement.Placement.Isolation;
+import ai.bespokelabs.sandbox.adapters.spi.PlacementFacts;
+import ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation;
 import ai.bespokelabs.sandbox.gateway.placement.Placement.Offer;
 import ai.bespokelabs.sandbox.gateway.placement.Placement.Requirements;
 import java.math.BigDecimal;
@@ -22,10 +22,10 @@ class PlacementTest {
       "daytona", new PricingCatalog.Rates(new BigDecimal("0.036"), new BigDecimal("0.018")),
       "modal", new PricingCatalog.Rates(new BigDecimal("0.05"), new BigDecimal("0.01"))),
       Map.of("modal", Map.of("A100", new BigDecimal("2.5"))));
-  static final Facts VM = new Facts(Isolation.VM, false, false, true, true);
-  static final Facts DAYTONA = new Facts(Isolation.VM, false, true, false, true);
-  static final Facts PROCESS = new Facts(Isolation.PROCESS, false, false, false, false);
-  static final Facts CONTAINER_GPU = new Facts(Isolation.CONTAINER, true, true, false, true);
+  static final PlacementFacts VM = new PlacementFacts(Isolation.VM, false, false, true, true);
+  static final PlacementFacts DAYTONA = new PlacementFacts(Isolation.VM, false, true, false, true);
+  static final PlacementFacts PROCESS = new PlacementFacts(Isolation.PROCESS, false, false, false, false);
+  static final PlacementFacts CONTAINER_GPU = new PlacementFacts(Isolation.CONTAINER, true, true, false, true);
 
   static List<Offer> offers() {
     return List.of(new Offer("e2b", Optional.empty(), VM, "healthy"),
@@ -103,7 +103,7 @@ class PlacementTest {
   @Test
   void prefer_breaks_price_ties_then_health_and_exclude_rejects() {
     List<Offer> free = List.of(new Offer("local", Optional.empty(), PROCESS, null),
-        new Offer("bwrap", Optional.empty(), new Facts(Isolation.NAMESPACE, false, false, false, true), "healthy"),
+        new Offer("bwrap", Optional.empty(), new PlacementFacts(Isolation.NAMESPACE, false, false, false, true), "healthy"),
         new Offer("docker", Optional.empty(), CONTAINER_GPU, null));
     assertThat(order(Placement.plan(req(1024, null), free, Policy.DEFAULT, PRICES)))
         .as("equal price: healthy before unchecked, then by name")
