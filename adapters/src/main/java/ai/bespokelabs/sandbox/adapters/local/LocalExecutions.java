@@ -63,6 +63,10 @@ final class LocalExecutions {
     }
     workdirs.requireUnchanged(runtime);
     ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
+    if (wrapper.runsPlainCommandsDirectly() && request.code() == null && request.command() != null
+        && (request.args() == null || request.args().isEmpty())) {
+      plain = PlainCommand.direct(plain, request.command(), wrapper.envThroughFile(users.dropping()));
+    }
     if (users.dropping() && wrapper == HostWrapper.NONE && ProcessRunner.program(plain).isEmpty()) {
       // started by a shell after the drop, a missing program would only exit 127: fail as a direct start does
       throw runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
