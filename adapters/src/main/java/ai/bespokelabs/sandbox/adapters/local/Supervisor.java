@@ -66,6 +66,8 @@ final class Supervisor implements AutoCloseable {
   private final AtomicInteger ids = new AtomicInteger();
   private final CompletableFuture<Void> ready = new CompletableFuture<>();
   private volatile boolean alive = true;
+  /** Set by {@link #close}: its executions end as killed programs do, not as lost ones. */
+  private volatile boolean closing;
 
   private final Path dir;
 
@@ -228,6 +230,7 @@ final class Supervisor implements AutoCloseable {
   /** Kills the supervisor and, with its end, the groups of every execution it runs. */
   @Override
   public void close() {
+    closing = true;
     alive = false;
     for (Exec exec : execs.values()) {
       if (exec.pgid > 1) {
@@ -330,7 +333,9 @@ final class Supervisor implements AutoCloseable {
       ProcessGroups.kill(List.of(pgid));
       try {
         flushCarry();
-        sink.output(Stream.STDERR, LOST_MESSAGE.getBytes(StandardCharsets.UTF_8));
+        if (!closing) {
+          sink.output(Stream.STDERR, LOST_MESSAGE.getBytes(StandardCharsets.UTF_8));
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }

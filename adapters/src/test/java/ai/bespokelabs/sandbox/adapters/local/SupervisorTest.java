@@ -102,7 +102,7 @@ class SupervisorTest {
     CapturingSink background = new CapturingSink(1024);
     provider.start(shell("sbx_a", "sleep 60"), background);
     long t0 = System.nanoTime();
-    ExecResult killer = provider.exec(shell("sbx_a", "kill -9 $PPID; sleep 20"));
+    ExecResult killer = provider.exec(shell("sbx_a", "sleep 0.2; kill -9 $PPID; sleep 20"));
     assertThat((System.nanoTime() - t0) / 1_000_000).as("no hang").isLessThan(10_000);
     assertThat(killer.exitCode()).isEqualTo(Supervisor.LOST_EXIT_CODE);
     assertThat(killer.stderr()).contains("supervisor ended");
