@@ -96,6 +96,12 @@ public final class BwrapWrapper implements HostWrapper {
     return true;
   }
 
+  /** The system directories are bound read-only at their own paths, so a plain command finds the same program. */
+  @Override
+  public boolean runsPlainCommandsDirectly() {
+    return true;
+  }
+
   @Override
   public Map<String, String> environment(Map<String, String> env, Path dir) {
     return inside(env, dir.toAbsolutePath().normalize());

@@ -49,6 +49,11 @@ public interface HostWrapper {
     }
 
     @Override
+    public boolean runsPlainCommandsDirectly() {
+      return true;
+    }
+
+    @Override
     public ProcessSpec wrap(ProcessSpec spec, HostSandbox sandbox) {
       if (sandbox.envFile() == null) {
         return spec;
@@ -63,6 +68,15 @@ public interface HostWrapper {
   /** Whether programs get their environment through a file ({@link EnvHandOff}) rather than directly. */
   default boolean envThroughFile(boolean dropping) {
     return dropping;
+  }
+
+  /**
+   * Whether a command line of plain words may run as its program rather than under {@code bash -c}
+   * ({@link PlainCommand}): the host's system directories are the program's, and the shell that loads a handed-over
+   * environment sets {@code PWD}.
+   */
+  default boolean runsPlainCommandsDirectly() {
+    return false;
   }
 
   /** The environment as the program sees it (paths inside the sandbox, for instance). */

@@ -26,6 +26,8 @@ import java.util.function.LongConsumer;
  * sandbox's runtime so destroy can kill it.
  */
 final class LocalExecutions {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalExecutions.class);
+  private static final java.util.concurrent.atomic.AtomicBoolean WARNED = new java.util.concurrent.atomic.AtomicBoolean();
   private final String backend;
   private final HostWrapper wrapper;
   private final HostUsers users;
@@ -63,6 +65,10 @@ final class LocalExecutions {
     }
     workdirs.requireUnchanged(runtime);
     ProcessSpec plain = ProcessSpec.of(runtime.dir, runtime.env, request);
+    if (wrapper.runsPlainCommandsDirectly() && request.code() == null && request.command() != null
+        && (request.args() == null || request.args().isEmpty())) {
+      plain = PlainCommand.direct(plain, request.command(), !supervised() && wrapper.envThroughFile(users.dropping()));
+    }
     if (users.dropping() && wrapper == HostWrapper.NONE && ProcessRunner.program(plain).isEmpty()) {
       // started by a shell after the drop, a missing program would only exit 127: fail as a direct start does
       throw runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null);
@@ -94,7 +100,7 @@ final class LocalExecutions {
         sink.exited(exitCode, timedOut, cancelled, durationMs);
       }
     };
-    return launch(plain, runtime.dir, runtime.config, runtime.uid, request.keepStdin(), pruning, pgid -> {
+    return launch(runtime, plain, request.keepStdin(), pruning, pgid -> {
       group.set(pgid);
       String previous = records.record(request.sandboxId(), pgid);
       SandboxRuntime earlier = previous == null ? null : runtimes.get(previous);
@@ -105,6 +111,47 @@ final class LocalExecutions {
         ProcessGroups.kill(List.of(pgid));
       }
     });
+  }
+
+  /** Whether executions go through the sandbox's resident supervisor ({@link SupervisorBinary}). */
+  private boolean supervised() {
+    return wrapper == HostWrapper.NONE && SupervisorBinary.enabled() && SupervisorBinary.path().isPresent();
+  }
+
+  /**
+   * Starts {@code plain} through the sandbox's supervisor when it has one, else as {@link #launch(ProcessSpec, Path,
+   * SandboxConfig, int, boolean, ExecSink, LongConsumer)} does. A supervisor that cannot be started leaves its
+   * sandbox on that path, with one warning; one that ended is started again first.
+   */
+  private ExecHandle launch(SandboxRuntime runtime, ProcessSpec plain, boolean keepStdin, ExecSink sink,
+      LongConsumer started) {
+    if (supervised()) {
+      java.util.Optional<Supervisor> supervisor;
+      try {
+        supervisor = runtime.supervisor(() -> Supervisor.start(SupervisorBinary.path().get(), users.dropTo(runtime.uid),
+            runtime.dir));
+      } catch (IOException | RuntimeException e) {
+        if (WARNED.compareAndSet(false, true)) {
+          LOG.warn("A sandbox supervisor could not be started ({}): such sandboxes start each execution on its own",
+              e.toString());
+        }
+        supervisor = java.util.Optional.empty();
+      }
+      if (supervisor.isPresent()) {
+        if (!Files.isDirectory(plain.cwd()) || !plain.cwd().toAbsolutePath().normalize()
+            .startsWith(runtime.dir.toAbsolutePath().normalize())) {
+          throw new ApiException(422, "cwd must be an existing directory");
+        }
+        Path program = ProcessRunner.program(plain)
+            .orElseThrow(() -> runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, null));
+        try {
+          return supervisor.get().run(program, plain, keepStdin, sink, started);
+        } catch (IOException e) {
+          throw runner.failure(ErrorCode.EXECUTION_FAILED, ProviderError.Outcome.FAILED, e);
+        }
+      }
+    }
+    return launch(plain, runtime.dir, runtime.config, runtime.uid, keepStdin, sink, started);
   }
 
   /**

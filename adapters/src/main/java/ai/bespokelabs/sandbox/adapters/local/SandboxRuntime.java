@@ -36,6 +36,39 @@ final class SandboxRuntime {
     this.createdAt = createdAt;
   }
 
+  private Supervisor supervisor;
+  private boolean supervisorFailed;
+
+  /** Starts a supervisor; fails when it cannot be started. */
+  interface SupervisorStarter {
+    Supervisor start() throws java.io.IOException;
+  }
+
+  /**
+   * The sandbox's live supervisor, started (again) when it has none or it ended; empty once one failed to start
+   * (the sandbox's executions then start one by one) or the sandbox is closing.
+   *
+   * @throws java.io.IOException when a first start fails (later calls answer empty)
+   */
+  synchronized java.util.Optional<Supervisor> supervisor(SupervisorStarter starter) throws java.io.IOException {
+    if (closed || supervisorFailed) {
+      return java.util.Optional.empty();
+    }
+    if (supervisor == null || !supervisor.alive()) {
+      if (supervisor != null) {
+        supervisor.close();
+        supervisor = null;
+      }
+      try {
+        supervisor = starter.start();
+      } catch (java.io.IOException | RuntimeException e) {
+        supervisorFailed = true;
+        throw e;
+      }
+    }
+    return java.util.Optional.of(supervisor);
+  }
+
   /** Records a started group; false when the sandbox is already being destroyed (kill it yourself). */
   synchronized boolean track(long pgid) {
     return !closed && groups.add(pgid);
@@ -64,6 +97,9 @@ final class SandboxRuntime {
   synchronized List<Long> close(boolean expired) {
     this.expired = expired;
     closed = true;
+    if (supervisor != null) {
+      supervisor.close();
+    }
     return List.copyOf(groups);
   }
 
