@@ -191,4 +191,28 @@ class DockerGatewayTest {
         .matches("Command timed out after [0-9.]+s: the sandbox reached its timeout\n");
     assertThat(awaitSandbox(gw, id, "destroyed").getString("termination_reason")).isEqualTo("ttl_expired");
   }
+
+  /** A stand-in for Claude Code in a busybox container: the JSON result, echoing the prompt (its last argument). */
+  static final String CLAUDE_SH = "last=; for a in \"$@\"; do last=$a; done; "
+      + "printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"echo %s\","
+      + "\"session_id\":\"d1\",\"total_cost_usd\":0.5,\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}\\n' \"$last\"";
+
+  @Test
+  void an_agent_run_in_a_container_is_read_and_priced() {
+    Resp created = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "docker").put("memory_mb", 256));
+    assertThat(created.status()).as(created.body()).isEqualTo(201);
+    String id = created.json().getString("id");
+    Resp run = gw.post("/v1/sandboxes/" + id + "/agent-runs", key, new JsonObject().put("agent", "claude-code")
+        .put("prompt", "in a box").put("command", new JsonArray().add("sh").add("-c").add(CLAUDE_SH).add("claude")));
+    assertThat(run.status()).as(run.body()).isEqualTo(200);
+    assertThat(run.json().getString("text")).isEqualTo("echo in a box");
+    assertThat(run.json().getString("session_id")).isEqualTo("d1");
+    assertThat(run.json().getJsonObject("usage").getLong("total_tokens")).isEqualTo(7);
+    Resp missing = gw.post("/v1/sandboxes/" + id + "/agent-runs", key, new JsonObject().put("agent", "codex")
+        .put("prompt", "x"));
+    assertThat(missing.json().getString("error"))
+        .isEqualTo("codex is not installed in this sandbox: create the sandbox with the preset codex (or claude-code-codex)");
+    assertThat(gw.get("/v1/sandboxes/" + id + "/usage", key).json().getLong("runs")).isEqualTo(2);
+    assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
+  }
 }
