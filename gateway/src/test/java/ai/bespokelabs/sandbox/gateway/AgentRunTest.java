@@ -7,7 +7,6 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Map;
@@ -24,15 +23,9 @@ class AgentRunTest {
   static TestGateway gw;
 
   static Map<String, String> pricing() {
-    try {
-      Path catalog = Files.createTempFile("pricing-", ".json");
-      Files.writeString(catalog, """
-          {"last_updated": "2026-11-01", "backends": {
-            "local": {"vcpu_per_hour_usd": 3600, "ram_gib_per_hour_usd": 0}}}""");
-      return Map.of("BESPOKE_PRICING_FILE", catalog.toString());
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
+    return PricingFiles.settings("""
+        {"last_updated": "2026-11-01", "backends": {
+          "local": {"vcpu_per_hour_usd": 3600, "ram_gib_per_hour_usd": 0}}}""");
   }
 
   /**

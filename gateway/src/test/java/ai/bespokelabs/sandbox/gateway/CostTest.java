@@ -8,7 +8,6 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.ZoneOffset;
 import java.util.Map;
@@ -22,15 +21,9 @@ class CostTest {
   static TestGateway gw;
 
   static Map<String, String> pricing() {
-    try {
-      Path catalog = Files.createTempFile("pricing-", ".json");
-      Files.writeString(catalog, """
-          {"last_updated": "2026-11-01", "backends": {
-            "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""");
-      return Map.of("BESPOKE_PRICING_FILE", catalog.toString(), "BESPOKE_CUSTOMER_MARKUP", "1.5");
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
+    return PricingFiles.settings("""
+        {"last_updated": "2026-11-01", "backends": {
+          "local": {"vcpu_per_hour_usd": 0.036, "ram_gib_per_hour_usd": 0.018}}}""", "BESPOKE_CUSTOMER_MARKUP", "1.5");
   }
 
   static JsonObject costOf(String key, String id) {
