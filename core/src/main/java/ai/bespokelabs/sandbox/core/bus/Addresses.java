@@ -1,13 +1,18 @@
 package ai.bespokelabs.sandbox.core.bus;
 
-/** Event-bus addresses shared by every module. */
+/**
+ * The wire of the runtime protocol: addresses, the header naming each adapter operation, and the operations'
+ * names. Only its two ends know it: {@link BusRuntimeClient} and {@link AdapterEndpoint}.
+ */
 public final class Addresses {
   /** Message header naming the adapter operation. */
   public static final String ACTION = "action";
+  /** How long a destroy may take, whoever asks for it. */
+  public static final long DESTROY_TIMEOUT_MS = RuntimeClient.DESTROY_TIMEOUT_MS;
   /** Header naming the organization a file operation is for (the adapters share their file pool by it). */
   public static final String ORGANIZATION = "organization";
-  /** How long a destroy may take, whoever asks for it: a provider's slowest delete, waited for in full. */
-  public static final long DESTROY_TIMEOUT_MS = 5 * 60_000L;
+  /** Header naming the provider resource an adopt attaches to. */
+  public static final String RESOURCE = "resource";
   public static final String CREATE = "create";
   public static final String EXEC = "exec";
   public static final String DESTROY = "destroy";
