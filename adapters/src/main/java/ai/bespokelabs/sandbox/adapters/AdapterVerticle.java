@@ -5,8 +5,13 @@ import ai.bespokelabs.sandbox.adapters.spi.Capability;
 import ai.bespokelabs.sandbox.adapters.spi.Execution;
 import ai.bespokelabs.sandbox.adapters.workspace.GitCloner;
 import ai.bespokelabs.sandbox.adapters.workspace.Materializer;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.AdapterEndpoint;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.RuntimeServer;
+import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
+import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
@@ -30,9 +35,7 @@ import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.MessageConsumer;
+import io.vertx.core.Promise;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,10 +55,9 @@ import org.slf4j.LoggerFactory;
  * organization ({@link FairShare}). The execution registry and streaming run on this context too. Every
  * provider failure it answers, whoever asked, is told to its {@link FailureCounter} once.
  */
-public final class AdapterVerticle extends VerticleBase {
+public final class AdapterVerticle extends VerticleBase implements RuntimeServer {
   private static final Logger LOG = LoggerFactory.getLogger(AdapterVerticle.class);
   private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
-  static final long RECORD_TIMEOUT_MS = 60_000;
   /** How long a finished execution stays attachable for clients that reconnect. */
   static final long RETAIN_AFTER_EXIT_MS = 60_000;
   /**
@@ -136,13 +138,7 @@ public final class AdapterVerticle extends VerticleBase {
         files = new FileSessions(provider.files());
         vertx.setPeriodic(FileSessions.IDLE_MS / 4, t -> files.expire());
       }
-      MessageConsumer<Object> node = vertx.eventBus().consumer(Addresses.adapter(provider.name(), nodeId),
-          this::handle);
-      if (provider.nodeBound()) {
-        return node.completion();
-      }
-      MessageConsumer<Object> shared = vertx.eventBus().consumer(Addresses.adapter(provider.name()), this::handle);
-      return Future.all(node.completion(), shared.completion()).mapEmpty();
+      return AdapterEndpoint.bind(vertx, provider.name(), nodeId, provider.nodeBound(), this);
     });
   }
 
@@ -184,70 +180,100 @@ public final class AdapterVerticle extends VerticleBase {
     return backend + " failed to start; the gateway's log says why";
   }
 
-  private void handle(Message<Object> msg) {
-    String action = String.valueOf(msg.headers().get(Addresses.ACTION));
-    if (startFailure != null) {
-      failed(msg, action, new ProviderException(ProviderError.unavailable(provider.name(), action, startFailure)));
-      return;
+  @Override
+  public Throwable refusal(String operation) {
+    return startFailure == null ? null
+        : failed(operation, new ProviderException(ProviderError.unavailable(provider.name(), operation, startFailure)))
+            .cause();
+  }
+
+  @Override
+  public Future<SandboxCreated> create(CreateSandbox request) {
+    return call("create", null, () -> provider.lifecycle().create(request)
+        .compose(id -> materializer.apply(provider, request, id).map(id))
+        .compose(id -> quotedRate(request, id).map(rate -> new SandboxCreated(id, nodeId, rate))));
+  }
+
+  @Override
+  public Future<SandboxDestroyed> destroy(DestroySandbox request) {
+    return call("destroy", null, () -> provider.lifecycle().destroy(request));
+  }
+
+  @Override
+  public Future<Void> health() {
+    return call("health", null, () -> provider.inventory().checkHealth());
+  }
+
+  @Override
+  public Future<io.vertx.core.json.JsonObject> details() {
+    return call("details", null, () -> provider.inventory().details());
+  }
+
+  @Override
+  public Future<ResourceList> list(ListResources request) {
+    return call("list", null, () -> provider.inventory().list(request.knownResourceIds()).map(ResourceList::new));
+  }
+
+  @Override
+  public Future<FileReply> files(String organization, FileOp op) {
+    return call(op.op(), Capability.FILES, () -> fileShare.run(organization == null ? op.sandboxId() : organization,
+        () -> files.handle(op)));
+  }
+
+  @Override
+  public Future<SandboxCreated> adopt(CreateSandbox request, String resource) {
+    return call("adopt", Capability.ADOPT, () -> provider.lifecycle().adopt(request, resource)
+        .map(id -> new SandboxCreated(id, nodeId)));
+  }
+
+  @Override
+  public Future<SnapshotTaken> snapshot(SnapshotSandbox request) {
+    return call("snapshot", Capability.SNAPSHOT, () -> provider.lifecycle().snapshot(request).map(SnapshotTaken::new));
+  }
+
+  @Override
+  public Future<Void> setTimeout(SetTimeout request) {
+    if (!provider.capabilities().contains(Capability.PROVIDER_TIMEOUT)) {
+      return Future.succeededFuture(); // the supervisor enforces the gateway's deadline; nothing to move along
     }
-    switch (action) {
-      case Addresses.CREATE -> {
-        CreateSandbox request = (CreateSandbox) msg.body();
-        call(msg, "create", null, () -> provider.lifecycle().create(request)
-            .compose(id -> materializer.apply(provider, request, id).map(id))
-            .compose(id -> quotedRate(request, id).map(rate -> new SandboxCreated(id, nodeId, rate))));
-      }
-      case Addresses.DESTROY -> call(msg, "destroy", null,
-          () -> provider.lifecycle().destroy((DestroySandbox) msg.body()));
-      case Addresses.HEALTH -> call(msg, "health", null, () -> provider.inventory().checkHealth());
-      case Addresses.DETAILS -> call(msg, "details", null, () -> provider.inventory().details());
-      case Addresses.LIST -> call(msg, "list", null, () -> provider.inventory().list(
-          msg.body() instanceof ListResources l ? l.knownResourceIds() : List.of()).map(ResourceList::new));
-      case Addresses.FILES -> {
-        FileOp op = (FileOp) msg.body();
-        String organization = msg.headers().get(Addresses.ORGANIZATION);
-        call(msg, op.op(), Capability.FILES, () -> fileShare.run(organization == null ? op.sandboxId() : organization,
-            () -> files.handle(op)));
-      }
-      case Addresses.ADOPT -> call(msg, "adopt", Capability.ADOPT, () -> provider.lifecycle()
-          .adopt((CreateSandbox) msg.body(), msg.headers().get("resource")).map(id -> new SandboxCreated(id, nodeId)));
-      case Addresses.SNAPSHOT -> call(msg, "snapshot", Capability.SNAPSHOT,
-          () -> provider.lifecycle().snapshot((SnapshotSandbox) msg.body()).map(SnapshotTaken::new));
-      case Addresses.SET_TIMEOUT -> {
-        if (!provider.capabilities().contains(Capability.PROVIDER_TIMEOUT)) {
-          msg.reply(null); // the supervisor enforces the gateway's deadline; nothing to move along
-          return;
-        }
-        call(msg, "timeout", null, () -> provider.lifecycle().extendTimeout((SetTimeout) msg.body()));
-      }
-      case Addresses.METRICS -> call(msg, "metrics", Capability.METRICS,
-          () -> provider.metrics().sample((MetricsRequest) msg.body()));
-      case Addresses.EXEC, Addresses.START -> startExecution(msg, (ExecSandbox) msg.body());
-      case Addresses.ATTACH -> attach(msg, (AttachExec) msg.body());
-      case Addresses.DETACH -> {
-        DetachExec d = (DetachExec) msg.body();
-        ExecStream stream = executions.get(d.executionId());
-        if (stream != null) {
-          stream.detach(d.subscriberAddress());
-        }
-        msg.reply(null);
-      }
-      case Addresses.STDIN -> stdin(msg, (StdinExec) msg.body());
-      case Addresses.SIGNAL -> signal(msg, (SignalExec) msg.body());
-      default -> BusFailures.fail(msg, new ApiException(400, "unsupported adapter action"));
+    return call("timeout", null, () -> provider.lifecycle().extendTimeout(request));
+  }
+
+  @Override
+  public Future<SandboxMetrics> metrics(MetricsRequest request) {
+    return call("metrics", Capability.METRICS, () -> provider.metrics().sample(request));
+  }
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public Future<ExecResult> exec(ExecSandbox request) {
+    return (Future<ExecResult>) startExecution(request);
+  }
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public Future<ExecStarted> start(ExecSandbox request) {
+    return (Future<ExecStarted>) startExecution(request);
+  }
+
+  @Override
+  public Future<Void> detach(DetachExec d) {
+    ExecStream stream = executions.get(d.executionId());
+    if (stream != null) {
+      stream.detach(d.subscriberAddress());
     }
+    return Future.succeededFuture();
   }
 
   /**
-   * Calls the backend for {@code op} and replies with the result; an operation outside the backend's declared
-   * capabilities is {@code feature_not_supported}, answered here.
+   * Calls the backend for {@code op}; an operation outside the backend's declared capabilities is
+   * {@code feature_not_supported}, answered here.
    */
-  private <T> void call(Message<?> msg, String op, Capability needed, Supplier<Future<T>> work) {
+  private <T> Future<T> call(String op, Capability needed, Supplier<Future<T>> work) {
     if (needed != null && !provider.capabilities().contains(needed)) {
-      failed(msg, op, unsupported(needed));
-      return;
+      return failed(op, unsupported(needed));
     }
-    attempt(msg, op, work).onSuccess(msg::reply);
+    return attempt(op, work);
   }
 
   /** The one {@code feature_not_supported} answer of every backend. */
@@ -256,18 +282,22 @@ public final class AdapterVerticle extends VerticleBase {
         capability.wire(), false, ProviderError.Outcome.FAILED));
   }
 
-  /** Runs a backend call; failures (thrown or failed futures) are answered in the error contract. */
-  private <T> Future<T> attempt(Message<?> msg, String op, Supplier<Future<T>> work) {
+  /** Runs a backend call; failures (thrown or failed futures) end in the error contract ({@link #failed}). */
+  private <T> Future<T> attempt(String op, Supplier<Future<T>> work) {
     Future<T> f;
     try {
       f = work.get();
     } catch (RuntimeException e) {
       f = Future.failedFuture(e);
     }
-    return f.recover(t -> failed(msg, op, t));
+    return f.recover(t -> failed(op, t));
   }
 
-  private <T> Future<T> failed(Message<?> msg, String op, Throwable t) {
+  /**
+   * Logs and counts a failure of {@code op}; fails with its contract form (anything unexpected becomes a normalized
+   * provider error).
+   */
+  private <T> Future<T> failed(String op, Throwable t) {
     Throwable cause = unwrap(t);
     if (!(cause instanceof ProviderException) && !(cause instanceof ApiException)) {
       // only the type and where it was thrown: provider exception texts may echo credentials
@@ -278,20 +308,21 @@ public final class AdapterVerticle extends VerticleBase {
       LOG.info("{} {} failed: {} (retryable {}, outcome {})", provider.name(), op, p.error().code().wire(),
           p.error().retryable(), p.error().outcome().wire());
     }
-    if (!(cause instanceof ApiException)) {
-      failures.failed(provider.name(),
-          cause instanceof ProviderException p ? p.error() : BusFailures.normalize(provider.name(), op));
+    if (cause instanceof ApiException) {
+      return Future.failedFuture(cause);
     }
-    BusFailures.fail(msg, cause, provider.name(), op);
-    return Future.failedFuture(cause);
+    ProviderError error = cause instanceof ProviderException p ? p.error() : BusFailures.normalize(provider.name(), op);
+    failures.failed(provider.name(), error);
+    return Future.failedFuture(cause instanceof ProviderException ? cause : new ProviderException(error));
   }
 
   /**
-   * Starts an execution with its stream. {@code exec} answers with the result at the end; {@code start}
-   * answers once the program runs and hands the result to the recorder at the end.
+   * Starts an execution with its stream. {@code exec} completes with the result at the end; {@code start}
+   * completes once the program runs and reports the result at the end.
    */
-  private void startExecution(Message<Object> msg, ExecSandbox req) {
-    boolean async = req.recorderAddress() != null;
+  private Future<?> startExecution(ExecSandbox req) {
+    boolean async = AdapterEndpoint.reportsResult(req);
+    Promise<Object> answer = Promise.promise();
     ExecStream stream = new ExecStream(req.executionId(), req.keepStdin(), context, vertx.eventBus(), journalBytes,
         req.outputLimitBytes());
     executions.put(req.executionId(), stream);
@@ -300,8 +331,7 @@ public final class AdapterVerticle extends VerticleBase {
     }
     stream.onExit(() -> {
       if (async) {
-        vertx.eventBus().request(req.recorderAddress(), new ExecFinished(req.executionId(), stream.result()),
-                new DeliveryOptions().setSendTimeout(RECORD_TIMEOUT_MS))
+        AdapterEndpoint.report(vertx.eventBus(), req, new ExecFinished(req.executionId(), stream.result()))
             .onComplete(ar -> {
               if (ar.failed()) {
                 LOG.warn("Result of execution {} could not be recorded: {}", req.executionId(), ar.cause().toString());
@@ -309,22 +339,24 @@ public final class AdapterVerticle extends VerticleBase {
               stream.recorded();
             });
       } else {
-        msg.reply(stream.result());
+        answer.tryComplete(stream.result());
         stream.recorded();
       }
     });
     stream.onIdle(() -> retain(req.executionId(), stream));
-    Future<Execution> started = attempt(msg, "execute", () -> provider.executions().start(req, stream));
+    Future<Execution> started = attempt("execute", () -> provider.executions().start(req, stream));
+    started.onFailure(answer::tryFail); // answered before the stream hears of it (and ends)
     started.onComplete(stream::started)
         .onSuccess(handle -> {
           if (async) {
-            msg.reply(new ExecStarted(req.executionId(), nodeId));
+            answer.tryComplete(new ExecStarted(req.executionId(), nodeId));
           }
         })
         .onFailure(t -> {
           stream.close();
           executions.remove(req.executionId());
         });
+    return answer.future();
   }
 
   /** Keeps a finished execution attachable for a while, within the retained-bytes budget. */
@@ -359,69 +391,58 @@ public final class AdapterVerticle extends VerticleBase {
     }
   }
 
-  private ExecStream find(Message<?> msg, String executionId) {
+  private ExecStream find(String executionId) {
     ExecStream stream = executions.get(executionId);
     if (stream == null) {
-      BusFailures.fail(msg, ApiException.notFound("execution not found"));
+      throw ApiException.notFound("execution not found");
     }
     return stream;
   }
 
-  private void attach(Message<Object> msg, AttachExec a) {
-    ExecStream stream = find(msg, a.executionId());
-    if (stream != null) {
-      stream.attach(a.subscriberAddress(), a.after());
-      msg.reply(null);
-    }
+  @Override
+  public Future<Void> attach(AttachExec a) {
+    find(a.executionId()).attach(a.subscriberAddress(), a.after());
+    return Future.succeededFuture();
   }
 
   /** Writes are chained per execution so bytes reach stdin in the order they were sent. */
-  private void stdin(Message<Object> msg, StdinExec in) {
-    ExecStream stream = find(msg, in.executionId());
-    if (stream == null) {
-      return;
-    }
+  @Override
+  public Future<Void> stdin(StdinExec in) {
+    ExecStream stream = find(in.executionId());
     if (!stream.keepStdin()) {
-      BusFailures.fail(msg, ApiException.conflict("stdin is not open for this execution"), provider.name(), "stdin");
-      return;
+      throw ApiException.conflict("stdin is not open for this execution");
     }
     if (stream.result() != null) {
-      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "stdin");
-      return;
+      throw ApiException.conflict("execution has finished");
     }
     Future<Void> previous = stdinChains.getOrDefault(in.executionId(), Future.succeededFuture());
     Future<Void> next = previous.transform(ignored -> stream.handle().transform(started -> {
       if (started.failed()) {
-        BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "stdin");
-        return Future.<Void>succeededFuture();
+        return Future.<Void>failedFuture(ApiException.conflict("execution has finished"));
       }
       Execution execution = started.result();
-      return attempt(msg, "stdin", () -> {
+      return attempt("stdin", () -> {
         Future<Void> written = in.data() != null && in.data().length > 0
             ? execution.write(io.vertx.core.buffer.Buffer.buffer(in.data())) : Future.succeededFuture();
         return in.eof() ? written.compose(v -> execution.closeStdin()) : written;
-      }).onSuccess(v -> msg.reply(null));
+      });
     }));
     stdinChains.put(in.executionId(), next.otherwiseEmpty());
+    return next;
   }
 
-  private void signal(Message<Object> msg, SignalExec s) {
-    ExecStream stream = find(msg, s.executionId());
-    if (stream == null) {
-      return;
-    }
+  @Override
+  public Future<Void> signal(SignalExec s) {
+    ExecStream stream = find(s.executionId());
     if (!SIGNALS.contains(s.signal())) {
-      BusFailures.fail(msg, ApiException.invalid("signal must be one of TERM, KILL, INT"), provider.name(),
-          "signal");
-      return;
+      throw ApiException.invalid("signal must be one of TERM, KILL, INT");
     }
     if (stream.result() != null) {
-      BusFailures.fail(msg, ApiException.conflict("execution has finished"), provider.name(), "signal");
-      return;
+      throw ApiException.conflict("execution has finished");
     }
-    stream.handle().onFailure(t -> BusFailures.fail(msg, ApiException.conflict("execution has finished"),
-        provider.name(), "signal")).onSuccess(execution -> attempt(msg, "signal", () -> execution.signal(s.signal()))
-            .onSuccess(v -> msg.reply(null)));
+    return stream.handle().transform(started -> started.failed()
+        ? Future.failedFuture(ApiException.conflict("execution has finished"))
+        : attempt("signal", () -> started.result().signal(s.signal())));
   }
 
   /** The innermost frame of this project's code in {@code t}'s stack, else its first frame. */

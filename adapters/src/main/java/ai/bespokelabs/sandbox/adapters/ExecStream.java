@@ -1,6 +1,6 @@
 package ai.bespokelabs.sandbox.adapters;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.AdapterEndpoint;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
@@ -10,10 +10,7 @@ import ai.bespokelabs.sandbox.adapters.spi.OutputSink;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
-import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
-import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.json.JsonObject;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -357,14 +354,14 @@ final class ExecStream implements OutputSink {
 
   private void send(Subscriber s, StreamEvent event) {
     s.inFlight++;
-    bus.request(s.address, event, new DeliveryOptions().setSendTimeout(DELIVERY_TIMEOUT_MS)).onComplete(ar -> {
+    AdapterEndpoint.deliver(bus, s.address, event, DELIVERY_TIMEOUT_MS).onComplete(ar -> {
       s.inFlight--;
       if (s.gone) {
         return;
       }
       if (ar.failed()) {
-        if (ar.cause() instanceof ReplyException re && re.failureType() == ReplyFailure.TIMEOUT) {
-          bus.send(s.address, new StreamEvent(StreamEvent.EVICTED, s.acked, null, null,
+        if (AdapterEndpoint.timedOut(ar.cause())) {
+          AdapterEndpoint.tell(bus, s.address, new StreamEvent(StreamEvent.EVICTED, s.acked, null, null,
               new JsonObject().put("message", "the client did not read for too long; resume after seq " + s.acked)));
         }
         detach(s.address);
@@ -390,7 +387,7 @@ final class ExecStream implements OutputSink {
   private void countTextSubscribers() {
     int n = 0;
     for (String address : subscribers.keySet()) {
-      if (Addresses.wantsTextOutput(address)) {
+      if (AdapterEndpoint.wantsTextOutput(address)) {
         n++;
       }
     }

@@ -3,10 +3,11 @@ package ai.bespokelabs.sandbox.adapters;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.BusRuntimeClient;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
 import ai.bespokelabs.sandbox.core.bus.OutputJson;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
@@ -35,15 +36,15 @@ class ExecStreamTest {
     vertx.close().toCompletionStage().toCompletableFuture().get(10, SECONDS);
   }
 
-  /** A subscriber at {@code address} that acknowledges every event and keeps it. */
-  private LinkedBlockingQueue<StreamEvent> subscribe(String address) throws Exception {
-    LinkedBlockingQueue<StreamEvent> events = new LinkedBlockingQueue<>();
-    vertx.eventBus().<StreamEvent>consumer(address, m -> {
-      events.add(m.body());
-      m.reply(null);
-    }).completion().toCompletionStage().toCompletableFuture().get(10, SECONDS);
-    onContext(() -> stream.attach(address, 0));
-    return events;
+  /** A subscription ({@code text}: to output as JSON text) that acknowledges every event and keeps it in {@code events}. */
+  private RuntimeClient.Subscription subscribe(boolean text, LinkedBlockingQueue<StreamEvent> events) throws Exception {
+    RuntimeClient.Subscription sub = new BusRuntimeClient(vertx, "node1", b -> false).subscribe(text, d -> {
+      events.add(d.event());
+      d.ack();
+    });
+    sub.ready().toCompletionStage().toCompletableFuture().get(10, SECONDS);
+    onContext(() -> stream.attach(sub.address(), 0));
+    return sub;
   }
 
   private void onContext(Runnable r) throws Exception {
@@ -57,14 +58,16 @@ class ExecStreamTest {
 
   @Test
   void output_is_encoded_once_while_a_text_client_watches() throws Exception {
-    LinkedBlockingQueue<StreamEvent> binary = subscribe(Addresses.subscriber(false, "b"));
+    LinkedBlockingQueue<StreamEvent> binary = new LinkedBlockingQueue<>();
+    subscribe(false, binary);
     byte[] first = "first \"line\"\n".getBytes(StandardCharsets.UTF_8);
     stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, first);
     StreamEvent e1 = binary.poll(10, SECONDS);
     assertThat(e1.data()).isEqualTo(first);
     assertThat(e1.body()).as("no text client: nothing encoded").isNull();
 
-    LinkedBlockingQueue<StreamEvent> text = subscribe(Addresses.subscriber(true, "t"));
+    LinkedBlockingQueue<StreamEvent> text = new LinkedBlockingQueue<>();
+    RuntimeClient.Subscription textClient = subscribe(true, text);
     assertThat(text.poll(10, SECONDS).body()).as("replayed from the journal as it was").isNull();
     byte[] second = new byte[64]; // NUL bytes: base64
     stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, second);
@@ -77,7 +80,7 @@ class ExecStreamTest {
         .isEqualTo("{\"type\":\"stdout\",\"seq\":2,\"data_b64\":\"" + java.util.Base64.getEncoder().encodeToString(second)
             + "\"}");
 
-    onContext(() -> stream.detach(Addresses.subscriber(true, "t")));
+    onContext(() -> stream.detach(textClient.address()));
     stream.output(ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT, first);
     assertThat(binary.poll(10, SECONDS).body()).as("the text client left").isNull();
   }
@@ -86,10 +89,10 @@ class ExecStreamTest {
   @Test
   void a_full_journal_paces_the_producer_until_the_client_acknowledges() throws Exception {
     stream = new ExecStream("exe_2", false, context, vertx.eventBus(), 100, 1 << 20);
-    LinkedBlockingQueue<io.vertx.core.eventbus.Message<StreamEvent>> held = new LinkedBlockingQueue<>();
-    String address = Addresses.subscriber(false, "slow");
-    vertx.eventBus().<StreamEvent>consumer(address, held::add).completion().toCompletionStage().toCompletableFuture()
-        .get(10, SECONDS);
+    LinkedBlockingQueue<RuntimeClient.Delivery> held = new LinkedBlockingQueue<>();
+    RuntimeClient.Subscription slow = new BusRuntimeClient(vertx, "node1", b -> false).subscribe(false, held::add);
+    slow.ready().toCompletionStage().toCompletableFuture().get(10, SECONDS);
+    String address = slow.address();
     onContext(() -> stream.attach(address, 0));
     var out = ai.bespokelabs.sandbox.adapters.spi.OutputSink.Stream.STDOUT;
     assertThat(stream.output(out, new byte[60]).succeeded()).isTrue();
@@ -97,10 +100,10 @@ class ExecStreamTest {
     io.vertx.core.Future<Void> third = stream.output(out, new byte[10]);
     assertThat(second.isComplete()).as("the journal holds 100 bytes the client has not acknowledged").isFalse();
     assertThat(third.isComplete()).as("later chunks wait behind it, in order").isFalse();
-    held.poll(10, SECONDS).reply(null); // the first event is acknowledged: its bytes may leave the journal
+    held.poll(10, SECONDS).ack(); // the first event is acknowledged: its bytes may leave the journal
     second.toCompletionStage().toCompletableFuture().get(10, SECONDS);
     third.toCompletionStage().toCompletableFuture().get(10, SECONDS);
-    assertThat(held.poll(10, SECONDS).body().data()).hasSize(60);
+    assertThat(held.poll(10, SECONDS).event().data()).hasSize(60);
     io.vertx.core.Future<Void> fourth = stream.output(out, new byte[60]);
     assertThat(fourth.isComplete()).isFalse();
     stream.close(); // the adapter stops: a waiting producer is let go, its output dropped

@@ -251,10 +251,8 @@ public final class Gateway implements AutoCloseable {
 
   /** Every enabled backend, reconciled by this node: node-bound ones for their sandboxes on this node. */
   static List<SupervisorVerticle.Watch> watches(Backends backends) {
-    return backends.names().stream().map(b -> {
-      String address = backends.sandboxAddress(b, backends.nodeId());
-      return new SupervisorVerticle.Watch(b, backends.isNodeBound(b) ? backends.nodeId() : null, address, address);
-    }).toList();
+    return backends.names().stream()
+        .map(b -> new SupervisorVerticle.Watch(b, backends.isNodeBound(b) ? backends.nodeId() : null)).toList();
   }
 
   public GatewayConfig config() {

@@ -13,6 +13,9 @@ import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.core.Hmac;
+import ai.bespokelabs.sandbox.core.bus.BusRuntimeClient;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
+import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
@@ -115,6 +118,10 @@ final class Wiring {
   final ExecutionService executionService;
   final AgentRuns agentRuns;
   final AgentSecretRepository agentSecrets;
+  /** The one way to the adapters. */
+  final RuntimeClient runtime;
+  /** The one way sandboxes end. */
+  final Terminations terminations;
   /** Every HTTP verticle's connections per client address. */
   private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
 
@@ -144,7 +151,9 @@ final class Wiring {
     this.ledger = new CostLedger(pool, lifecycleCosts);
     this.exports = new Exports(pool);
     this.alerts = new AlertEvaluator(operations, policies, ledger::hourAndDay);
-    this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool));
+    this.runtime = new BusRuntimeClient(vertx, backends.nodeId(), backends::isNodeBound);
+    this.terminations = new Terminations(runtime, sandboxes);
+    this.reconciler = new Reconciler(vertx, new ReconciliationRepository(pool), runtime, terminations);
     this.authenticator = new Authenticator(keys, hmac, clock);
     this.lifecycleFeed = new LifecycleFeedRepository(pool);
     this.webSessions = new WebSessions(new WebSessionRepository(pool), authenticator, hmac, clock,
@@ -152,7 +161,7 @@ final class Wiring {
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();
     this.policyHints = new PolicyHints();
-    this.executionService = new ExecutionService(vertx, executions, sandboxes, backends, routes, hmac, clock,
+    this.executionService = new ExecutionService(vertx, runtime, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
     this.agentSecrets = new AgentSecretRepository(pool, new SecretBox(config.secrets().pepper().orElseThrow()));
@@ -173,17 +182,17 @@ final class Wiring {
         new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
         new DashboardApi(config.dashboard(), webSessions, operations, clock),
         new SandboxEvents(vertx, lifecycleFeed),
-        new SandboxApi(vertx, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
+        new SandboxApi(runtime, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
             policyHints, new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
         new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
         new PlacementApi(new Placements(backends, policies, health, pricing)),
         new McpApi(vertx, new McpTools(executionService, agentRuns), audit, clock, McpApi.VERSION),
-        new FilesApi(vertx, backends, config, sandboxes),
-        new ObservabilityApi(vertx, backends, sandboxes, logs, clock),
+        new FilesApi(vertx, runtime, config, sandboxes),
+        new ObservabilityApi(runtime, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, policyHints, clock),
         new CostApi(ledger, exports, history, clock),
-        new ProviderApi(vertx, backends, health, reconciler, alerts, clock),
+        new ProviderApi(runtime, backends, health, reconciler, alerts, clock),
         new OperationsApi(operations, alerts, ledger, clock),
         new ReadinessApi(backends, pool, new ReadinessRepository(pool), config.node().supervisionIntervalSecs(),
             clock)));
@@ -217,11 +226,11 @@ final class Wiring {
 
   SupervisorVerticle supervisor(List<SupervisorVerticle.Watch> watches) {
     return new SupervisorVerticle(nodes, sandboxes, executions, wakeups, backends.nodeId(), clock,
-        config.node().supervisionIntervalSecs(), c -> backends.sandboxAddress(c.backend(), c.nodeId()), watches,
+        config.node().supervisionIntervalSecs(), terminations, watches,
         reconciler, alerts).countingClaims(metrics::claimed);
   }
 
   ExecutionRecorder recorder() {
-    return new ExecutionRecorder(executionService);
+    return new ExecutionRecorder(runtime, executionService);
   }
 }

@@ -2,7 +2,6 @@ package ai.bespokelabs.sandbox.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.supervisor.SupervisorVerticle;
 import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.json.JsonObject;
@@ -33,9 +32,10 @@ class SupervisorTest {
     gw.gateway.vertx().deployVerticle(new SupervisorVerticle(new ai.bespokelabs.sandbox.core.repo.NodeRepository(pool),
             new ai.bespokelabs.sandbox.core.repo.SandboxRepository(pool),
             new ai.bespokelabs.sandbox.core.repo.ExecutionRepository(pool), gw.gateway.wiring().wakeups(),
-            gw.gateway.config().node().requireId(), Clock.systemUTC(), 1, c -> Addresses.adapter(c.backend(), c.nodeId()), java.util.List.of(),
+            gw.gateway.config().node().requireId(), Clock.systemUTC(), 1, gw.gateway.wiring().terminations, java.util.List.of(),
             new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(),
-                new ai.bespokelabs.sandbox.core.repo.ReconciliationRepository(pool)),
+                new ai.bespokelabs.sandbox.core.repo.ReconciliationRepository(pool), gw.gateway.wiring().runtime,
+                gw.gateway.wiring().terminations),
             new ai.bespokelabs.sandbox.supervisor.AlertEvaluator(
                 new ai.bespokelabs.sandbox.core.repo.OperationsRepository(pool),
                 new ai.bespokelabs.sandbox.core.repo.PolicyRepository(pool),

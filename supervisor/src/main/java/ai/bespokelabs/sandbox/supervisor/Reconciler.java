@@ -1,10 +1,10 @@
 package ai.bespokelabs.sandbox.supervisor;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ListResources;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
 import ai.bespokelabs.sandbox.core.bus.Messages.ResourceList;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
+import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
@@ -14,8 +14,6 @@ import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Missing;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository.Observed;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.json.JsonObject;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -31,7 +29,6 @@ import java.util.Set;
  * whose sandbox is unknown or already ended are orphans, deleted through durable, idempotent claims.
  */
 public final class Reconciler {
-  static final long LIST_TIMEOUT_MS = 60_000;
   /** The {@code orphan_cleanups.node_id} of a node-independent backend's resource. */
   static final String ANY_NODE = "*";
   private static final Set<String> STATUSES = Set.of("provisioning", "running", "stopping", "terminated", "failed");
@@ -52,21 +49,24 @@ public final class Reconciler {
 
   private final Vertx vertx;
   private final ReconciliationRepository repository;
+  private final RuntimeClient runtime;
+  private final Terminations terminations;
 
-  public Reconciler(Vertx vertx, ReconciliationRepository repository) {
+  /** @param terminations how orphans are destroyed */
+  public Reconciler(Vertx vertx, ReconciliationRepository repository, RuntimeClient runtime,
+      Terminations terminations) {
     this.vertx = vertx;
     this.repository = repository;
+    this.runtime = runtime;
+    this.terminations = terminations;
   }
 
   /**
-   * Lists the provider's resources at {@code listAddress}, telling it the {@code known} resource ids (a backend
-   * that cannot list looks these up); a failure is a partial outage, never a change.
+   * Lists the resources of {@code backend} (a node-bound one's on {@code nodeId}), telling it the {@code known}
+   * resource ids (a backend that cannot list looks these up); a failure is a partial outage, never a change.
    */
-  Future<List<Resource>> list(String listAddress, List<String> known) {
-    return vertx.eventBus().<ResourceList>request(listAddress, new ListResources(known),
-            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.LIST).setSendTimeout(LIST_TIMEOUT_MS))
-        .map(Message::body)
-        .map(ResourceList::resources);
+  Future<List<Resource>> list(String backend, String nodeId, List<String> known) {
+    return runtime.list(backend, nodeId, new ListResources(known)).map(ResourceList::resources);
   }
 
   /**
@@ -76,9 +76,8 @@ public final class Reconciler {
    * ids, read after {@code now}: a sandbox's resource id is stored as it starts running, so every sandbox
    * judged is among them.
    */
-  public Future<Result> reconcile(String orgId, String backend, String nodeId, String listAddress,
-      OffsetDateTime now) {
-    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known).transform(ar -> {
+  public Future<Result> reconcile(String orgId, String backend, String nodeId, OffsetDateTime now) {
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(backend, nodeId, known).transform(ar -> {
       if (ar.failed()) {
         return Future.succeededFuture(new Result(backend, "partial_outage", 0, 0, 0));
       }
@@ -96,9 +95,8 @@ public final class Reconciler {
    * One periodic pass over a backend: a single listing, applied to every organization with sandboxes there,
    * then orphan cleanup. A listing failure changes nothing.
    */
-  public Future<Void> sweep(String backend, String nodeId, String listAddress, String destroyAddress,
-      OffsetDateTime now, OffsetDateTime staleBefore) {
-    return repository.liveResourceIds(backend, nodeId).compose(known -> list(listAddress, known)
+  public Future<Void> sweep(String backend, String nodeId, OffsetDateTime now, OffsetDateTime staleBefore) {
+    return repository.liveResourceIds(backend, nodeId).compose(known -> list(backend, nodeId, known)
         .compose(resources -> repository.organizationsWithLiveSandboxes(backend, nodeId)
             .compose(orgs -> {
               Future<Void> chain = Future.succeededFuture();
@@ -107,7 +105,7 @@ public final class Reconciler {
               }
               return chain;
             })
-            .compose(v -> cleanOrphans(backend, nodeId, resources, destroyAddress, now, staleBefore))))
+            .compose(v -> cleanOrphans(backend, nodeId, resources, now, staleBefore))))
         .mapEmpty();
   }
 
@@ -152,8 +150,8 @@ public final class Reconciler {
    * is never repeated; a failed or stale claim is retried. A resource is judged twice, {@link #ORPHAN_RECHECK_MS}
    * apart, before it counts as an orphan. Completes with the number deleted.
    */
-  public Future<Integer> cleanOrphans(String backend, String nodeId, List<Resource> resources, String destroyAddress,
-      OffsetDateTime now, OffsetDateTime staleBefore) {
+  public Future<Integer> cleanOrphans(String backend, String nodeId, List<Resource> resources, OffsetDateTime now,
+      OffsetDateTime staleBefore) {
     return notLive(resources).compose(first -> {
       if (first.isEmpty()) {
         return Future.succeededFuture(0);
@@ -162,7 +160,7 @@ public final class Reconciler {
       return vertx.timer(ORPHAN_RECHECK_MS).compose(t -> notLive(first)).compose(orphans -> {
         Future<Integer> chain = Future.succeededFuture(0);
         for (Resource r : orphans) {
-          chain = chain.compose(n -> cleanOne(backend, nodeId, r, destroyAddress, now, staleBefore)
+          chain = chain.compose(n -> cleanOne(backend, nodeId, r, now, staleBefore)
               .map(deleted -> deleted ? n + 1 : n));
         }
         return chain;
@@ -181,16 +179,15 @@ public final class Reconciler {
         .map(live -> resources.stream().filter(r -> !live.contains(r.sandboxId())).toList());
   }
 
-  private Future<Boolean> cleanOne(String backend, String nodeId, Resource r, String destroyAddress,
-      OffsetDateTime now, OffsetDateTime staleBefore) {
+  private Future<Boolean> cleanOne(String backend, String nodeId, Resource r, OffsetDateTime now,
+      OffsetDateTime staleBefore) {
     // a node-independent backend's resources belong to no node: recorded as "*"
     return repository.claimOrphan(backend, r.resourceId(), nodeId == null ? ANY_NODE : nodeId, now, staleBefore)
         .compose(claimed -> {
           if (!claimed) {
             return Future.succeededFuture(false);
           }
-          return vertx.eventBus().request(destroyAddress, new DestroySandbox(r.sandboxId(), r.resourceId()),
-                  new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(Addresses.DESTROY_TIMEOUT_MS))
+          return terminations.discard(backend, nodeId, r.sandboxId(), r.resourceId())
               .transform(ar -> repository.orphanCleaned(backend, r.resourceId(), ar.succeeded(), now)
                   .map(ar.succeeded()));
         });

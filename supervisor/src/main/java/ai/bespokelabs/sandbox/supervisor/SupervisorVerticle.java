@@ -2,11 +2,10 @@ package ai.bespokelabs.sandbox.supervisor;
 
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
+import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.core.db.Wakeups;
-import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.repo.NodeRepository;
@@ -15,14 +14,12 @@ import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Claimed;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
-import io.vertx.core.eventbus.DeliveryOptions;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,7 +36,7 @@ public final class SupervisorVerticle extends VerticleBase {
   static final int BATCH = 100;
   /**
    * At most this many destroys of a sweep are in flight at once: a provider that never answers holds one of them
-   * for up to {@link Addresses#DESTROY_TIMEOUT_MS} while the others go on, and a full batch does not flood the adapters
+   * for up to {@link RuntimeClient#DESTROY_TIMEOUT_MS} while the others go on, and a full batch does not flood the adapters
    * and the pool.
    */
   static final int PARALLEL_DESTROYS = 16;
@@ -56,7 +53,7 @@ public final class SupervisorVerticle extends VerticleBase {
   private final Clock clock;
   private final long intervalMs;
   private final Duration stale;
-  private final Function<Claimed, String> adapterAddress;
+  private final Terminations terminations;
   private final List<Watch> watches;
   private final Reconciler reconciler;
   private final AlertEvaluator alerts;
@@ -76,13 +73,13 @@ public final class SupervisorVerticle extends VerticleBase {
   private java.util.function.IntConsumer claims = n -> { };
 
   /**
-   * A backend the supervisor reconciles periodically: where to list its resources, where to destroy orphans,
-   * and the node whose sandboxes the listing covers (null: every node).
+   * A backend the supervisor reconciles periodically, and the node whose sandboxes the listing covers (null: every
+   * node).
    */
-  public record Watch(String backend, String nodeId, String listAddress, String destroyAddress) {}
+  public record Watch(String backend, String nodeId) {}
 
   public SupervisorVerticle(NodeRepository nodes, SandboxRepository sandboxes, ExecutionRepository executions,
-      Wakeups wakeups, String nodeId, Clock clock, int intervalSecs, Function<Claimed, String> adapterAddress,
+      Wakeups wakeups, String nodeId, Clock clock, int intervalSecs, Terminations terminations,
       List<Watch> watches, Reconciler reconciler, AlertEvaluator alerts) {
     this.alerts = alerts;
     this.watches = List.copyOf(watches);
@@ -95,7 +92,7 @@ public final class SupervisorVerticle extends VerticleBase {
     this.clock = clock;
     this.intervalMs = intervalSecs * 1000L;
     this.stale = Duration.ofSeconds(Math.max(60, 3L * intervalSecs));
-    this.adapterAddress = adapterAddress;
+    this.terminations = terminations;
     this.owner = "supervisor-" + nodeId + "-" + Ids.newId("sup").substring(4, 16);
   }
 
@@ -175,7 +172,7 @@ public final class SupervisorVerticle extends VerticleBase {
     OffsetDateTime now = now();
     Future<Void> chain = Future.succeededFuture();
     for (Watch w : watches) {
-      chain = chain.compose(v -> reconciler.sweep(w.backend(), w.nodeId(), w.listAddress(), w.destroyAddress(), now,
+      chain = chain.compose(v -> reconciler.sweep(w.backend(), w.nodeId(), now,
           now.minus(stale)).recover(e -> {
             LOG.warn("Reconciling {} failed: {}", w.backend(), e.toString());
             return Future.succeededFuture();
@@ -304,22 +301,18 @@ public final class SupervisorVerticle extends VerticleBase {
     ended.onComplete(ar -> next(it, done));
   }
 
-  /** Destroys one claimed sandbox through its adapter and records the outcome. */
+  /** Ends one claimed sandbox the one way sandboxes end ({@link Terminations}); a provider failure is recorded. */
   private Future<Void> terminate(Claimed c) {
-    return vertx.eventBus().request(adapterAddress.apply(c), new DestroySandbox(c.id(), c.providerResourceId(),
-            c.expired() ? DestroySandbox.TTL_EXPIRED : "operator"),
-            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DESTROY).setSendTimeout(Addresses.DESTROY_TIMEOUT_MS))
-        .transform(ar -> {
-          if (ar.succeeded()) {
-            return sandboxes.finishTermination(c.id(), null, c.expired() ? DestroySandbox.TTL_EXPIRED : "operator",
-                now());
+    String reason = c.expired() ? DestroySandbox.TTL_EXPIRED : "operator";
+    return terminations.terminate(new Terminations.Ending(c.id(), c.backend(), c.nodeId(), c.providerResourceId(),
+            reason), null, this::now)
+        .<Void>mapEmpty()
+        .recover(e -> {
+          if (e instanceof ProviderException pe) {
+            LOG.warn("Terminating {} failed: {}", c.id(), pe.error().code().wire());
+            return Future.succeededFuture();
           }
-          RuntimeException failure = BusFailures.decode(ar.cause(), c.backend(), "destroy");
-          ProviderError error = failure instanceof ProviderException pe ? pe.error()
-              : BusFailures.normalize(c.backend(), "destroy");
-          LOG.warn("Terminating {} failed: {}", c.id(), error.code().wire());
-          return sandboxes.failTermination(c.id(), error, now());
-        })
-        .mapEmpty();
+          return Future.failedFuture(e);
+        });
   }
 }

@@ -5,9 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.Messages;
-import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.db.Database;
 import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.model.ApiKeyRecord;
@@ -20,13 +18,12 @@ import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.core.testing.OffsetClock;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
 import ai.bespokelabs.sandbox.testkit.Waits;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.junit5.VertxExtension;
 import io.vertx.sqlclient.Pool;
@@ -49,7 +46,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The supervisor on its own, against a real PostgreSQL and a fake adapter on the event bus: what a sweep claims
+ * The supervisor on its own, against a real PostgreSQL and a fake runtime ({@link FakeRuntime}): what a sweep claims
  * it destroys, and a provider that never answers holds up only its own sandboxes.
  */
 @ExtendWith(VertxExtension.class)
@@ -84,10 +81,11 @@ class SupervisorVerticleTest {
   }
 
   /** A supervisor of its own node, sweeping only when told to (no periodic sweep, no wake-ups). */
-  static SupervisorVerticle supervisor(final String nodeId, final OffsetClock clock) {
+  static SupervisorVerticle supervisor(final String nodeId, final OffsetClock clock, final FakeRuntime runtime) {
     return new SupervisorVerticle(new NodeRepository(pool), sandboxes, new ExecutionRepository(pool),
-        new Wakeups(db.connectOptions()), nodeId, clock, 0, c -> Addresses.adapter(c.backend(), c.nodeId()),
-        List.of(), new Reconciler(vertx, new ReconciliationRepository(pool)),
+        new Wakeups(db.connectOptions()), nodeId, clock, 0, new Terminations(runtime, sandboxes),
+        List.of(), new Reconciler(vertx, new ReconciliationRepository(pool), runtime,
+            new Terminations(runtime, sandboxes)),
         new AlertEvaluator(new OperationsRepository(pool), new PolicyRepository(pool),
             (org, at) -> Future.succeededFuture(new BigDecimal[] {BigDecimal.ZERO, BigDecimal.ZERO})));
   }
@@ -112,18 +110,9 @@ class SupervisorVerticleTest {
     return out;
   }
 
-  /** Deploys a fake adapter of {@code nodeId}: each destroy it is sent goes to {@code onDestroy}. */
-  static MessageConsumer<DestroySandbox> adapter(final String nodeId,
-      final Consumer<Message<DestroySandbox>> onDestroy) throws Exception {
-    MessageConsumer<DestroySandbox> consumer = vertx.eventBus().consumer(Addresses.adapter(BACKEND, nodeId), msg -> {
-      if (Addresses.DESTROY.equals(msg.headers().get(Addresses.ACTION))) {
-        onDestroy.accept(msg);
-      } else {
-        msg.fail(500, "unexpected " + msg.headers().get(Addresses.ACTION));
-      }
-    });
-    await(consumer.completion());
-    return consumer;
+  /** A runtime whose adapter of {@code nodeId} hands each destroy it is sent to {@code onDestroy}. */
+  static FakeRuntime adapter(final String nodeId, final Consumer<FakeRuntime.Destroy> onDestroy) {
+    return new FakeRuntime(BACKEND, nodeId, onDestroy);
   }
 
   @Test
@@ -139,17 +128,17 @@ class SupervisorVerticleTest {
       healthy.add(running(nodeId, Duration.ofMinutes(2)));
     }
     Set<String> hungIds = Set.copyOf(hung);
-    List<Message<DestroySandbox>> unanswered = new CopyOnWriteArrayList<>();
+    List<FakeRuntime.Destroy> unanswered = new CopyOnWriteArrayList<>();
     AtomicBoolean answering = new AtomicBoolean();
-    MessageConsumer<DestroySandbox> consumer = adapter(nodeId, msg -> {
-      if (hungIds.contains(msg.body().sandboxId()) && !answering.get()) {
+    FakeRuntime runtime = adapter(nodeId, msg -> {
+      if (hungIds.contains(msg.request().sandboxId()) && !answering.get()) {
         unanswered.add(msg);
       } else {
-        msg.reply(null);
+        msg.answer().complete(null);
       }
     });
     OffsetClock clock = new OffsetClock();
-    SupervisorVerticle supervisor = supervisor(nodeId, clock);
+    SupervisorVerticle supervisor = supervisor(nodeId, clock, runtime);
     String deployment = await(vertx.deployVerticle(supervisor));
     try {
       clock.advance(Duration.ofMinutes(10));
@@ -161,12 +150,11 @@ class SupervisorVerticleTest {
     } finally {
       // the provider answers at last: the sweep ends, and so can the supervisor
       answering.set(true);
-      unanswered.forEach(msg -> msg.reply(null));
+      unanswered.forEach(msg -> msg.answer().complete(null));
     }
     Waits.upTo(3).untilAsserted(() -> assertThat(statuses(hung)).as("the hung sandboxes once answered")
         .containsOnly("destroyed"));
     await(vertx.undeploy(deployment));
-    await(consumer.unregister());
   }
 
   @Test
@@ -178,21 +166,20 @@ class SupervisorVerticleTest {
     }
     AtomicInteger inFlight = new AtomicInteger();
     AtomicInteger most = new AtomicInteger();
-    MessageConsumer<DestroySandbox> consumer = adapter(nodeId, msg -> {
+    FakeRuntime runtime = adapter(nodeId, msg -> {
       most.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
       vertx.setTimer(100, t -> {
         inFlight.decrementAndGet();
-        msg.reply(null);
+        msg.answer().complete(null);
       });
     });
     OffsetClock clock = new OffsetClock();
-    SupervisorVerticle supervisor = supervisor(nodeId, clock);
+    SupervisorVerticle supervisor = supervisor(nodeId, clock, runtime);
     String deployment = await(vertx.deployVerticle(supervisor));
     clock.advance(Duration.ofMinutes(10));
     supervisor.sweepSoon();
     Waits.upTo(10).untilAsserted(() -> assertThat(statuses(ids)).containsOnly("destroyed"));
     assertThat(most.get()).as("destroys in flight at once").isEqualTo(SupervisorVerticle.PARALLEL_DESTROYS);
     await(vertx.undeploy(deployment));
-    await(consumer.unregister());
   }
 }

@@ -4,23 +4,20 @@ import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.bespokelabs.sandbox.adapters.AdapterVerticle;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.BusRuntimeClient;
 import ai.bespokelabs.sandbox.core.bus.Messages;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ErrorCode;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.ReplyException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -33,17 +30,19 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The local provider behind a real {@link AdapterVerticle} on a real event bus. */
 class LocalAdapterVerticleTest {
-  private static final String ADDRESS = Addresses.adapter(LocalProvider.BACKEND, "node1");
+  private static final RuntimeClient.Runner RUNNER = new RuntimeClient.Runner(LocalProvider.BACKEND, "node1");
 
   @TempDir
   Path data;
 
   private Vertx vertx;
+  private RuntimeClient runtime;
 
   @BeforeEach
   void deploy() throws Exception {
     vertx = Vertx.vertx();
     Messages.registerCodecs(vertx.eventBus());
+    runtime = new BusRuntimeClient(vertx, "node1", backend -> true);
     await(vertx.deployVerticle(new AdapterVerticle(
         // the bus contract under test, not privileges: programs start directly, so a missing one fails to spawn
         new ai.bespokelabs.sandbox.adapters.host.BlockingBackend(new LocalProvider("local", data, Clock.systemUTC(),
@@ -60,19 +59,13 @@ class LocalAdapterVerticleTest {
     return future.toCompletionStage().toCompletableFuture().get(10, SECONDS);
   }
 
-  private <T> T request(String action, Object body) throws Exception {
-    Future<Message<T>> reply = vertx.eventBus().request(ADDRESS, body,
-        new DeliveryOptions().addHeader(Addresses.ACTION, action));
-    return await(reply).body();
-  }
-
-  /** The failure a request ends with, decoded the way the gateway decodes it. */
-  private RuntimeException failure(Object body) {
+  /** The failure an execution ends with, decoded by the runtime client the way every sender gets it. */
+  private RuntimeException failure(ExecSandbox body) {
     try {
-      request(Addresses.EXEC, body);
+      await(runtime.exec(RUNNER, body));
     } catch (ExecutionException e) {
-      assertThat(e.getCause()).isInstanceOf(ReplyException.class);
-      return BusFailures.decode(e.getCause(), LocalProvider.BACKEND, "execute");
+      assertThat(e.getCause()).isInstanceOf(RuntimeException.class);
+      return (RuntimeException) e.getCause();
     } catch (Exception e) {
       throw new AssertionError(e);
     }
@@ -81,24 +74,24 @@ class LocalAdapterVerticleTest {
 
   @Test
   void createExecAndDestroyRoundTrip() throws Exception {
-    SandboxCreated created = request(Addresses.CREATE, Fixtures.create("sbx_a", Map.of("WHO", "bus"), null));
+    SandboxCreated created = await(runtime.create(Fixtures.create("sbx_a", Map.of("WHO", "bus"), null)));
     assertThat(created.nodeId()).isEqualTo("node1");
 
     String code = "import os; print('hi', os.environ['WHO'])";
     ExecSandbox exec = new ExecSandbox("sbx_a", "exe_1", created.providerResourceId(), code, "python", null, null,
         Map.of(), null, 10, 1024);
-    ExecResult result = request(Addresses.EXEC, exec);
+    ExecResult result = await(runtime.exec(RUNNER, exec));
     assertThat(result.exitCode()).isZero();
     assertThat(result.stdout()).isEqualTo("hi bus\n");
 
     SandboxDestroyed destroyed =
-        request(Addresses.DESTROY, new DestroySandbox("sbx_a", created.providerResourceId()));
+        await(runtime.destroy(LocalProvider.BACKEND, "node1", new DestroySandbox("sbx_a", created.providerResourceId())));
     assertThat(destroyed.alreadyGone()).isFalse();
   }
 
   @Test
   void providerExceptionArrivesAsTheSameProviderError() throws Exception {
-    request(Addresses.CREATE, Fixtures.create("sbx_a", null, null));
+    await(runtime.create(Fixtures.create("sbx_a", null, null)));
 
     RuntimeException decoded =
         failure(Fixtures.exec("sbx_a", null, "no-such-program-4f1c", List.of("x"), Map.of(), null));

@@ -3,15 +3,15 @@ package ai.bespokelabs.sandbox.gateway.exec;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.log.LogContext;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
-import ai.bespokelabs.sandbox.core.bus.Messages.AttachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecFinished;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecResult;
 import ai.bespokelabs.sandbox.core.bus.Messages.ExecSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SignalExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StdinExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient.Runner;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.model.ExecutionRecord;
@@ -24,10 +24,6 @@ import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.eventbus.ReplyFailure;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.time.Clock;
@@ -35,7 +31,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.Set;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 /**
  * The life of an execution, whatever transport asked for it: inserting the running execution (or finding the
@@ -44,8 +40,6 @@ import java.util.function.Function;
  */
 public final class ExecutionService {
   public static final String SIGNAL_MESSAGE = "signal must be one of TERM, KILL, INT";
-  static final long EXEC_GRACE_MS = 30_000L;
-  static final long CONTROL_TIMEOUT_MS = 30_000L;
   private static final Set<String> SIGNALS = Set.of("TERM", "KILL", "INT");
 
   /** The configured values executions use. */
@@ -53,15 +47,16 @@ public final class ExecutionService {
 
   /**
    * A launched (or replayed) execution. {@code existing} is set for a replay of its request id; otherwise
-   * {@code adapterAddress} and {@code message} say where and what to send.
+   * {@code runner} and {@code message} say where and what to send.
    */
   public record Launch(String executionId, String requestId, ExecutionRepository.Target target,
-      ExecutionRecord existing, String adapterAddress, ExecSandbox message, OffsetDateTime createdAt) {}
+      ExecutionRecord existing, Runner runner, ExecSandbox message, OffsetDateTime createdAt) {}
 
-  /** A stored execution and the adapter that runs (or ran) it. */
-  public record Located(ExecutionRecord execution, String adapterAddress) {}
+  /** A stored execution and the node that runs (or ran) it. */
+  public record Located(ExecutionRecord execution, Runner runner) {}
 
   private final Vertx vertx;
+  private final RuntimeClient runtime;
   private final ExecutionRepository executions;
   private final SandboxRepository sandboxes;
   private final Backends backends;
@@ -74,9 +69,10 @@ public final class ExecutionService {
 
   private final StreamMeter meter;
 
-  public ExecutionService(Vertx vertx, ExecutionRepository executions, SandboxRepository sandboxes,
+  public ExecutionService(Vertx vertx, RuntimeClient runtime, ExecutionRepository executions, SandboxRepository sandboxes,
       Backends backends, ExecRoutes routes, Hmac hmac, Clock clock, Settings settings, StreamMeter meter) {
     this.vertx = vertx;
+    this.runtime = runtime;
     this.meter = meter;
     this.executions = executions;
     this.sandboxes = sandboxes;
@@ -89,11 +85,6 @@ public final class ExecutionService {
 
   public static boolean isSignal(String signal) {
     return SIGNALS.contains(signal);
-  }
-
-  /** The node whose recorder stores the results of the executions this node starts. */
-  String nodeId() {
-    return backends.nodeId();
   }
 
   // ---- launching ----------------------------------------------------------------------------------
@@ -138,9 +129,8 @@ public final class ExecutionService {
         : t.timeoutSecs() != null ? t.timeoutSecs() : settings.execTimeoutSecs();
     ExecSandbox msg = new ExecSandbox(sandboxId, executionId, t.providerResourceId(), req.code(), req.language(),
         req.command(), req.args(), req.env(), req.cwd(), timeout, settings.outputLimitBytes(), req.stdin(),
-        async ? Addresses.recorder(backends.nodeId()) : null, subscriberAddress);
-    String address = Addresses.adapter(t.backend(), backends.execNode(t.backend(), t.nodeId()));
-    return new Launch(executionId, requestId, t, null, address, msg, now);
+        null, subscriberAddress); // a started one's result goes to this node's recorder: the client says so
+    return new Launch(executionId, requestId, t, null, runtime.runner(t.backend(), t.nodeId()), msg, now);
   }
 
   /**
@@ -148,17 +138,18 @@ public final class ExecutionService {
    * execution failed and is rethrown.
    */
   public Future<Void> send(Launch l) {
-    return vertx.eventBus().request(l.adapterAddress(), l.message(), action(Addresses.START, CONTROL_TIMEOUT_MS))
+    return runtime.start(l.runner(), l.message())
         .<Void>mapEmpty()
         .recover(cause -> failed(l, cause));
   }
 
   private <T> Future<T> failed(Launch l, Throwable cause) {
     RuntimeException failure;
-    if (cause instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
+    if (RuntimeClient.unreachable(cause)) {
       failure = ApiException.conflict("sandbox runtime is unavailable after a control-plane restart");
     } else {
-      failure = BusFailures.decode(cause, l.target().backend(), "execute");
+      failure = cause instanceof ApiException || cause instanceof ProviderException ? (RuntimeException) cause
+          : new ProviderException(BusFailures.normalize(l.target().backend(), "execute"));
     }
     JsonObject stored = failure instanceof ProviderException pe ? pe.error().toJson()
         : new JsonObject().put("code", "conflict").put("message", ((ApiException) failure).detail());
@@ -183,9 +174,7 @@ public final class ExecutionService {
   }
 
   private Future<ExecResult> run(Launch l) {
-    return vertx.eventBus().<ExecResult>request(l.adapterAddress(), l.message(),
-            action(Addresses.EXEC, l.message().timeoutSecs() * 1000L + EXEC_GRACE_MS))
-        .map(Message::body);
+    return runtime.exec(l.runner(), l.message());
   }
 
   /**
@@ -213,8 +202,7 @@ public final class ExecutionService {
             });
           }
           routes.forget(sandboxId);
-          vertx.eventBus().send(l.adapterAddress(), new SignalExec(l.executionId(), "KILL"),
-              new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.SIGNAL));
+          runtime.signal(l.runner(), new SignalExec(l.executionId(), "KILL"));
           if (started.failed()) {
             return Future.failedFuture(started.cause());
           }
@@ -253,13 +241,13 @@ public final class ExecutionService {
   public Future<Launch> prepareWatched(Principal p, String sandboxId, ExecRequest req, String requestId,
       StreamSubscriber sub) {
     return sub.ready()
-        .compose(v -> prepare(p, sandboxId, req, requestId, true, sub.address))
+        .compose(v -> prepare(p, sandboxId, req, requestId, true, sub.subscription().address()))
         .map(l -> {
           if (l.existing() != null) {
             sub.clientGone();
           } else {
-            sub.target(l.executionId(), l.adapterAddress());
-            watch(sub, backends.execNode(l.target().backend(), l.target().nodeId()));
+            sub.target(l.executionId(), l.runner());
+            watch(sub, l.runner().nodeId());
           }
           return l;
         })
@@ -272,9 +260,9 @@ public final class ExecutionService {
         .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
   }
 
-  /** The execution and the adapter address of its sandbox's backend. */
+  /** The execution and the node that runs (or ran) it. */
   public Future<Located> locate(Principal p, String sandboxId, String executionId) {
-    return find(p, sandboxId, executionId).compose(e -> sandboxOf(p, e).map(sbx -> new Located(e, adapterOf(sbx, e))));
+    return find(p, sandboxId, executionId).compose(e -> sandboxOf(p, e).map(sbx -> new Located(e, runnerOf(sbx, e))));
   }
 
   /** The sandbox of an execution, for its backend (routing). */
@@ -283,15 +271,15 @@ public final class ExecutionService {
         .map(o -> o.orElseThrow(() -> ApiException.notFound("execution not found")));
   }
 
-  private static String adapterOf(SandboxRecord sbx, ExecutionRecord e) {
-    return Addresses.adapter(sbx.backend(), e.nodeId() != null ? e.nodeId() : sbx.nodeId());
+  private static Runner runnerOf(SandboxRecord sbx, ExecutionRecord e) {
+    return new Runner(sbx.backend(), e.nodeId() != null ? e.nodeId() : sbx.nodeId());
   }
 
   // ---- watching -----------------------------------------------------------------------------------
 
   /** A new subscription for one client's channel; attach it with {@link #attach}. */
   public StreamSubscriber subscriber(ClientChannel channel) {
-    return new StreamSubscriber(vertx, channel, meter);
+    return new StreamSubscriber(runtime, vertx, channel, meter);
   }
 
   /**
@@ -301,11 +289,10 @@ public final class ExecutionService {
    */
   public void attach(Principal p, Located at, StreamSubscriber sub, long after) {
     ExecutionRecord e = at.execution();
-    sub.target(e.id(), at.adapterAddress());
-    watch(sub, at.adapterAddress().substring(at.adapterAddress().lastIndexOf('.') + 1));
+    sub.target(e.id(), at.runner());
+    watch(sub, at.runner().nodeId());
     sub.ready()
-        .compose(v -> vertx.eventBus().request(at.adapterAddress(), new AttachExec(e.id(), sub.address, after),
-            action(Addresses.ATTACH, CONTROL_TIMEOUT_MS)))
+        .compose(v -> runtime.attach(at.runner(), e.id(), sub.subscription(), after))
         .onFailure(cause -> find(p, e.sandboxId(), e.id()).onComplete(ar -> {
           if (sub.finished()) {
             return;
@@ -372,16 +359,16 @@ public final class ExecutionService {
 
   /** Sends stdin to a running execution whose stdin is open; a finished one is the contract's 409. */
   public Future<Void> stdin(Principal p, String sandboxId, String executionId, byte[] data, boolean eof) {
-    return control(p, sandboxId, executionId, Addresses.STDIN, e -> new StdinExec(e.id(), data, eof), true);
+    return control(p, sandboxId, executionId, (at, e) -> runtime.stdin(at, new StdinExec(e.id(), data, eof)), true);
   }
 
   /** Signals a running execution (the signal is checked with {@link #isSignal} first). */
   public Future<Void> signal(Principal p, String sandboxId, String executionId, String signal) {
-    return control(p, sandboxId, executionId, Addresses.SIGNAL, e -> new SignalExec(e.id(), signal), false);
+    return control(p, sandboxId, executionId, (at, e) -> runtime.signal(at, new SignalExec(e.id(), signal)), false);
   }
 
-  private Future<Void> control(Principal p, String sandboxId, String executionId, String action,
-      Function<ExecutionRecord, Object> message, boolean needsStdin) {
+  private Future<Void> control(Principal p, String sandboxId, String executionId,
+      BiFunction<Runner, ExecutionRecord, Future<Void>> send, boolean needsStdin) {
     return find(p, sandboxId, executionId).compose(e -> {
       if (!"running".equals(e.status())) {
         throw ApiException.conflict("execution has finished");
@@ -389,30 +376,24 @@ public final class ExecutionService {
       if (needsStdin && !e.stdinOpen()) {
         throw ApiException.conflict("stdin is not open for this execution");
       }
-      return sandboxOf(p, e).compose(sbx -> vertx.eventBus()
-          .request(adapterOf(sbx, e), message.apply(e), action(action, CONTROL_TIMEOUT_MS))
-          .<Void>mapEmpty()
+      return sandboxOf(p, e).compose(sbx -> send.apply(runnerOf(sbx, e), e)
           .recover(t -> {
-            RuntimeException failure = BusFailures.decode(t, sbx.backend(), action);
-            if (failure instanceof ApiException api && api.status() == 404
-                || t instanceof ReplyException re && re.failureType() == ReplyFailure.NO_HANDLERS) {
+            if (t instanceof ApiException api && api.status() == 404 || RuntimeClient.unreachable(t)) {
               return Future.failedFuture(ApiException.conflict("execution has finished"));
             }
-            return Future.failedFuture(failure);
+            return Future.failedFuture(t);
           }));
     });
   }
 
   /** Stdin for an execution a WebSocket is attached to; fails with the adapter's own failure. */
-  public Future<Void> sendStdin(String executionId, String adapterAddress, byte[] data, boolean eof) {
-    return vertx.eventBus().request(adapterAddress, new StdinExec(executionId, data, eof),
-        action(Addresses.STDIN, CONTROL_TIMEOUT_MS)).mapEmpty();
+  public Future<Void> sendStdin(String executionId, Runner runner, byte[] data, boolean eof) {
+    return runtime.stdin(runner, new StdinExec(executionId, data, eof));
   }
 
   /** A signal for an execution a WebSocket is attached to; fails with the adapter's own failure. */
-  public Future<Void> sendSignal(String executionId, String adapterAddress, String signal) {
-    return vertx.eventBus().request(adapterAddress, new SignalExec(executionId, signal),
-        action(Addresses.SIGNAL, CONTROL_TIMEOUT_MS)).mapEmpty();
+  public Future<Void> sendSignal(String executionId, Runner runner, String signal) {
+    return runtime.signal(runner, new SignalExec(executionId, signal));
   }
 
   // ---- results ------------------------------------------------------------------------------------
@@ -436,10 +417,6 @@ public final class ExecutionService {
     JsonObject response = ExecResponses.of(requestId, executionId, r, hourlyRate, settings.customerMarkup());
     return executions.complete(executionId, r.status(), response, r.exitCode(), r.durationMs(), now())
         .map(v -> response);
-  }
-
-  private static DeliveryOptions action(String action, long timeoutMs) {
-    return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
   }
 
   /** Now, in UTC, at the microsecond precision PostgreSQL stores. */

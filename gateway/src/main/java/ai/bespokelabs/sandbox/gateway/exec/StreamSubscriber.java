@@ -1,73 +1,73 @@
 package ai.bespokelabs.sandbox.gateway.exec;
 
-import ai.bespokelabs.sandbox.core.Ids;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
-import ai.bespokelabs.sandbox.core.bus.Messages.DetachExec;
 import ai.bespokelabs.sandbox.core.bus.Messages.StreamEvent;
-import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient.Delivery;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient.Runner;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.MessageConsumer;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The gateway side of one client's subscription to an execution: a bus consumer at a unique address that
- * writes each event to the client and replies (the adapter's credit for the next event) only when the
- * client's socket has room, so a slow client slows the program instead of filling memory.
+ * The gateway side of one client's subscription to an execution ({@link RuntimeClient#subscribe}): writes each
+ * event to the client and acknowledges it (the adapter's credit for the next event) only when the client's socket
+ * has room, so a slow client slows the program instead of filling memory.
  */
 public final class StreamSubscriber {
   static final long UNREGISTER_DELAY_MS = 5_000;
-  final String address;
+  private final RuntimeClient runtime;
   private final Vertx vertx;
   private final ClientChannel channel;
   private final StreamMeter meter;
   private String executionId;
-  private String adapterAddress;
-  private final List<Message<StreamEvent>> waitingForDrain = new ArrayList<>();
-  private final MessageConsumer<StreamEvent> consumer;
+  private Runner runner;
+  private final List<Delivery> waitingForDrain = new ArrayList<>();
+  private final RuntimeClient.Subscription subscription;
   private final io.vertx.core.Context context;
   private boolean finished;
   private long lastSeq;
   private Runnable onFinished = () -> { };
 
-  StreamSubscriber(Vertx vertx, ClientChannel channel, StreamMeter meter) {
+  StreamSubscriber(RuntimeClient runtime, Vertx vertx, ClientChannel channel, StreamMeter meter) {
+    this.runtime = runtime;
     this.vertx = vertx;
     this.context = vertx.getOrCreateContext();
     this.channel = channel;
     this.meter = meter;
-    this.address = Addresses.subscriber(channel.textOutput(), Ids.newId("sub"));
-    this.consumer = vertx.eventBus().consumer(address, this::onEvent);
+    this.subscription = runtime.subscribe(channel.textOutput(), this::onEvent);
     meter.watcher(channel.transport(), 1);
   }
 
-  /** The execution this subscriber watches and the adapter to tell when the client goes away. */
-  void target(String executionId, String adapterAddress) {
+  /** The execution this subscriber watches and the node to tell when the client goes away. */
+  void target(String executionId, Runner runner) {
     this.executionId = executionId;
-    this.adapterAddress = adapterAddress;
+    this.runner = runner;
   }
 
-  private void onEvent(Message<StreamEvent> msg) {
+  /** The subscription the adapter sends this client's events to. */
+  RuntimeClient.Subscription subscription() {
+    return subscription;
+  }
+
+  private void onEvent(Delivery msg) {
     if (finished) {
-      BusFailures.fail(msg, new ApiException(410, "subscriber is gone"));
+      msg.refuse();
       return;
     }
-    StreamEvent event = msg.body();
+    StreamEvent event = msg.event();
     lastSeq = Math.max(lastSeq, event.seq());
     channel.write(event);
     if (event.data() != null) {
       meter.streamed(channel.transport(), event.data().length);
     }
     if (StreamEvent.EXIT.equals(event.type()) || StreamEvent.EVICTED.equals(event.type())) {
-      msg.reply(null);
+      msg.ack();
       finish();
       channel.end();
       return;
     }
     if (!channel.writeQueueFull()) {
-      msg.reply(null);
+      msg.ack();
       return;
     }
     waitingForDrain.add(msg);
@@ -78,10 +78,10 @@ public final class StreamSubscriber {
   }
 
   private void drained() {
-    List<Message<StreamEvent>> ready = new ArrayList<>(waitingForDrain);
+    List<Delivery> ready = new ArrayList<>(waitingForDrain);
     waitingForDrain.clear();
     meter.creditsHeld(-ready.size());
-    ready.forEach(m -> m.reply(null));
+    ready.forEach(Delivery::ack);
   }
 
   /**
@@ -124,9 +124,8 @@ public final class StreamSubscriber {
   public void clientGone() {
     if (!finished) {
       finish();
-      if (adapterAddress != null) {
-        vertx.eventBus().send(adapterAddress, new DetachExec(executionId, address),
-            new DeliveryOptions().addHeader(Addresses.ACTION, Addresses.DETACH));
+      if (runner != null) {
+        runtime.detach(runner, executionId, subscription);
       }
     }
   }
@@ -140,14 +139,14 @@ public final class StreamSubscriber {
     meter.watcher(channel.transport(), -1);
     meter.creditsHeld(-waitingForDrain.size());
     onFinished.run();
-    waitingForDrain.forEach(m -> BusFailures.fail(m, new ApiException(410, "subscriber is gone")));
+    waitingForDrain.forEach(Delivery::refuse);
     waitingForDrain.clear();
-    vertx.setTimer(UNREGISTER_DELAY_MS, t -> consumer.unregister());
+    vertx.setTimer(UNREGISTER_DELAY_MS, t -> subscription.close());
   }
 
   /** Completes once the consumer is registered (cluster-wide), before the adapter may send to it. */
   io.vertx.core.Future<Void> ready() {
-    return consumer.completion();
+    return subscription.ready();
   }
 
   boolean finished() {

@@ -32,7 +32,7 @@ final class ExecutionSockets {
           WebSocketChannel channel = new WebSocketChannel(ws, binary);
           StreamSubscriber sub = executions.subscriber(channel);
           WebSocketSession session = new WebSocketSession(executions, p, ws, channel);
-          session.started(at.execution().id(), at.adapterAddress(), sub);
+          session.started(at.execution().id(), at.runner(), sub);
           executions.attach(p, at, sub, after);
           return Reply.HANDLED;
         }));
@@ -52,7 +52,7 @@ final class ExecutionSockets {
         executions.prepareWatched(p, sandboxId, req, null, sub)
             .compose(l -> {
               // announced before the program starts, so no output can precede it
-              session.started(l.executionId(), l.adapterAddress(), sub);
+              session.started(l.executionId(), l.runner(), sub);
               ws.writeTextMessage(new JsonObject().put("type", "started").put("execution_id", l.executionId())
                   .put("request_id", l.requestId()).encode());
               return executions.send(l);

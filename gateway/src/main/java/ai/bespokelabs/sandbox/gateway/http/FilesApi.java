@@ -1,22 +1,19 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.model.FileEntry;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileOp;
 import ai.bespokelabs.sandbox.core.bus.Messages.FileReply;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
@@ -36,18 +33,17 @@ public final class FilesApi implements Endpoints {
   /** Set once an upload's endpoint has taken its body (it answers and closes on its own from then on). */
   static final String BODY_TAKEN = "files.bodyTaken";
   static final String ARCHIVE = "/v1/sandboxes/{sandbox_id}/files/archive";
-  static final long OP_TIMEOUT_MS = 120_000;
   private static final int UPLOAD_CHUNK = 256 * 1024;
   private static final long LINGER_MS = 2_000;
 
   private final Vertx vertx;
-  private final Backends backends;
+  private final RuntimeClient runtime;
   private final GatewayConfig config;
   private final SandboxRepository sandboxes;
 
-  public FilesApi(Vertx vertx, Backends backends, GatewayConfig config, SandboxRepository sandboxes) {
+  public FilesApi(Vertx vertx, RuntimeClient runtime, GatewayConfig config, SandboxRepository sandboxes) {
     this.vertx = vertx;
-    this.backends = backends;
+    this.runtime = runtime;
     this.config = config;
     this.sandboxes = sandboxes;
   }
@@ -101,10 +97,7 @@ public final class FilesApi implements Endpoints {
   }
 
   private Future<FileReply> call(SandboxRecord sbx, FileOp op) {
-    return vertx.eventBus().<FileReply>request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), op,
-            SandboxApi.action(Addresses.FILES, OP_TIMEOUT_MS).addHeader(Addresses.ORGANIZATION, sbx.organizationId()))
-        .transform(ar -> ar.succeeded() ? Future.succeededFuture(ar.result().body())
-            : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "files")));
+    return runtime.files(sbx.backend(), sbx.nodeId(), sbx.organizationId(), op);
   }
 
   private static FileOp op(String name, SandboxRecord sbx, String path, String session, byte[] data) {

@@ -1,8 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import ai.bespokelabs.sandbox.core.bus.Messages.MetricsRequest;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxMetrics;
 import ai.bespokelabs.sandbox.core.error.ApiException;
@@ -10,11 +9,9 @@ import ai.bespokelabs.sandbox.core.model.SandboxRecord;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository.Event;
 import ai.bespokelabs.sandbox.core.repo.SandboxLogRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -33,18 +30,14 @@ import java.util.List;
 public final class ObservabilityApi implements Endpoints {
   static final int DEFAULT_LOG_LIMIT = 100;
   static final int MAX_LOG_LIMIT = 1000;
-  static final long METRICS_TIMEOUT_MS = 60_000;
-
-  private final Vertx vertx;
-  private final Backends backends;
+  private final RuntimeClient runtime;
   private final SandboxRepository sandboxes;
   private final SandboxLogRepository logs;
   private final Clock clock;
 
-  public ObservabilityApi(Vertx vertx, Backends backends, SandboxRepository sandboxes, SandboxLogRepository logs,
+  public ObservabilityApi(RuntimeClient runtime, SandboxRepository sandboxes, SandboxLogRepository logs,
       Clock clock) {
-    this.vertx = vertx;
-    this.backends = backends;
+    this.runtime = runtime;
     this.sandboxes = sandboxes;
     this.logs = logs;
     this.clock = clock;
@@ -185,18 +178,12 @@ public final class ObservabilityApi implements Endpoints {
       }
       MetricsRequest msg = new MetricsRequest(sbx.id(), sbx.providerResourceId(), sbx.config().memoryMb(),
           sbx.config().diskMb());
-      return vertx.eventBus().<SandboxMetrics>request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
-              SandboxApi.action(Addresses.METRICS, METRICS_TIMEOUT_MS))
-          .transform(ar -> {
-            if (ar.failed()) {
-              return Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "metrics"));
-            }
-            SandboxMetrics m = ar.result().body();
-            return Future.succeededFuture(Reply.ok(new JsonObject().put("sandbox_id", sbx.id())
+      return runtime.metrics(sbx.backend(), sbx.nodeId(), msg).map(m -> {
+            return Reply.ok(new JsonObject().put("sandbox_id", sbx.id())
                 .put("status", sbx.status()).put("cpu_percent", m.cpuPercent())
                 .put("memory_used_mb", m.memoryUsedMb()).put("memory_limit_mb", m.memoryLimitMb())
                 .put("disk_used_mb", m.diskUsedMb()).put("disk_limit_mb", m.diskLimitMb())
-                .put("processes", m.processes()).put("sampled_at", Wire.ts(Times.now(clock)))));
+                .put("processes", m.processes()).put("sampled_at", Wire.ts(Times.now(clock))));
           });
     });
   }

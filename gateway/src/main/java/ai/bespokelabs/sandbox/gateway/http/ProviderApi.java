@@ -1,7 +1,7 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.repo.ProviderHealthRepository;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
@@ -10,7 +10,6 @@ import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.supervisor.AlertEvaluator;
 import ai.bespokelabs.sandbox.supervisor.Reconciler;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -28,18 +27,17 @@ import java.util.Map;
 public final class ProviderApi implements Endpoints {
   static final String HEALTHY = "Provider is healthy.";
   static final String DEGRADED = "Provider health check failed.";
-  static final long CHECK_TIMEOUT_MS = 30_000;
 
-  private final Vertx vertx;
+  private final RuntimeClient runtime;
   private final Backends backends;
   private final ProviderHealthRepository health;
   private final Reconciler reconciler;
   private final AlertEvaluator alerts;
   private final Clock clock;
 
-  public ProviderApi(Vertx vertx, Backends backends, ProviderHealthRepository health, Reconciler reconciler,
+  public ProviderApi(RuntimeClient runtime, Backends backends, ProviderHealthRepository health, Reconciler reconciler,
       AlertEvaluator alerts, Clock clock) {
-    this.vertx = vertx;
+    this.runtime = runtime;
     this.backends = backends;
     this.health = health;
     this.reconciler = reconciler;
@@ -63,10 +61,8 @@ public final class ProviderApi implements Endpoints {
     if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("reconciliation is not configured: " + backend);
     }
-    String node = backends.nodeId();
-    String address = backends.sandboxAddress(backend, node);
-    return reconciler.reconcile(p.organizationId(), backend, backends.isNodeBound(backend) ? node : null, address,
-            Times.now(clock))
+    String node = backends.isNodeBound(backend) ? backends.nodeId() : null;
+    return reconciler.reconcile(p.organizationId(), backend, node, Times.now(clock))
         .map(r -> Reply.ok(r.toJson()));
   }
 
@@ -90,9 +86,7 @@ public final class ProviderApi implements Endpoints {
     if (!backends.isEnabled(backend)) {
       throw ApiException.notFound("provider not found");
     }
-    String address = Addresses.adapter(backend, backends.execNode(backend, backends.nodeId()));
-    Future<JsonObject> details = vertx.eventBus().<JsonObject>request(address, null,
-        SandboxApi.action(Addresses.DETAILS, CHECK_TIMEOUT_MS)).map(m -> m.body());
+    Future<JsonObject> details = runtime.details(backend);
     return Future.all(health.all(), details).map(all -> {
       JsonObject row = all.<Map<String, JsonObject>>resultAt(0).get(backend);
       JsonObject item = item(backend, backends.unavailable(backend), backends.capabilities(backend), row);
@@ -109,8 +103,7 @@ public final class ProviderApi implements Endpoints {
     if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("backend is not enabled: " + backend);
     }
-    String address = Addresses.adapter(backend, backends.execNode(backend, backends.nodeId()));
-    return vertx.eventBus().request(address, null, SandboxApi.action(Addresses.HEALTH, CHECK_TIMEOUT_MS))
+    return runtime.health(backend)
         .transform(ar -> {
           String status = ar.succeeded() ? "healthy" : "degraded";
           java.time.OffsetDateTime now = Times.now(clock);

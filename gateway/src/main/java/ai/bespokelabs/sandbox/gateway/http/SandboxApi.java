@@ -4,8 +4,8 @@ import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.Hmac;
 import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.bus.BusFailures;
+import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
@@ -29,9 +29,6 @@ import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -44,12 +41,10 @@ import java.util.List;
 
 /** The seed's sandbox API: create, list, get, detail, execute and terminate. */
 public final class SandboxApi implements Endpoints {
-  static final long CREATE_TIMEOUT_MS = 15 * 60_000L;
-  static final long SET_TIMEOUT_MS = 2 * 60_000L;
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SandboxApi.class);
-  private final Vertx vertx;
+  private final RuntimeClient runtime;
   private final GatewayConfig config;
   private final Backends backends;
   private final Hmac hmac;
@@ -64,11 +59,11 @@ public final class SandboxApi implements Endpoints {
   private final Presets presets;
   private final Clock clock;
 
-  public SandboxApi(Vertx vertx, GatewayConfig config, Backends backends, Hmac hmac, PricingCatalog pricing,
+  public SandboxApi(RuntimeClient runtime, GatewayConfig config, Backends backends, Hmac hmac, PricingCatalog pricing,
       SandboxRepository sandboxes, SandboxHistoryRepository history, ExecutionRepository executions,
       PolicyRepository policies, CostLedger ledger, ExecRoutes routes, PolicyHints policyHints, Presets presets,
       Clock clock) {
-    this.vertx = vertx;
+    this.runtime = runtime;
     this.config = config;
     this.backends = backends;
     this.hmac = hmac;
@@ -157,16 +152,11 @@ public final class SandboxApi implements Endpoints {
       if (!"running".equals(sbx.status()) || !resource.equals(sbx.providerResourceId())) {
         throw ApiException.conflict("sandbox is " + sbx.status());
       }
-      String address = backends.isNodeBound(backend)
-          ? backends.sandboxAddress(backend, backends.nodeId()) : backends.createAddress(backend);
       CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(), sbx.config());
-      return vertx.eventBus().<SandboxCreated>request(address, msg, action(Addresses.ADOPT, CREATE_TIMEOUT_MS)
-              .addHeader("resource", resource))
-          .transform(ar -> ar.succeeded()
-              ? sandboxes.adopted(org, id, ar.result().body().nodeId(), Times.now(clock))
+      return runtime.adopt(msg, resource)
+          .compose(created -> sandboxes.adopted(org, id, created.nodeId(), Times.now(clock))
                   .onSuccess(v -> routes.forget(id)).map(updated -> reply(200,
-                  updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running"))))
-              : Future.failedFuture(BusFailures.decode(ar.cause(), backend, "adopt")));
+                  updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))));
     });
   }
 
@@ -180,12 +170,9 @@ public final class SandboxApi implements Endpoints {
       }
       var msg = new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox(sbx.id(), sbx.organizationId(),
           sbx.providerResourceId());
-      return vertx.eventBus().<ai.bespokelabs.sandbox.core.bus.Messages.SnapshotTaken>request(
-              backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg, action(Addresses.SNAPSHOT, CREATE_TIMEOUT_MS))
-          .transform(ar -> ar.succeeded()
-              ? Future.succeededFuture(Reply.of(201, new JsonObject().put("snapshot_id", ar.result().body().snapshotId())
-                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(Times.now(clock)))))
-              : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "snapshot")));
+      return runtime.snapshot(sbx.backend(), sbx.nodeId(), msg)
+          .map(taken -> Reply.of(201, new JsonObject().put("snapshot_id", taken.snapshotId())
+                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(Times.now(clock)))));
     });
   }
 
@@ -261,8 +248,7 @@ public final class SandboxApi implements Endpoints {
 
   /** Destroys a sandbox the provider made for a create whose row was never inserted (best effort). */
   private void undo(String sandboxId, String backend, SandboxCreated created) {
-    vertx.eventBus().request(backends.sandboxAddress(backend, created.nodeId()),
-            new DestroySandbox(sandboxId, created.providerResourceId()), action(Addresses.DESTROY, Addresses.DESTROY_TIMEOUT_MS))
+    runtime.destroy(backend, created.nodeId(), new DestroySandbox(sandboxId, created.providerResourceId()))
         .onFailure(e -> LOG.warn("Sandbox {} of {} was created for a create that did not go through and could not"
             + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
   }
@@ -272,9 +258,7 @@ public final class SandboxApi implements Endpoints {
       CreateRequest req) {
     CreateSandbox msg = new CreateSandbox(sandboxId, organizationId, backend, createToken, req.config(),
         req.workspace());
-    return vertx.eventBus().<SandboxCreated>request(backends.createAddress(backend), msg,
-            action(Addresses.CREATE, CREATE_TIMEOUT_MS))
-        .map(Message::body);
+    return runtime.create(msg);
   }
 
   /** Records the provider's answer for a claimed sandbox: running, or failed with the contract error. */
@@ -287,7 +271,7 @@ public final class SandboxApi implements Endpoints {
               return reply(201, done);
             });
       }
-      RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
+      RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create"); // decoded already
       ProviderError error = failure instanceof ProviderException pe ? pe.error()
           : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
               false, ProviderError.Outcome.FAILED);
@@ -377,8 +361,7 @@ public final class SandboxApi implements Endpoints {
       }
       routes.forget(id); // here at once; PostgreSQL tells the other nodes
       DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
-      return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()), msg,
-              action(Addresses.DESTROY, Addresses.DESTROY_TIMEOUT_MS))
+      return runtime.destroy(sbx.backend(), sbx.nodeId(), msg)
           .transform(ar -> {
             if (ar.succeeded()) {
               return sandboxes.finishTermination(sbx.id(), p.keyId(), "operator", Times.now(clock))
@@ -398,7 +381,7 @@ public final class SandboxApi implements Endpoints {
    * sandbox then. The organization's {@code max_sandbox_lifetime_secs} bounds the sandbox's whole life: a
    * deadline past {@code created_at} plus the limit is denied (403, recorded like a create's denial), so
    * repeated extensions cannot keep it alive longer. Once the deadline is
-   * stored the backend is told ({@link Addresses#SET_TIMEOUT}), so a provider with its own lifetime for the
+   * stored the backend is told (({@link RuntimeClient#setTimeout})), so a provider with its own lifetime for the
    * sandbox keeps it alive that long; if that fails the provider error is answered and the stored deadline
    * stays.
    */
@@ -432,11 +415,10 @@ public final class SandboxApi implements Endpoints {
         });
       }
       SandboxRecord sbx = updated.get();
-      return vertx.eventBus().request(backends.sandboxAddress(sbx.backend(), sbx.nodeId()),
-              new SetTimeout(sbx.id(), sbx.providerResourceId(), secs), action(Addresses.SET_TIMEOUT, SET_TIMEOUT_MS))
+      return runtime.setTimeout(sbx.backend(), sbx.nodeId(), new SetTimeout(sbx.id(), sbx.providerResourceId(), secs))
           .transform(ar -> ar.succeeded() || hostGone(sbx, ar.cause())
               ? Future.succeededFuture(reply(200, sbx))
-              : Future.failedFuture(BusFailures.decode(ar.cause(), sbx.backend(), "timeout")));
+              : Future.failedFuture(ar.cause()));
     });
   }
 
@@ -445,8 +427,7 @@ public final class SandboxApi implements Endpoints {
    * node-bound backends keep none), so the stored deadline is all there is.
    */
   private boolean hostGone(SandboxRecord sbx, Throwable t) {
-    return backends.isNodeBound(sbx.backend()) && t instanceof io.vertx.core.eventbus.ReplyException re
-        && re.failureType() == io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS;
+    return backends.isNodeBound(sbx.backend()) && RuntimeClient.unreachable(t);
   }
 
   /** A sandbox answer with its version as the {@code ETag} that {@code If-Match} takes back. */
@@ -488,9 +469,5 @@ public final class SandboxApi implements Endpoints {
       throw ApiException.invalid("idempotency key must contain 1 to 255 characters");
     }
     return key;
-  }
-
-  static DeliveryOptions action(String action, long timeoutMs) {
-    return new DeliveryOptions().addHeader(Addresses.ACTION, action).setSendTimeout(timeoutMs);
   }
 }

@@ -30,7 +30,7 @@ final class WebSocketSession {
   private Consumer<Body> onStart;
   private boolean starting;
   private String executionId;
-  private String adapterAddress;
+  private ai.bespokelabs.sandbox.core.bus.RuntimeClient.Runner runner;
   private StreamSubscriber sub;
 
   WebSocketSession(ExecutionService executions, Principal principal, ServerWebSocket ws, ClientChannel channel) {
@@ -67,10 +67,10 @@ final class WebSocketSession {
     this.starting = starting;
   }
 
-  /** The socket is attached to this execution; control frames go to its adapter. */
-  void started(String id, String address, StreamSubscriber subscriber) {
+  /** The socket is attached to this execution; control frames go to the node that runs it. */
+  void started(String id, ai.bespokelabs.sandbox.core.bus.RuntimeClient.Runner runner, StreamSubscriber subscriber) {
     this.executionId = id;
-    this.adapterAddress = address;
+    this.runner = runner;
     this.sub = subscriber;
   }
 
@@ -110,7 +110,7 @@ final class WebSocketSession {
             return;
           }
           if (controllable()) {
-            reportFailure(executions.sendSignal(executionId, adapterAddress, sig));
+            reportFailure(executions.sendSignal(executionId, runner, sig));
           }
         }
         default -> channel.error("unknown frame type; expected start, stdin, stdin_eof or signal");
@@ -128,7 +128,7 @@ final class WebSocketSession {
 
   private void stdin(byte[] data, boolean eof) {
     if (controllable()) {
-      reportFailure(executions.sendStdin(executionId, adapterAddress, data, eof));
+      reportFailure(executions.sendStdin(executionId, runner, data, eof));
     }
   }
 

@@ -1,6 +1,5 @@
 package ai.bespokelabs.sandbox.gateway.routing;
 
-import ai.bespokelabs.sandbox.core.bus.Addresses;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import java.util.List;
 import java.util.Map;
@@ -104,25 +103,6 @@ public final class Backends {
 
   public List<String> names() {
     return enabled.keySet().stream().sorted().toList();
-  }
-
-  /** Where a new sandbox of {@code backend} is created: this node for node-bound backends. */
-  public String createAddress(String backend) {
-    return Boolean.TRUE.equals(enabled.get(backend)) ? Addresses.adapter(backend, nodeId) : Addresses.adapter(backend);
-  }
-
-  /** Where operations on an existing sandbox go: its hosting node for node-bound backends. */
-  public String sandboxAddress(String backend, String sandboxNodeId) {
-    return Boolean.TRUE.equals(enabled.get(backend)) ? Addresses.adapter(backend, sandboxNodeId)
-        : Addresses.adapter(backend);
-  }
-
-  /**
-   * The node that runs executions of a sandbox: its hosting node for node-bound backends, else this node
-   * (every node runs every enabled adapter).
-   */
-  public String execNode(String backend, String sandboxNodeId) {
-    return Boolean.TRUE.equals(enabled.get(backend)) ? sandboxNodeId : nodeId;
   }
 
   /** The enabled backends whose sandboxes live on one node. */
