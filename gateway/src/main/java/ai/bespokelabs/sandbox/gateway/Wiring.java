@@ -187,7 +187,7 @@ final class Wiring {
         new ExecutionApi(vertx, executionService),
         new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
         new PlacementApi(new Placements(backends, policies, health, pricing)),
-        new McpApi(vertx, new McpTools(executionService, agentRuns), audit, clock, McpApi.VERSION),
+        new McpApi(vertx, new McpTools(executionService, agentRuns, runtime, sandboxes), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, runtime, config, sandboxes),
         new ObservabilityApi(runtime, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, policyHints, clock),

@@ -88,4 +88,37 @@ class McpTest {
     assertThat(garbage.status()).isEqualTo(400);
     assertThat(gw.get("/mcp", admin).status()).isEqualTo(405);
   }
+
+  @Test
+  void files_are_written_read_and_listed_through_tools_within_the_key_scopes() {
+    String key = gw.bootstrap("McpFiles");
+    String sbx = gw.sandbox(key, new JsonObject()).getString("id");
+    try (McpSyncClient client = client(key)) {
+      McpSchema.CallToolResult wrote = client.callTool(new McpSchema.CallToolRequest("write_file",
+          Map.of("sandbox_id", sbx, "path", "notes/hello.txt", "content", "héllo\nworld\n")));
+      assertThat(wrote.isError()).as(text(wrote)).isFalse();
+      McpSchema.CallToolResult read = client.callTool(new McpSchema.CallToolRequest("read_file",
+          Map.of("sandbox_id", sbx, "path", "notes/hello.txt")));
+      assertThat(text(read)).isEqualTo("héllo\nworld\n");
+      McpSchema.CallToolResult listed = client.callTool(new McpSchema.CallToolRequest("list_files",
+          Map.of("sandbox_id", sbx, "path", "notes")));
+      assertThat(text(listed)).contains("hello.txt");
+      McpSchema.CallToolResult missing = client.callTool(new McpSchema.CallToolRequest("read_file",
+          Map.of("sandbox_id", sbx, "path", "notes/absent.txt")));
+      assertThat(missing.isError()).isTrue();
+      McpSchema.CallToolResult escape = client.callTool(new McpSchema.CallToolRequest("read_file",
+          Map.of("sandbox_id", sbx, "path", "../../etc/shadow")));
+      assertThat(escape.isError()).as("paths escaping the sandbox are refused as on the files routes").isTrue();
+    }
+    assertThat(gw.get("/v1/sandboxes/" + sbx + "/files/content?path=notes/hello.txt", key).body())
+        .isEqualTo("héllo\nworld\n");
+    try (McpSyncClient readOnly = client(gw.key(key, "sandboxes:read"))) {
+      assertThat(text(readOnly.callTool(new McpSchema.CallToolRequest("read_file",
+          Map.of("sandbox_id", sbx, "path", "notes/hello.txt"))))).isEqualTo("héllo\nworld\n");
+      McpSchema.CallToolResult denied = readOnly.callTool(new McpSchema.CallToolRequest("write_file",
+          Map.of("sandbox_id", sbx, "path", "notes/x.txt", "content", "x")));
+      assertThat(denied.isError()).isTrue();
+      assertThat(text(denied)).isEqualTo("API key requires scope: sandboxes:execute");
+    }
+  }
 }

@@ -37,13 +37,22 @@ public final class McpTools {
       Scopes.SANDBOXES_EXECUTE, true);
   static final Route RUN_AGENT = new Route(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/agent-runs",
       Scopes.SANDBOXES_EXECUTE, true);
+  static final Route LIST_FILES = new Route(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/files",
+      Scopes.SANDBOXES_READ, false);
+  static final Route READ_FILE = new Route(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/files/content",
+      Scopes.SANDBOXES_READ, false);
+  static final Route WRITE_FILE = new Route(HttpMethod.PUT, "/v1/sandboxes/{sandbox_id}/files/content",
+      Scopes.SANDBOXES_EXECUTE, true);
 
   private final ExecutionService executions;
   private final AgentRuns agents;
+  private final McpFiles files;
 
-  public McpTools(ExecutionService executions, AgentRuns agents) {
+  public McpTools(ExecutionService executions, AgentRuns agents, ai.bespokelabs.sandbox.core.bus.RuntimeClient runtime,
+      ai.bespokelabs.sandbox.core.repo.SandboxRepository sandboxes) {
     this.executions = executions;
     this.agents = agents;
+    this.files = new McpFiles(runtime, sandboxes);
   }
 
   List<AsyncToolSpecification> specifications(McpApi.Caller caller) {
@@ -72,6 +81,40 @@ public final class McpTools {
           return caller.call(ctx, RUN_AGENT, RUN_AGENT.path(sandbox), p -> agents.run(p, sandbox,
               AgentApi.parse(body(args))).map(run -> result(run.getString("error") == null
                   ? run.getString("text") : "error: " + run.getString("error") + "\n" + run.getString("text"), run)));
+        }));
+    all.add(tool("list_files", "List a directory of a running sandbox (name, path, is_dir, size).",
+        schema(Map.of("sandbox_id", string("The sandbox, sbx_..."), "path", string("The directory")),
+            List.of("sandbox_id", "path")),
+        (ctx, args) -> {
+          String sandbox = sandboxId(args);
+          String path = McpFiles.path(args.get("path"));
+          return caller.call(ctx, LIST_FILES, LIST_FILES.path(sandbox), p -> files.list(p, sandbox, path)
+              .map(listing -> result(listing.getJsonArray("entries").stream().map(e -> ((JsonObject) e)
+                  .getString("path") + (Boolean.TRUE.equals(((JsonObject) e).getBoolean("is_dir")) ? "/" : ""))
+                  .collect(java.util.stream.Collectors.joining("\n")), listing)));
+        }));
+    all.add(tool("read_file", "Read a text file of a running sandbox (at most " + McpFiles.MAX_BYTES + " bytes).",
+        schema(Map.of("sandbox_id", string("The sandbox, sbx_..."), "path", string("The file")),
+            List.of("sandbox_id", "path")),
+        (ctx, args) -> {
+          String sandbox = sandboxId(args);
+          String path = McpFiles.path(args.get("path"));
+          return caller.call(ctx, READ_FILE, READ_FILE.path(sandbox), p -> files.read(p, sandbox, path)
+              .map(bytes -> McpSchema.CallToolResult.builder()
+                  .addTextContent(new String(bytes, java.nio.charset.StandardCharsets.UTF_8)).build()));
+        }));
+    all.add(tool("write_file", "Write a text file in a running sandbox, replacing it (at most " + McpFiles.MAX_BYTES
+            + " bytes).",
+        schema(Map.of("sandbox_id", string("The sandbox, sbx_..."), "path", string("The file"),
+            "content", string("Its new content")), List.of("sandbox_id", "path", "content")),
+        (ctx, args) -> {
+          String sandbox = sandboxId(args);
+          String path = McpFiles.path(args.get("path"));
+          if (!(args.get("content") instanceof String content)) {
+            throw ApiException.invalid("content is required");
+          }
+          return caller.call(ctx, WRITE_FILE, WRITE_FILE.path(sandbox), p -> files.write(p, sandbox, path, content)
+              .map(entry -> result("wrote " + path, entry)));
         }));
     return all;
   }
