@@ -165,7 +165,8 @@ final class Wiring {
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
     this.agentSecrets = new AgentSecretRepository(pool, new SecretBox(config.secrets().pepper().orElseThrow()));
-    this.agentRuns = new AgentRuns(executionService, sandboxes, new AgentRunRepository(pool), agentSecrets, clock);
+    this.agentRuns = new AgentRuns(executionService, sandboxes, new AgentRunRepository(pool), agentSecrets,
+        pricing, clock);
   }
 
   Backends backends() {

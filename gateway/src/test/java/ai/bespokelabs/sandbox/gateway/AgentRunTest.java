@@ -25,7 +25,9 @@ class AgentRunTest {
   static Map<String, String> pricing() {
     return PricingFiles.settings("""
         {"last_updated": "2026-11-01", "backends": {
-          "local": {"vcpu_per_hour_usd": 3600, "ram_gib_per_hour_usd": 0}}}""");
+          "local": {"vcpu_per_hour_usd": 3600, "ram_gib_per_hour_usd": 0}},
+         "llm_models": {"gpt-test": {"input_per_million_usd": 2, "cached_input_per_million_usd": 0.5,
+          "output_per_million_usd": 10}}}""");
   }
 
   /**
@@ -161,6 +163,10 @@ class AgentRunTest {
     assertThat(u.getLong("output_tokens")).isEqualTo(16);
     assertThat(new BigDecimal(u.getValue("llm_cost_usd").toString())).isEqualByComparingTo("0");
     assertThat(run(key, sbx, body.copy().put("resume", true)).getString("session_id")).isEqualTo("th-1");
+    // Codex reports no cost: a model the catalog prices is priced from the tokens (110 uncached at 2 $/M, 190 cached at 0.5, 16 out at 10)
+    JsonObject priced = run(key, sbx, body.copy().put("extra_args", new JsonArray().add("--model").add("gpt-test")));
+    assertThat(new BigDecimal(priced.getJsonObject("usage").getValue("llm_cost_usd").toString()))
+        .isEqualByComparingTo(new BigDecimal("0.000475"));
     Resp noSession = gw.post("/v1/sandboxes/" + sbx + "/agent-runs", key,
         claude("x").put("resume", true));
     assertThat(noSession.status()).isEqualTo(409);

@@ -27,9 +27,25 @@ public final class PricingCatalog {
   /** The two rates the formula uses. */
   public record Rates(BigDecimal vcpuPerHour, BigDecimal ramGibPerHour) {}
 
+  /**
+   * What an LLM's tokens cost, in USD per million: uncached input, cached input (cache reads) and output. Used
+   * for agent CLIs that report tokens but no cost.
+   */
+  public record ModelRates(BigDecimal inputPerMillion, BigDecimal cachedInputPerMillion, BigDecimal outputPerMillion) {
+    /** The cost of {@code input} tokens of which {@code cached} were cache reads, and {@code output} tokens. */
+    public BigDecimal cost(long input, long cached, long output) {
+      long uncached = Math.max(0, input - cached);
+      return inputPerMillion.multiply(BigDecimal.valueOf(uncached))
+          .add(cachedInputPerMillion.multiply(BigDecimal.valueOf(Math.min(cached, input))))
+          .add(outputPerMillion.multiply(BigDecimal.valueOf(output)))
+          .movePointLeft(6).stripTrailingZeros();
+    }
+  }
+
   private final String source;
   private final Map<String, Rates> rates;
   private final Map<String, Map<String, BigDecimal>> gpuRates;
+  private final Map<String, ModelRates> models;
 
   public PricingCatalog(String source, Map<String, Rates> rates) {
     this(source, rates, Map.of());
@@ -37,6 +53,12 @@ public final class PricingCatalog {
 
   /** @param gpuRates per backend, the hourly rate of one GPU by GPU type */
   public PricingCatalog(String source, Map<String, Rates> rates, Map<String, Map<String, BigDecimal>> gpuRates) {
+    this(source, rates, gpuRates, Map.of());
+  }
+
+  private PricingCatalog(String source, Map<String, Rates> rates, Map<String, Map<String, BigDecimal>> gpuRates,
+      Map<String, ModelRates> models) {
+    this.models = Map.copyOf(models);
     this.source = source;
     this.rates = Map.copyOf(rates);
     Map<String, Map<String, BigDecimal>> gpus = new HashMap<>();
@@ -84,7 +106,18 @@ public final class PricingCatalog {
           gpus.put(name, byType);
         }
       }
-      return new PricingCatalog(source, rates, gpus);
+      PricingCatalog catalog = new PricingCatalog(source, rates, gpus);
+      JsonObject llm = root.getJsonObject("llm_models");
+      if (llm != null) {
+        Map<String, ModelRates> models = new HashMap<>();
+        for (String model : llm.fieldNames()) {
+          JsonObject m = llm.getJsonObject(model);
+          models.put(model, new ModelRates(decimal(m, "input_per_million_usd", origin),
+              decimal(m, "cached_input_per_million_usd", origin), decimal(m, "output_per_million_usd", origin)));
+        }
+        catalog = catalog.withModels(models);
+      }
+      return catalog;
     } catch (DecodeException | ClassCastException e) {
       throw new ConfigException(origin + " is not a valid pricing catalog");
     }
@@ -104,6 +137,16 @@ public final class PricingCatalog {
     } catch (NumberFormatException e) {
       throw new ConfigException(origin + ": " + field + " must be a number");
     }
+  }
+
+  /** This catalog with {@code models} priced ({@code llm_models} of the file). */
+  public PricingCatalog withModels(Map<String, ModelRates> models) {
+    return new PricingCatalog(source, rates, gpuRates, models);
+  }
+
+  /** The token prices of {@code model}; empty when the catalog does not price it. */
+  public Optional<ModelRates> model(String model) {
+    return model == null ? Optional.empty() : Optional.ofNullable(models.get(model));
   }
 
   /** The catalog's {@code last_updated}, recorded on every sandbox as its pricing source. */

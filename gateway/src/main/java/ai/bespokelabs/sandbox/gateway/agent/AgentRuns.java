@@ -7,6 +7,7 @@ import ai.bespokelabs.sandbox.core.agent.AgentCommand.Agent;
 import ai.bespokelabs.sandbox.core.agent.AgentReport;
 import ai.bespokelabs.sandbox.core.agent.AgentUsage;
 import ai.bespokelabs.sandbox.core.error.ApiException;
+import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.core.repo.AgentRunRepository;
 import ai.bespokelabs.sandbox.core.repo.AgentSecretRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
@@ -45,9 +46,11 @@ public final class AgentRuns {
   private final AgentRunRepository runs;
   private final AgentSecretRepository secrets;
   private final Clock clock;
+  private final PricingCatalog pricing;
 
   public AgentRuns(ExecutionService executions, SandboxRepository sandboxes, AgentRunRepository runs,
-      AgentSecretRepository secrets, Clock clock) {
+      AgentSecretRepository secrets, PricingCatalog pricing, Clock clock) {
+    this.pricing = pricing;
     this.executions = executions;
     this.sandboxes = sandboxes;
     this.runs = runs;
@@ -109,7 +112,7 @@ public final class AgentRuns {
       JsonObject answer) {
     String stdout = answer.getString("stdout", "");
     int exitCode = answer.getInteger("exit_code", -1);
-    AgentReport report = req.agent().read(stdout);
+    AgentReport report = priced(req, req.agent().read(stdout));
     Optional<String> error = report.error();
     if (exitCode == 127 && report.sessionId() == null && report.usage().equals(AgentUsage.NONE)) {
       error = Optional.of(notInstalled(req, command));
@@ -141,6 +144,34 @@ public final class AgentRuns {
       }
       return out;
     });
+  }
+
+  /**
+   * The report, with its LLM cost from the pricing catalog when the CLI reported tokens but no cost (Codex) and
+   * the catalog prices the model the run asked for ({@code -m}/{@code --model} in {@code extra_args}).
+   */
+  AgentReport priced(AgentRunRequest req, AgentReport report) {
+    AgentUsage u = report.usage();
+    if (u.llmCostUsd().signum() != 0) {
+      return report;
+    }
+    return pricing.model(model(req.extraArgs())).map(rates -> new AgentReport(report.text(), report.sessionId(),
+        new AgentUsage(u.inputTokens(), u.outputTokens(), u.cacheReadTokens(), u.cacheWriteTokens(),
+            rates.cost(u.inputTokens(), u.cacheReadTokens(), u.outputTokens())), report.error())).orElse(report);
+  }
+
+  /** The model named by {@code -m X}, {@code --model X} or {@code --model=X}; null when none. */
+  static String model(List<String> args) {
+    String model = null;
+    for (int i = 0; i < args.size(); i++) {
+      String a = args.get(i);
+      if ((a.equals("-m") || a.equals("--model")) && i + 1 < args.size()) {
+        model = args.get(++i);
+      } else if (a.startsWith("--model=")) {
+        model = a.substring("--model=".length());
+      }
+    }
+    return model;
   }
 
   private static String notInstalled(AgentRunRequest req, AgentCommand command) {
