@@ -179,16 +179,17 @@ final class Wiring {
 
   /** One HTTP verticle's endpoints. */
   List<Endpoints> endpoints(Vertx vertx) {
+    SandboxApi sandboxApi = new SandboxApi(runtime, config, backends, hmac, pricing, sandboxes, history, executions,
+        policies, ledger, routes, policyHints, new Presets(presets, clock), clock);
     List<Endpoints> all = new java.util.ArrayList<>(List.of(
         new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
         new DashboardApi(config.dashboard(), webSessions, operations, clock),
         new SandboxEvents(vertx, lifecycleFeed),
-        new SandboxApi(runtime, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
-            policyHints, new Presets(presets, clock), clock),
+        sandboxApi,
         new ExecutionApi(vertx, executionService),
         new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
         new PlacementApi(new Placements(backends, policies, health, pricing)),
-        new McpApi(vertx, new McpTools(executionService, agentRuns, runtime, sandboxes), audit, clock, McpApi.VERSION),
+        new McpApi(vertx, new McpTools(executionService, agentRuns, runtime, sandboxes, sandboxApi), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, runtime, config, sandboxes),
         new ObservabilityApi(runtime, sandboxes, logs, clock),
         new PolicyApi(policies, ledger, backends, policyHints, clock),

@@ -121,4 +121,35 @@ class McpTest {
       assertThat(text(denied)).isEqualTo("API key requires scope: sandboxes:execute");
     }
   }
+
+  @Test
+  void a_sandbox_is_created_used_and_destroyed_through_tools_and_a_read_only_key_cannot_create() {
+    String key = gw.bootstrap("McpLifecycle");
+    String sbx;
+    try (McpSyncClient client = client(key)) {
+      McpSchema.CallToolResult created = client.callTool(new McpSchema.CallToolRequest("create_sandbox",
+          Map.of("backend", "local", "timeout_secs", 600)));
+      assertThat(created.isError()).as(text(created)).isFalse();
+      sbx = text(created).split(" ")[1];
+      assertThat(text(created)).isEqualTo("created " + sbx + " (local, running)");
+      assertThat(text(client.callTool(new McpSchema.CallToolRequest("execute",
+          Map.of("sandbox_id", sbx, "command", "echo inside"))))).contains("inside");
+      McpSchema.CallToolResult bad = client.callTool(new McpSchema.CallToolRequest("create_sandbox",
+          Map.of("backend", "nonexistent")));
+      assertThat(bad.isError()).isTrue();
+      McpSchema.CallToolResult destroyed = client.callTool(new McpSchema.CallToolRequest("destroy_sandbox",
+          Map.of("sandbox_id", sbx)));
+      assertThat(text(destroyed)).isEqualTo(sbx + " is destroyed");
+    }
+    assertThat(gw.get("/v1/sandboxes/" + sbx, key).json().getString("status")).isEqualTo("destroyed");
+    try (McpSyncClient readOnly = client(gw.key(key, "sandboxes:read"))) {
+      McpSchema.CallToolResult denied = readOnly.callTool(new McpSchema.CallToolRequest("create_sandbox",
+          Map.of("backend", "local")));
+      assertThat(denied.isError()).isTrue();
+      assertThat(text(denied)).isEqualTo("API key requires scope: sandboxes:create");
+    }
+    JsonArray audit = gw.get("/v1/audit?limit=50", key).json().getJsonArray("items");
+    assertThat(audit.stream().map(e -> ((JsonObject) e).getString("action")))
+        .contains("sandbox.create", "sandbox.terminate");
+  }
 }

@@ -179,9 +179,13 @@ public final class SandboxApi implements Endpoints {
   // ---- create ----------------------------------------------------------------------------------------
 
   private Future<Reply> create(RoutingContext ctx, Principal p) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(Api.body(ctx)), backends,
+    return create(p, Api.body(ctx), idempotencyKey(ctx));
+  }
+
+  /** A create as {@code POST /v1/sandboxes} does it, for callers that are not an HTTP request (MCP tools). */
+  public Future<Reply> create(Principal p, io.vertx.core.buffer.Buffer body, String idempotencyKey) {
+    CreateRequest parsed = CreateRequest.parse(Body.parse(body), backends,
         config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate());
-    String idempotencyKey = idempotencyKey(ctx);
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);
     }
@@ -354,7 +358,14 @@ public final class SandboxApi implements Endpoints {
 
   private Future<Reply> terminate(RoutingContext ctx, Principal p) {
     String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
-    Integer expected = ifMatch(ctx.request().getHeader("If-Match"));
+    return terminate(p, id, ifMatch(ctx.request().getHeader("If-Match")));
+  }
+
+  /**
+   * A terminate as {@code DELETE /v1/sandboxes/{id}} does it ({@code expected}: the If-Match version, or null),
+   * for callers that are not an HTTP request (MCP tools).
+   */
+  public Future<Reply> terminate(Principal p, String id, Integer expected) {
     return sandboxes.beginTermination(p.organizationId(), id, expected, Times.now(clock)).compose(sbx -> {
       if (!"stopping".equals(sbx.status())) {
         return Future.succeededFuture(reply(200, sbx));

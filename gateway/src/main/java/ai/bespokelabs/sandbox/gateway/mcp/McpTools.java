@@ -37,6 +37,9 @@ public final class McpTools {
       Scopes.SANDBOXES_EXECUTE, true);
   static final Route RUN_AGENT = new Route(HttpMethod.POST, "/v1/sandboxes/{sandbox_id}/agent-runs",
       Scopes.SANDBOXES_EXECUTE, true);
+  static final Route CREATE = new Route(HttpMethod.POST, "/v1/sandboxes", Scopes.SANDBOXES_CREATE, true);
+  static final Route DESTROY = new Route(HttpMethod.DELETE, "/v1/sandboxes/{sandbox_id}", Scopes.SANDBOXES_TERMINATE,
+      true);
   static final Route LIST_FILES = new Route(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/files",
       Scopes.SANDBOXES_READ, false);
   static final Route READ_FILE = new Route(HttpMethod.GET, "/v1/sandboxes/{sandbox_id}/files/content",
@@ -47,9 +50,11 @@ public final class McpTools {
   private final ExecutionService executions;
   private final AgentRuns agents;
   private final McpFiles files;
+  private final ai.bespokelabs.sandbox.gateway.http.SandboxApi sandboxApi;
 
   public McpTools(ExecutionService executions, AgentRuns agents, ai.bespokelabs.sandbox.core.bus.RuntimeClient runtime,
-      ai.bespokelabs.sandbox.core.repo.SandboxRepository sandboxes) {
+      ai.bespokelabs.sandbox.core.repo.SandboxRepository sandboxes, ai.bespokelabs.sandbox.gateway.http.SandboxApi sandboxApi) {
+    this.sandboxApi = sandboxApi;
     this.executions = executions;
     this.agents = agents;
     this.files = new McpFiles(runtime, sandboxes);
@@ -57,6 +62,25 @@ public final class McpTools {
 
   List<AsyncToolSpecification> specifications(McpApi.Caller caller) {
     List<AsyncToolSpecification> all = new ArrayList<>();
+    all.add(tool("create_sandbox", "Create a sandbox and wait until it runs. The arguments are the create body's "
+            + "fields (backend, cpu, memory_mb, timeout_secs, image, template, env_vars, allow_internet, preset, ...).",
+        schema(Map.of("backend", string("local, docker, e2b, ... (the gateway's default when omitted)"),
+            "preset", string("claude-code, codex, claude-code-codex, or one of the organization's"),
+            "cpu", Map.of("type", "number"), "memory_mb", Map.of("type", "integer"),
+            "timeout_secs", Map.of("type", "integer"), "image", string("A container image"),
+            "template", string("A template"), "allow_internet", Map.of("type", "boolean"),
+            "env_vars", Map.of("type", "object", "additionalProperties", Map.of("type", "string"))), List.of()),
+        (ctx, args) -> caller.call(ctx, CREATE, "/v1/sandboxes", p -> sandboxApi.create(p,
+            Buffer.buffer(new JsonObject(new LinkedHashMap<>(args)).encode()), null).compose(McpTools::answer)
+            .map(sbx -> result("created " + sbx.getString("id") + " (" + sbx.getString("backend") + ", "
+                + sbx.getString("status") + ")", sbx)))));
+    all.add(tool("destroy_sandbox", "Terminate a sandbox and everything running in it.",
+        schema(Map.of("sandbox_id", string("The sandbox, sbx_...")), List.of("sandbox_id")),
+        (ctx, args) -> {
+          String sandbox = sandboxId(args);
+          return caller.call(ctx, DESTROY, DESTROY.path(sandbox), p -> sandboxApi.terminate(p, sandbox, null)
+              .compose(McpTools::answer).map(sbx -> result(sandbox + " is " + sbx.getString("status"), sbx)));
+        }));
     all.add(tool("execute", "Run code (python by default) or a command in a running sandbox and get its stdout, "
             + "stderr and exit code. Output beyond the deployment's per-stream limit is cut.",
         schema(Map.of("sandbox_id", string("The sandbox, sbx_..."), "code", string("Source code to run"),
@@ -163,6 +187,16 @@ public final class McpTools {
     JsonObject json = new JsonObject(new LinkedHashMap<>(args));
     json.remove("sandbox_id");
     return Body.parse(Buffer.buffer(json.encode()));
+  }
+
+  /** The body of a REST answer, or its status and detail as the failure a tool reports. */
+  private static Future<JsonObject> answer(ai.bespokelabs.sandbox.gateway.http.Reply r) {
+    if (r.status() >= 400) {
+      Object body = r.body();
+      Object detail = body instanceof JsonObject j && j.containsKey("detail") ? j.getValue("detail") : body;
+      return Future.failedFuture(new ApiException(r.status(), detail));
+    }
+    return Future.succeededFuture(r.body() instanceof JsonObject j ? j : new JsonObject());
   }
 
   private static McpSchema.CallToolResult executeResult(JsonObject r) {
