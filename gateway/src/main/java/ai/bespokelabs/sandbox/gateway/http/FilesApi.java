@@ -75,7 +75,11 @@ public final class FilesApi implements Endpoints {
   }
 
   private static String path(RoutingContext ctx) {
-    String path = ctx.queryParams().get("path");
+    return checkedPath(ctx.queryParams().get("path"));
+  }
+
+  /** A sandbox path as the files routes take it (the adapter resolves it and refuses escapes). */
+  public static String checkedPath(String path) {
     if (path == null || path.isEmpty()) {
       throw ApiException.invalid("path is required");
     }

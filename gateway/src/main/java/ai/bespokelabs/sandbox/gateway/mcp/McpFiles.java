@@ -113,12 +113,6 @@ final class McpFiles {
 
   /** A path argument as the files routes take it. */
   static String path(Object value) {
-    if (!(value instanceof String path) || path.isEmpty()) {
-      throw ApiException.invalid("path is required");
-    }
-    if (path.length() > 4096 || path.indexOf('\0') >= 0) {
-      throw ApiException.invalid("path is not a valid path");
-    }
-    return path;
+    return ai.bespokelabs.sandbox.gateway.http.FilesApi.checkedPath(value instanceof String s ? s : null);
   }
 }
