@@ -30,6 +30,7 @@ import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
+import ai.bespokelabs.sandbox.gateway.sandbox.SandboxService;
 import ai.bespokelabs.sandbox.gateway.http.AccountApi;
 import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
 import ai.bespokelabs.sandbox.gateway.http.ConnectionGuard;
@@ -111,6 +112,7 @@ final class Wiring {
   final RuntimeClient runtime;
   /** The one way sandboxes end. */
   final Terminations terminations;
+  final SandboxService sandboxService;
   /** Every HTTP verticle's connections per client address. */
   private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
 
@@ -150,6 +152,8 @@ final class Wiring {
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();
     this.policyHints = new PolicyHints();
+    this.sandboxService = new SandboxService(runtime, terminations, backends, hmac, pricing, sandboxes, policies, ledger,
+        routes, policyHints, clock);
     this.executionService = new ExecutionService(vertx, runtime, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
@@ -169,8 +173,8 @@ final class Wiring {
         new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
         new DashboardApi(config.dashboard(), webSessions, operations, clock),
         new SandboxEvents(vertx, lifecycleFeed),
-        new SandboxApi(runtime, config, backends, hmac, pricing, sandboxes, history, executions, policies, ledger, routes,
-            policyHints, new Presets(presets, clock), clock),
+        new SandboxApi(sandboxService, config, backends, hmac, sandboxes, history, executions, ledger,
+            new Presets(presets, clock), clock),
         new ExecutionApi(vertx, executionService),
         new FilesApi(vertx, runtime, config, sandboxes),
         new ObservabilityApi(runtime, sandboxes, logs, clock),
