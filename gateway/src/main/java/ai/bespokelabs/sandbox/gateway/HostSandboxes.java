@@ -1,13 +1,12 @@
 package ai.bespokelabs.sandbox.gateway;
 
 import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
-import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.repo.NodeLoss;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Stranded;
+import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.OffsetDateTime;
@@ -36,12 +35,14 @@ final class HostSandboxes {
   private final Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers;
   private final Supplier<OffsetDateTime> now;
   private final NodeLoss loss;
+  private final Terminations terminations;
 
   /** @param providers the host-process providers by backend */
-  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, NodeLoss loss, String nodeId,
+  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, Terminations terminations, NodeLoss loss, String nodeId,
       Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers,
       Supplier<OffsetDateTime> now) {
     this.loss = loss;
+    this.terminations = terminations;
     this.vertx = vertx;
     this.sandboxes = sandboxes;
     this.nodeId = nodeId;
@@ -96,21 +97,20 @@ final class HostSandboxes {
         .onFailure(e -> LOG.warn("Cleaning up lost sandbox {} failed: {}", r.id(), e.toString()));
   }
 
+  /** Ends one sandbox the one way sandboxes end ({@link Terminations}), destroyed by its provider in this process. */
   private Future<Void> end(Stranded s) {
     String reason = s.expired() ? DestroySandbox.TTL_EXPIRED : SHUTDOWN;
     BlockingProvider provider = providers.get(s.backend());
-    return vertx.executeBlocking(() -> provider.destroy(new DestroySandbox(s.id(), s.providerResourceId(), reason)),
-            false)
-        .transform(ar -> {
-          if (ar.succeeded()) {
-            return sandboxes.finishTermination(s.id(), null, reason, s.endedAt());
+    return terminations.terminate(new Terminations.Ending(s.id(), s.backend(), nodeId, s.providerResourceId(), reason),
+            null, s::endedAt, msg -> vertx.executeBlocking(() -> provider.destroy(msg), false))
+        .<Void>mapEmpty()
+        .recover(e -> {
+          if (e instanceof ProviderException pe) {
+            LOG.warn("Ending sandbox {} failed: {}", s.id(), pe.error().code().wire());
+          } else {
+            LOG.warn("Recording the end of sandbox {} failed: {}", s.id(), e.toString());
           }
-          ProviderError error = ar.cause() instanceof ProviderException pe ? pe.error()
-              : BusFailures.normalize(s.backend(), "destroy");
-          LOG.warn("Ending sandbox {} failed: {}", s.id(), error.code().wire());
-          return sandboxes.failTermination(s.id(), error, s.endedAt());
-        })
-        .onFailure(e -> LOG.warn("Recording the end of sandbox {} failed: {}", s.id(), e.toString()))
-        .mapEmpty();
+          return Future.failedFuture(e);
+        });
   }
 }

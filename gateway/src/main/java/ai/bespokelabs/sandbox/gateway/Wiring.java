@@ -39,6 +39,7 @@ import ai.bespokelabs.sandbox.gateway.auth.Authenticator;
 import ai.bespokelabs.sandbox.gateway.auth.WebSessions;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionRecorder;
 import ai.bespokelabs.sandbox.gateway.exec.ExecutionService;
+import ai.bespokelabs.sandbox.gateway.sandbox.SandboxService;
 import ai.bespokelabs.sandbox.gateway.http.AccountApi;
 import ai.bespokelabs.sandbox.gateway.http.AuditTrail;
 import ai.bespokelabs.sandbox.gateway.http.ConnectionGuard;
@@ -122,6 +123,7 @@ final class Wiring {
   final RuntimeClient runtime;
   /** The one way sandboxes end. */
   final Terminations terminations;
+  final SandboxService sandboxService;
   /** Every HTTP verticle's connections per client address. */
   private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
 
@@ -161,6 +163,8 @@ final class Wiring {
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();
     this.policyHints = new PolicyHints();
+    this.sandboxService = new SandboxService(runtime, terminations, backends, hmac, pricing, sandboxes, policies, ledger,
+        routes, policyHints, clock);
     this.executionService = new ExecutionService(vertx, runtime, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
@@ -179,8 +183,8 @@ final class Wiring {
 
   /** One HTTP verticle's endpoints. */
   List<Endpoints> endpoints(Vertx vertx) {
-    SandboxApi sandboxApi = new SandboxApi(runtime, config, backends, hmac, pricing, sandboxes, history, executions,
-        policies, ledger, routes, policyHints, new Presets(presets, clock), clock);
+    SandboxApi sandboxApi = new SandboxApi(sandboxService, config, backends, hmac, sandboxes, history, executions,
+        ledger, new Presets(presets, clock), clock);
     List<Endpoints> all = new java.util.ArrayList<>(List.of(
         new AccountApi(config, hmac, clock, authenticator, organizations, keys, webSessions),
         new DashboardApi(config.dashboard(), webSessions, operations, clock),

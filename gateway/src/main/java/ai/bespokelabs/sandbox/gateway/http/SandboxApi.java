@@ -1,32 +1,17 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
-import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.Hmac;
-import ai.bespokelabs.sandbox.core.Ids;
 import ai.bespokelabs.sandbox.core.Times;
-import ai.bespokelabs.sandbox.core.bus.BusFailures;
-import ai.bespokelabs.sandbox.core.bus.RuntimeClient;
-import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
-import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
-import ai.bespokelabs.sandbox.core.bus.Messages.SandboxCreated;
-import ai.bespokelabs.sandbox.core.bus.Messages.SetTimeout;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
 import ai.bespokelabs.sandbox.core.error.ApiException;
-import ai.bespokelabs.sandbox.core.error.ProviderError;
-import ai.bespokelabs.sandbox.core.error.ProviderException;
-import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.SandboxRecord;
-import ai.bespokelabs.sandbox.core.policy.PolicyDecision;
-import ai.bespokelabs.sandbox.core.pricing.PricingCatalog;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
-import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository.NewSandbox;
+import ai.bespokelabs.sandbox.core.repo.SandboxHistoryRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.gateway.routing.Backends;
-import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
-import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.auth.Scopes;
+import ai.bespokelabs.sandbox.gateway.routing.Backends;
+import ai.bespokelabs.sandbox.gateway.sandbox.SandboxService;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import io.vertx.core.Future;
 import io.vertx.core.http.HttpMethod;
@@ -39,42 +24,35 @@ import java.time.OffsetDateTime;
 import java.util.Base64;
 import java.util.List;
 
-/** The seed's sandbox API: create, list, get, detail, execute and terminate. */
+/**
+ * The sandbox API: create, list, get, detail, adopt, snapshot, new deadlines and terminate. Parses and authorizes
+ * each request and answers it; the {@link SandboxService} does the work.
+ */
 public final class SandboxApi implements Endpoints {
   private static final int MAX_EXECUTIONS_IN_DETAIL = 200;
 
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SandboxApi.class);
-  private final RuntimeClient runtime;
+  private final SandboxService service;
   private final GatewayConfig config;
   private final Backends backends;
   private final Hmac hmac;
-  private final PricingCatalog pricing;
   private final SandboxRepository sandboxes;
   private final SandboxHistoryRepository history;
   private final ExecutionRepository executions;
-  private final PolicyRepository policies;
   private final CostLedger ledger;
-  private final ExecRoutes routes;
-  private final PolicyHints policyHints;
   private final Presets presets;
   private final Clock clock;
 
-  public SandboxApi(RuntimeClient runtime, GatewayConfig config, Backends backends, Hmac hmac, PricingCatalog pricing,
-      SandboxRepository sandboxes, SandboxHistoryRepository history, ExecutionRepository executions,
-      PolicyRepository policies, CostLedger ledger, ExecRoutes routes, PolicyHints policyHints, Presets presets,
-      Clock clock) {
-    this.runtime = runtime;
+  public SandboxApi(SandboxService service, GatewayConfig config, Backends backends, Hmac hmac,
+      SandboxRepository sandboxes, SandboxHistoryRepository history, ExecutionRepository executions, CostLedger ledger,
+      Presets presets, Clock clock) {
+    this.service = service;
     this.config = config;
     this.backends = backends;
     this.hmac = hmac;
-    this.pricing = pricing;
     this.sandboxes = sandboxes;
     this.history = history;
     this.executions = executions;
-    this.policies = policies;
     this.ledger = ledger;
-    this.routes = routes;
-    this.policyHints = policyHints;
     this.presets = presets;
     this.clock = clock;
   }
@@ -147,33 +125,16 @@ public final class SandboxApi implements Endpoints {
     if (!backends.isEnabled(backend)) {
       throw ApiException.invalid("backend is not enabled: " + backend);
     }
-    return sandboxes.find(org, id).compose(found -> {
-      SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
-      if (!"running".equals(sbx.status()) || !resource.equals(sbx.providerResourceId())) {
-        throw ApiException.conflict("sandbox is " + sbx.status());
-      }
-      CreateSandbox msg = new CreateSandbox(sbx.id(), org, backend, sbx.createToken(), sbx.config());
-      return runtime.adopt(msg, resource)
-          .compose(created -> sandboxes.adopted(org, id, created.nodeId(), Times.now(clock))
-                  .onSuccess(v -> routes.forget(id)).map(updated -> reply(200,
-                  updated.orElseThrow(() -> ApiException.conflict("sandbox is no longer running")))));
-    });
+    return service.adopt(org, id, backend, resource).map(updated -> reply(200, updated));
   }
 
   // ---- snapshot --------------------------------------------------------------------------------------
 
   /** Snapshots a running sandbox where its backend can; create with the answered {@code snapshot_id}. */
   private Future<Reply> snapshot(RoutingContext ctx, Principal p) {
-    return find(ctx, p).compose(sbx -> {
-      if (!"running".equals(sbx.status())) {
-        throw ApiException.conflict("sandbox is " + sbx.status());
-      }
-      var msg = new ai.bespokelabs.sandbox.core.bus.Messages.SnapshotSandbox(sbx.id(), sbx.organizationId(),
-          sbx.providerResourceId());
-      return runtime.snapshot(sbx.backend(), sbx.nodeId(), msg)
-          .map(taken -> Reply.of(201, new JsonObject().put("snapshot_id", taken.snapshotId())
-                  .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(Times.now(clock)))));
-    });
+    return find(ctx, p).compose(sbx -> service.snapshot(sbx)
+        .map(taken -> Reply.of(201, new JsonObject().put("snapshot_id", taken.snapshotId())
+            .put("sandbox_id", sbx.id()).put("backend", sbx.backend()).put("created_at", Wire.ts(Times.now(clock))))));
   }
 
   // ---- create ----------------------------------------------------------------------------------------
@@ -194,93 +155,11 @@ public final class SandboxApi implements Endpoints {
   }
 
   private Future<Reply> create(Principal p, CreateRequest req, String idempotencyKey) {
-    if (backends.draining() && backends.isNodeBound(req.backend())) { // an answer, not a failure: nothing broke
+    if (service.refuses(req.backend())) { // an answer, not a failure: nothing broke
       return Future.succeededFuture(Reply.of(503, new JsonObject().put("detail", "this gateway node is draining and"
           + " takes no new " + req.backend() + " sandboxes; retry (another node takes it)")).withHeader("Retry-After", "1"));
     }
-    OffsetDateTime now = Times.now(clock);
-    SandboxConfig config = req.config();
-    NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
-        idempotencyKey, hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
-        pricing.hourlyRate(req.backend(), config.cpu(), config.memoryMb()), pricing.source(),
-        config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
-    if (idempotencyKey == null && policyHints.unrestricted(p.organizationId())) {
-      return createEarly(p, req, row);
-    }
-    PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
-    return sandboxes.claimCreation(row, asked, CostLedger::spend,
-        () -> ledger.accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
-      if (claim.unrestricted()) {
-        policyHints.rememberUnrestricted(p.organizationId());
-      } else {
-        policyHints.forget(p.organizationId());
-      }
-      if (claim.denial() != null) {
-        throw new ApiException(403, claim.denial().detail());
-      }
-      if (claim.replay()) {
-        return Future.succeededFuture(reply(201, claim.sandbox()));
-      }
-      SandboxRecord sbx = claim.sandbox();
-      return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.backend(), sbx.createToken(), req));
-    });
-  }
-
-  /**
-   * A create without an idempotency key for an organization this node saw without policy guardrails moments
-   * ago: the provider is asked at once while the sandbox row is inserted, instead of after, which takes a
-   * database round trip off every create. The insert still decides: when it finds a guardrail after all (a
-   * policy set meanwhile), or fails, the provider's sandbox is destroyed once it exists and the create goes
-   * the guarded way (or answers the failure). Nothing can be limited by an organization without guardrails,
-   * and without a key there is no earlier request the insert could find instead.
-   */
-  private Future<Reply> createEarly(Principal p, CreateRequest req, NewSandbox row) {
-    Future<SandboxCreated> made = provision(row.id(), row.organizationId(), req.backend(), row.createToken(), req);
-    return sandboxes.claimIfUnrestricted(row).transform(claimed -> {
-      if (claimed.succeeded() && claimed.result() != null) {
-        policyHints.rememberUnrestricted(p.organizationId());
-        return provisioned(claimed.result().sandbox(), made);
-      }
-      made.onSuccess(created -> undo(row.id(), req.backend(), created));
-      if (claimed.failed()) {
-        return Future.<Reply>failedFuture(claimed.cause());
-      }
-      policyHints.forget(p.organizationId());
-      return create(p, req, null);
-    });
-  }
-
-  /** Destroys a sandbox the provider made for a create whose row was never inserted (best effort). */
-  private void undo(String sandboxId, String backend, SandboxCreated created) {
-    runtime.destroy(backend, created.nodeId(), new DestroySandbox(sandboxId, created.providerResourceId()))
-        .onFailure(e -> LOG.warn("Sandbox {} of {} was created for a create that did not go through and could not"
-            + " be destroyed; reconciliation will remove it", created.providerResourceId(), backend));
-  }
-
-  /** Asks the backend to make the sandbox. */
-  private Future<SandboxCreated> provision(String sandboxId, String organizationId, String backend, String createToken,
-      CreateRequest req) {
-    CreateSandbox msg = new CreateSandbox(sandboxId, organizationId, backend, createToken, req.config(),
-        req.workspace());
-    return runtime.create(msg);
-  }
-
-  /** Records the provider's answer for a claimed sandbox: running, or failed with the contract error. */
-  private Future<Reply> provisioned(SandboxRecord sbx, Future<SandboxCreated> made) {
-    return made.transform(ar -> {
-      if (ar.succeeded()) {
-        return sandboxes.completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
-            ar.result().quotedHourlyRateUsd(), Times.now(clock)).map(done -> {
-              routes.remember(done);
-              return reply(201, done);
-            });
-      }
-      RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create"); // decoded already
-      ProviderError error = failure instanceof ProviderException pe ? pe.error()
-          : ProviderError.of(ai.bespokelabs.sandbox.core.error.ErrorCode.CONFIGURATION, sbx.backend(), "create",
-              false, ProviderError.Outcome.FAILED);
-      return sandboxes.failCreation(sbx.id(), error, Times.now(clock)).compose(v -> Future.failedFuture(failure));
-    });
+    return service.create(p, req, idempotencyKey).map(sbx -> reply(201, sbx));
   }
 
   // ---- read ------------------------------------------------------------------------------------------
@@ -366,79 +245,23 @@ public final class SandboxApi implements Endpoints {
    * for callers that are not an HTTP request (MCP tools).
    */
   public Future<Reply> terminate(Principal p, String id, Integer expected) {
-    return sandboxes.beginTermination(p.organizationId(), id, expected, Times.now(clock)).compose(sbx -> {
-      if (!"stopping".equals(sbx.status())) {
-        return Future.succeededFuture(reply(200, sbx));
-      }
-      routes.forget(id); // here at once; PostgreSQL tells the other nodes
-      DestroySandbox msg = new DestroySandbox(sbx.id(), sbx.providerResourceId(), "operator");
-      return runtime.destroy(sbx.backend(), sbx.nodeId(), msg)
-          .transform(ar -> {
-            if (ar.succeeded()) {
-              return sandboxes.finishTermination(sbx.id(), p.keyId(), "operator", Times.now(clock))
-                  .map(done -> reply(200, done));
-            }
-            RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "destroy");
-            ProviderError error = failure instanceof ProviderException pe ? pe.error()
-                : BusFailures.normalize(sbx.backend(), "destroy");
-            return sandboxes.failTermination(sbx.id(), error, Times.now(clock))
-                .compose(v -> Future.<Reply>failedFuture(new ProviderException(error)));
-          });
-    });
+    return service.terminate(p, id, expected).map(sbx -> reply(200, sbx));
   }
 
   /**
-   * Sets a new deadline {@code timeout_secs} from now (shorter or longer); the supervisor terminates the
-   * sandbox then. The organization's {@code max_sandbox_lifetime_secs} bounds the sandbox's whole life: a
-   * deadline past {@code created_at} plus the limit is denied (403, recorded like a create's denial), so
-   * repeated extensions cannot keep it alive longer. Once the deadline is
-   * stored the backend is told (({@link RuntimeClient#setTimeout})), so a provider with its own lifetime for the
-   * sandbox keeps it alive that long; if that fails the provider error is answered and the stored deadline
-   * stays.
+   * Sets a new deadline {@code timeout_secs} from now (shorter or longer); the supervisor terminates the sandbox
+   * then. The organization's {@code max_sandbox_lifetime_secs} bounds the sandbox's whole life
+   * ({@link SandboxService#setDeadline}).
    */
   private Future<Reply> timeout(RoutingContext ctx, Principal p) {
-    String id = Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
+    Api.idParam(ctx, "sandbox_id", "sbx", "sandbox not found");
     Body body = Body.parse(Api.body(ctx));
     Integer secs = body.integer("timeout_secs", 0, null);
     body.check();
     if (secs == null) {
       throw ApiException.invalid("timeout_secs is required");
     }
-    return find(ctx, p).compose(found -> policies.current(p.organizationId()).compose(policy -> {
-      OffsetDateTime now = Times.now(clock);
-      OffsetDateTime deadline = now.plusSeconds(secs);
-      Integer max = policy.maxSandboxLifetimeSecs();
-      if (max != null && deadline.isAfter(found.createdAt().plusSeconds(max))) {
-        java.time.Duration life = java.time.Duration.between(found.createdAt(), deadline);
-        long lifeSecs = life.getSeconds() + (life.getNano() > 0 ? 1 : 0);
-        PolicyDecision.Denial denial = new PolicyDecision.Denial("max_sandbox_lifetime_secs",
-            "Requested sandbox lifetime exceeds organization policy.", lifeSecs, max);
-        return policies.recordDenial(p.organizationId(), p.keyId(),
-                new PolicyDecision.Request(found.backend(), null, secs), denial, now)
-            .compose(v -> Future.<java.util.Optional<SandboxRecord>>failedFuture(new ApiException(403, denial.detail())));
-      }
-      return sandboxes.setDeadline(p.organizationId(), id, deadline, now);
-    })).compose(updated -> {
-      if (updated.isEmpty()) {
-        return sandboxes.find(p.organizationId(), id).map(found -> {
-          SandboxRecord sbx = found.orElseThrow(() -> ApiException.notFound("sandbox not found"));
-          throw ApiException.conflict("sandbox is " + sbx.status());
-        });
-      }
-      SandboxRecord sbx = updated.get();
-      return runtime.setTimeout(sbx.backend(), sbx.nodeId(), new SetTimeout(sbx.id(), sbx.providerResourceId(), secs))
-          .transform(ar -> ar.succeeded() || hostGone(sbx, ar.cause())
-              ? Future.succeededFuture(reply(200, sbx))
-              : Future.failedFuture(ar.cause()));
-    });
-  }
-
-  /**
-   * A node-bound sandbox whose node no longer answers: its sandbox has no lifetime of its own to move (the
-   * node-bound backends keep none), so the stored deadline is all there is.
-   */
-  private boolean hostGone(SandboxRecord sbx, Throwable t) {
-    return backends.isNodeBound(sbx.backend()) && RuntimeClient.unreachable(t);
+    return find(ctx, p).compose(found -> service.setDeadline(p, found, secs)).map(sbx -> reply(200, sbx));
   }
 
   /** A sandbox answer with its version as the {@code ETag} that {@code If-Match} takes back. */
