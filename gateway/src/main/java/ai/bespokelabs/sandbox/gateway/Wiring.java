@@ -123,6 +123,7 @@ final class Wiring {
   final RuntimeClient runtime;
   /** The one way sandboxes end. */
   final Terminations terminations;
+  final Placements placements;
   final SandboxService sandboxService;
   /** Every HTTP verticle's connections per client address. */
   private final ConnectionGuard.Clients clients = new ConnectionGuard.Clients();
@@ -163,8 +164,9 @@ final class Wiring {
     this.audit = new AuditTrail(operations, clock);
     this.routes = new ExecRoutes();
     this.policyHints = new PolicyHints();
+    this.placements = new Placements(backends, policies, health, pricing);
     this.sandboxService = new SandboxService(runtime, terminations, backends, hmac, pricing, sandboxes, policies, ledger,
-        routes, policyHints, clock);
+        routes, policyHints, placements, clock);
     this.executionService = new ExecutionService(vertx, runtime, executions, sandboxes, backends, routes, hmac, clock,
         new ExecutionService.Settings(config.execution().timeoutSecs(), config.execution().outputLimitBytes(),
             config.ledger().customerMarkup()), metrics);
@@ -192,7 +194,7 @@ final class Wiring {
         sandboxApi,
         new ExecutionApi(vertx, executionService),
         new AgentApi(vertx, agentRuns, agentSecrets, executionService, clock),
-        new PlacementApi(new Placements(backends, policies, health, pricing)),
+        new PlacementApi(placements),
         new McpApi(vertx, new McpTools(executionService, agentRuns, runtime, sandboxes, sandboxApi), audit, clock, McpApi.VERSION),
         new FilesApi(vertx, runtime, config, sandboxes),
         new ObservabilityApi(runtime, sandboxes, logs, clock),

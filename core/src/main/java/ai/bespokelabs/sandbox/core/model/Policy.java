@@ -11,7 +11,15 @@ import java.util.List;
  */
 public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
     List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
-    OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost) {
+    OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost, String defaultBackend) {
+
+  /** A policy without a default backend. */
+  public Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
+      List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
+      OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost) {
+    this(maxConcurrentSandboxes, hourlySpendLimitUsd, dailySpendLimitUsd, allowedBackends, allowedGpuTypes,
+        maxSandboxLifetimeSecs, version, updatedAt, updatedByApiKeyId, includeLlmCost, null);
+  }
 
   /** A policy whose spend limits count sandbox costs only. */
   public Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
@@ -25,7 +33,7 @@ public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimit
 
   public static final String COLUMNS = "max_concurrent_sandboxes, hourly_spend_limit_usd, daily_spend_limit_usd,"
       + " allowed_backends, allowed_gpu_types, max_sandbox_lifetime_secs, version, updated_at, updated_by_api_key_id,"
-      + " include_llm_cost";
+      + " include_llm_cost, default_backend";
 
   public static Policy from(Row r) {
     String[] backends = r.getArrayOfStrings("allowed_backends");
@@ -34,6 +42,6 @@ public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimit
         r.getBigDecimal("daily_spend_limit_usd"), backends == null ? null : List.of(backends),
         gpus == null ? null : List.of(gpus), r.getInteger("max_sandbox_lifetime_secs"), r.getInteger("version"),
         r.getOffsetDateTime("updated_at"), r.getString("updated_by_api_key_id"),
-        Boolean.TRUE.equals(r.getBoolean("include_llm_cost")));
+        Boolean.TRUE.equals(r.getBoolean("include_llm_cost")), r.getString("default_backend"));
   }
 }

@@ -7,7 +7,8 @@ import java.time.OffsetDateTime;
 
 /**
  * One row of {@code sandboxes}, with the names of the keys that created and terminated it; {@code config} is
- * the stored configuration (env var names, never their values).
+ * the stored configuration (env var names, never their values); {@code placement} the decision of a
+ * {@code backend: "auto"} create, null for a named backend.
  */
 public record SandboxRecord(
     String id,
@@ -44,7 +45,8 @@ public record SandboxRecord(
     OffsetDateTime expiresAt,
     String terminatedByApiKeyId,
     String terminatedByApiKeyName,
-    String terminationReason) {
+    String terminationReason,
+    JsonObject placement) {
 
   public static final String ACTIVE_STATUSES = "('creating','running','stopping')";
 
@@ -58,7 +60,7 @@ public record SandboxRecord(
       (SELECT k.name FROM api_keys k WHERE k.id = s.creator_api_key_id) AS creator_api_key_name,
       s.version, s.expires_at, s.terminated_by_api_key_id,
       (SELECT k.name FROM api_keys k WHERE k.id = s.terminated_by_api_key_id) AS terminated_by_api_key_name,
-      s.termination_reason""";
+      s.termination_reason, s.placement""";
 
   public static SandboxRecord from(Row r) {
     return new SandboxRecord(
@@ -75,7 +77,7 @@ public record SandboxRecord(
         r.getString("cost_state"), r.getBoolean("provider_missing"), r.getString("creator_api_key_id"),
         r.getString("creator_api_key_name"), r.getInteger("version"), r.getOffsetDateTime("expires_at"),
         r.getString("terminated_by_api_key_id"), r.getString("terminated_by_api_key_name"),
-        r.getString("termination_reason"));
+        r.getString("termination_reason"), (JsonObject) r.getValue("placement"));
   }
 
   public boolean isActive() {

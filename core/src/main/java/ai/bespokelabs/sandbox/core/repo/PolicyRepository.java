@@ -32,8 +32,8 @@ public final class PolicyRepository {
     return pool.preparedQuery("""
             INSERT INTO organization_policies (organization_id, max_concurrent_sandboxes, hourly_spend_limit_usd,
               daily_spend_limit_usd, allowed_backends, allowed_gpu_types, max_sandbox_lifetime_secs, version,
-              updated_at, updated_by_api_key_id, include_llm_cost)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, 2, $8, $9, $10)
+              updated_at, updated_by_api_key_id, include_llm_cost, default_backend)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 2, $8, $9, $10, $11)
             ON CONFLICT (organization_id) DO UPDATE SET
               max_concurrent_sandboxes = EXCLUDED.max_concurrent_sandboxes,
               hourly_spend_limit_usd = EXCLUDED.hourly_spend_limit_usd,
@@ -41,12 +41,14 @@ public final class PolicyRepository {
               allowed_backends = EXCLUDED.allowed_backends, allowed_gpu_types = EXCLUDED.allowed_gpu_types,
               max_sandbox_lifetime_secs = EXCLUDED.max_sandbox_lifetime_secs,
               version = organization_policies.version + 1, updated_at = EXCLUDED.updated_at,
-              updated_by_api_key_id = EXCLUDED.updated_by_api_key_id, include_llm_cost = EXCLUDED.include_llm_cost
+              updated_by_api_key_id = EXCLUDED.updated_by_api_key_id, include_llm_cost = EXCLUDED.include_llm_cost,
+              default_backend = EXCLUDED.default_backend
             RETURNING """ + " " + Policy.COLUMNS)
         .execute(Tuple.of(orgId, p.maxConcurrentSandboxes(), p.hourlySpendLimitUsd(), p.dailySpendLimitUsd(),
                 p.allowedBackends() == null ? null : p.allowedBackends().toArray(String[]::new),
                 p.allowedGpuTypes() == null ? null : p.allowedGpuTypes().toArray(String[]::new))
-            .addValue(p.maxSandboxLifetimeSecs()).addValue(now).addValue(keyId).addValue(p.includeLlmCost()))
+            .addValue(p.maxSandboxLifetimeSecs()).addValue(now).addValue(keyId).addValue(p.includeLlmCost())
+            .addValue(p.defaultBackend()))
         .map(rows -> Policy.from(rows.iterator().next()));
   }
 

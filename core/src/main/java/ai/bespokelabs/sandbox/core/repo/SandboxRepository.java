@@ -52,7 +52,16 @@ public final class SandboxRepository {
   /** What a create request asks to insert. */
   public record NewSandbox(String id, String organizationId, String backend, SandboxConfig config,
       String idempotencyKey, String fingerprint, String createToken, String nodeId, String creatorKeyId,
-      BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {}
+      BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now,
+      JsonObject placement) {
+    /** A sandbox of a named backend. */
+    public NewSandbox(String id, String organizationId, String backend, SandboxConfig config, String idempotencyKey,
+        String fingerprint, String createToken, String nodeId, String creatorKeyId, BigDecimal hourlyRateUsd,
+        String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {
+      this(id, organizationId, backend, config, idempotencyKey, fingerprint, createToken, nodeId, creatorKeyId,
+          hourlyRateUsd, pricingSource, expiresAt, now, null);
+    }
+  }
 
   /**
    * The outcome of {@link #claimCreation}: a fresh row to provision, the original of a replay, or a policy
@@ -179,13 +188,13 @@ public final class SandboxRepository {
         u AS (
           INSERT INTO sandboxes (id, organization_id, backend, status, config, created_at, idempotency_key,
             request_fingerprint, create_token, node_id, creator_api_key_id, hourly_rate_usd, pricing_source,
-            requested_at, provisioning_at, expires_at, version)
-          SELECT $1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1 %s
+            requested_at, provisioning_at, expires_at, version, placement)
+          SELECT $1, $2, $3, 'creating', $4, $5, $6, $7, $8, $9, $10, $11, $12, $5, $5, $13, 1, $17::jsonb %s
           ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
           RETURNING *),
         a AS (
-          INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at)
-          SELECT $14, u.id, 1, 'creating', $5 FROM u),
+          INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at, backend)
+          SELECT $14, u.id, 1, 'creating', $5, $3 FROM u),
         ev AS (
           INSERT INTO lifecycle_events (id, organization_id, sandbox_id, type, status, occurred_at, data)
           SELECT $15, u.organization_id, u.id, 'sandbox.requested', 'creating', $5, $16::jsonb FROM u)""".formatted(from);
@@ -195,7 +204,8 @@ public final class SandboxRepository {
     return Tuple.of(n.id(), n.organizationId(), n.backend(), n.config().toStoredJson(), n.now(), n.idempotencyKey(),
             n.fingerprint(), n.createToken(), n.nodeId(), n.creatorKeyId(), n.hourlyRateUsd(), n.pricingSource(),
             n.expiresAt())
-        .addString(Ids.newId("att")).addString(Ids.newId("evt")).addValue(new JsonObject().put("backend", n.backend()));
+        .addString(Ids.newId("att")).addString(Ids.newId("evt")).addValue(new JsonObject().put("backend", n.backend()))
+        .addValue(n.placement());
   }
 
   private static final String INSERT = "WITH " + insertCtes("") + " SELECT " + SandboxRecord.COLUMNS + " FROM u s";
@@ -216,7 +226,8 @@ public final class SandboxRepository {
   private static final String COMPLETE_CREATION = changed("""
       u AS (
         UPDATE sandboxes SET status = 'running', running_at = $2, provider_resource_id = $3, node_id = $4,
-          hourly_rate_usd = COALESCE($7::numeric, hourly_rate_usd), version = version + 1
+          hourly_rate_usd = COALESCE($7::numeric, hourly_rate_usd), placement = COALESCE($8::jsonb, placement),
+          version = version + 1
         WHERE id = $1 AND status = 'creating' RETURNING *),
       a AS (
         UPDATE sandbox_creation_attempts SET status = 'succeeded', completed_at = $2, provider_resource_id = $3
@@ -228,15 +239,22 @@ public final class SandboxRepository {
    */
   public Future<SandboxRecord> completeCreation(String id, String providerResourceId, String nodeId,
       BigDecimal quotedHourlyRateUsd, OffsetDateTime now) {
+    return completeCreation(id, providerResourceId, nodeId, quotedHourlyRateUsd, null, now);
+  }
+
+  /** As {@link #completeCreation(String, String, String, BigDecimal, OffsetDateTime)}, recording the placement. */
+  public Future<SandboxRecord> completeCreation(String id, String providerResourceId, String nodeId,
+      BigDecimal quotedHourlyRateUsd, JsonObject placement, OffsetDateTime now) {
     return current(pool.preparedQuery(COMPLETE_CREATION).execute(Tuple.from(java.util.Arrays.asList(id, now,
         providerResourceId, nodeId, Ids.newId("evt"), new JsonObject().put("provider_resource_id", providerResourceId),
-        quotedHourlyRateUsd))));
+        quotedHourlyRateUsd, placement))));
   }
 
   private static final String FAIL_CREATION = changed("""
       u AS (
         UPDATE sandboxes SET status = 'failed', failed_at = $2, latest_error = $3, retry_status = $4,
-          cleanup_status = $5, error = 'Sandbox operation failed.', version = version + 1
+          cleanup_status = $5, error = 'Sandbox operation failed.', placement = COALESCE($8::jsonb, placement),
+          version = version + 1
         WHERE id = $1 AND status = 'creating' RETURNING *),
       a AS (
         UPDATE sandbox_creation_attempts SET status = 'failed', completed_at = $2, error = $3, retry_status = $4,
@@ -245,11 +263,43 @@ public final class SandboxRepository {
 
   /** Marks a creation failed with the provider payload; the attempt records the same error. */
   public Future<SandboxRecord> failCreation(String id, ProviderError error, OffsetDateTime now) {
+    return failCreation(id, error, null, now);
+  }
+
+  /** As {@link #failCreation(String, ProviderError, OffsetDateTime)}, recording the placement. */
+  public Future<SandboxRecord> failCreation(String id, ProviderError error, JsonObject placement, OffsetDateTime now) {
     String cleanup = (String) error.context().get("cleanup_status");
     String retry = retryStatus(error, cleanup);
     JsonObject payload = error.toJson();
     return current(pool.preparedQuery(FAIL_CREATION).execute(Tuple.of(id, now, payload, retry, cleanup,
-        Ids.newId("evt"), new JsonObject().put("code", error.code().wire()).put("op", error.op()))));
+        Ids.newId("evt"), new JsonObject().put("code", error.code().wire()).put("op", error.op()))
+        .addValue(placement)));
+  }
+
+  private static final String RETARGET = changed("""
+      u AS (
+        UPDATE sandboxes SET backend = $7, hourly_rate_usd = $8, placement = $9::jsonb, version = version + 1
+        WHERE id = $1 AND status = 'creating' RETURNING *),
+      a AS (
+        UPDATE sandbox_creation_attempts SET status = 'failed', completed_at = $2, error = $3,
+          retry_status = 'retryable'
+        WHERE sandbox_id = $1 AND status = 'creating' AND EXISTS (SELECT 1 FROM u)),
+      n AS (
+        INSERT INTO sandbox_creation_attempts (id, sandbox_id, attempt_number, status, started_at, backend)
+        SELECT $4, u.id, (SELECT max(attempt_number) + 1 FROM sandbox_creation_attempts WHERE sandbox_id = $1),
+          'creating', $2, $7 FROM u)""", "sandbox.retargeted", "creating", 5, 2, 6);
+
+  /**
+   * Moves a creating sandbox whose create on its backend failed with nothing allocated to the next backend of
+   * its placement: the attempt fails with {@code error}, a new one starts on {@code backend} at its catalog
+   * {@code hourlyRateUsd}. Empty when the sandbox is no longer creating.
+   */
+  public Future<Optional<SandboxRecord>> retarget(String id, ProviderError error, String backend,
+      BigDecimal hourlyRateUsd, JsonObject placement, OffsetDateTime now) {
+    JsonObject data = new JsonObject().put("from", error.backend()).put("to", backend).put("code", error.code().wire());
+    return pool.preparedQuery(RETARGET).execute(Tuple.of(id, now, error.toJson(), Ids.newId("att"), Ids.newId("evt"),
+            data, backend).addValue(hourlyRateUsd).addValue(placement))
+        .map(rows -> ApiKeyRepository.first(rows).filter(r -> r.getLong("changed") > 0).map(SandboxRecord::from));
   }
 
   /** The sandbox row a {@link #changed} statement returned. */

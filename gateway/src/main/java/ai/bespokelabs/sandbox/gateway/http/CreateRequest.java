@@ -1,9 +1,11 @@
 package ai.bespokelabs.sandbox.gateway.http;
 
+import ai.bespokelabs.sandbox.adapters.spi.PlacementFacts.Isolation;
 import ai.bespokelabs.sandbox.adapters.workspace.GitUrls;
 import ai.bespokelabs.sandbox.core.error.ApiException;
 import ai.bespokelabs.sandbox.core.model.SandboxConfig;
 import ai.bespokelabs.sandbox.core.model.Workspace;
+import ai.bespokelabs.sandbox.gateway.placement.Placement;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import io.vertx.core.json.JsonObject;
 import java.util.List;
@@ -15,12 +17,45 @@ import java.util.regex.Pattern;
 
 /**
  * A validated {@code POST /v1/sandboxes} body: the sandbox's configuration and what to put in it (the
- * {@code git_repo} clone, then {@code files}, then the {@code workspace} entries, in that order).
+ * {@code git_repo} clone, then {@code files}, then the {@code workspace} entries, in that order). For
+ * {@code backend: "auto"}, {@code backend} is {@link #AUTO} and {@code auto} holds what placement needs beyond the
+ * configuration; for a named backend {@code auto} is null.
  */
-public record CreateRequest(String backend, SandboxConfig config, Workspace workspace) {
+public record CreateRequest(String backend, SandboxConfig config, Workspace workspace, Auto auto) {
+  public static final String AUTO = "auto";
   static final Set<String> FIELDS = Set.of("backend", "preset", "cpu", "memory_mb", "disk_mb", "gpu", "timeout_secs",
       "image", "env_vars", "allow_internet", "app_name", "template", "snapshot_id", "workdir", "git_repo", "git_ref",
-      "files", "workspace");
+      "files", "workspace", "isolation", "max_hourly_usd", "prefer", "exclude");
+  private static final List<String> AUTO_FIELDS = List.of("isolation", "max_hourly_usd", "prefer", "exclude");
+  private static final int MAX_NAMES = 64;
+
+  /** What {@code backend: "auto"} weighs beside the configuration: a minimum isolation, a price cap, orderings. */
+  public record Auto(Isolation isolation, java.math.BigDecimal maxHourlyUsd, List<String> prefer, List<String> exclude) {
+    public Auto {
+      prefer = prefer == null ? List.of() : List.copyOf(prefer);
+      exclude = exclude == null ? List.of() : List.copyOf(exclude);
+    }
+  }
+
+  public CreateRequest(String backend, SandboxConfig config, Workspace workspace) {
+    this(backend, config, workspace, null);
+  }
+
+  public boolean isAuto() {
+    return auto != null;
+  }
+
+  /** This request on {@code chosen}, the backend placement picked. */
+  public CreateRequest on(String chosen) {
+    return new CreateRequest(chosen, config, workspace, auto);
+  }
+
+  /** What placement must honour for this request. */
+  public Placement.Requirements requirements() {
+    Auto a = auto == null ? new Auto(null, null, null, null) : auto;
+    return new Placement.Requirements(config.cpu(), config.memoryMb(), config.gpu(), config.image(), config.template(),
+        config.allowInternet(), config.timeoutSecs(), a.isolation(), a.maxHourlyUsd(), a.prefer(), a.exclude());
+  }
   private static final int MAX_STEPS = 256;
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
   private static final int MAX_ENV_VARS = 512;
@@ -52,6 +87,10 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
         body.string("workdir", false, 1, 4096),
         body.string("git_repo", false, 1, 4096),
         body.string("git_ref", false, 1, 255));
+    String isolation = body.string("isolation", false, 1, 32);
+    java.math.BigDecimal maxHourly = body.decimal("max_hourly_usd");
+    List<String> prefer = body.stringList("prefer");
+    List<String> exclude = body.stringList("exclude");
     body.check();
     List<String> unknown = body.presentFields().stream().filter(f -> !FIELDS.contains(f)).sorted().toList();
     if (!unknown.isEmpty()) {
@@ -71,10 +110,42 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
       }
     }
     String name = backend.trim().toLowerCase(Locale.ROOT);
-    if (!backends.isEnabled(name)) {
-      throw ApiException.invalid("backend is not enabled: " + name);
+    Auto auto = null;
+    if (name.equals(AUTO)) {
+      Isolation level = isolation == null ? null : Isolation.of(isolation.trim().toLowerCase(Locale.ROOT))
+          .orElseThrow(() -> ApiException.invalid("isolation must be one of process, namespace, container, vm"));
+      auto = new Auto(level, maxHourly, names("prefer", prefer), names("exclude", exclude));
+    } else {
+      List<String> given = AUTO_FIELDS.stream().filter(f -> body.raw(f) != null).toList();
+      if (!given.isEmpty()) {
+        throw ApiException.invalid("only backend auto takes " + String.join(", ", given));
+      }
+      if (!backends.isEnabled(name)) {
+        throw ApiException.invalid("backend is not enabled: " + name);
+      }
     }
-    return new CreateRequest(name, config, workspace(body, config, gitAllowFileUrls, gitAllowPrivate));
+    return new CreateRequest(name, config, workspace(body, config, gitAllowFileUrls, gitAllowPrivate), auto);
+  }
+
+  /** Backend names of {@code prefer}/{@code exclude}, trimmed and lowercased; names this gateway lacks are kept. */
+  private static List<String> names(String field, List<String> given) {
+    if (given == null) {
+      return List.of();
+    }
+    if (given.size() > MAX_NAMES) {
+      throw ApiException.invalid(field + " may name at most " + MAX_NAMES + " backends");
+    }
+    List<String> out = new java.util.ArrayList<>();
+    for (String g : given) {
+      String n = g.trim().toLowerCase(Locale.ROOT);
+      if (n.isEmpty() || n.length() > 64) {
+        throw ApiException.invalid(field + " must hold backend names");
+      }
+      if (!out.contains(n)) {
+        out.add(n);
+      }
+    }
+    return out;
   }
 
   /** The steps of {@code git_repo}/{@code git_ref}, {@code files} and {@code workspace}, in that order. */
@@ -205,7 +276,7 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
         c.envVars(), c.allowInternet(), c.appName(), c.template(), c.snapshotId(), c.workdir(), c.gitRepo(), c.gitRef());
     // a built-in preset's image already holds what its setup installs
     List<String> setup = prebuilt ? List.of() : preset.setup();
-    return new CreateRequest(backend, merged, new Workspace(workspace.steps(), setup));
+    return new CreateRequest(backend, merged, new Workspace(workspace.steps(), setup), auto);
   }
 
   /**
@@ -218,6 +289,13 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
     config.toWireJson().forEach(e -> all.put(e.getKey(), e.getValue()));
     if (!workspace.isEmpty()) {
       all.put("workspace", workspace.toJson());
+    }
+    if (auto != null) {
+      all.put("isolation", auto.isolation() == null ? null : auto.isolation().wire());
+      all.put("max_hourly_usd", auto.maxHourlyUsd() == null ? null : auto.maxHourlyUsd().stripTrailingZeros()
+          .toPlainString());
+      all.put("prefer", new io.vertx.core.json.JsonArray(auto.prefer()));
+      all.put("exclude", new io.vertx.core.json.JsonArray(auto.exclude()));
     }
     return all.encode();
   }

@@ -153,6 +153,8 @@ public final class ObservabilityApi implements Endpoints {
     return switch (e.type()) {
       case "sandbox.requested" -> "sandbox requested on backend " + d.getString("backend", "?");
       case "sandbox.running" -> "sandbox created and running";
+      case "sandbox.retargeted" -> "creation on " + d.getString("from", "?") + " failed (provider error "
+          + d.getString("code") + "); trying " + d.getString("to", "?");
       case "sandbox.failed" -> switch (String.valueOf(d.getString("op"))) {
         case "create" -> "sandbox creation failed: provider error " + d.getString("code");
         case "destroy" -> "sandbox destroy failed: provider error " + d.getString("code");

@@ -54,7 +54,8 @@ public final class PolicyApi implements Endpoints {
         .put("version", p.version())
         .put("updated_at", Wire.ts(p.updatedAt()))
         .put("updated_by_api_key_id", p.updatedByApiKeyId())
-        .put("include_llm_cost", p.includeLlmCost());
+        .put("include_llm_cost", p.includeLlmCost())
+        .put("default_backend", p.defaultBackend());
   }
 
   private Future<Reply> get(RoutingContext ctx, Principal p) {
@@ -71,6 +72,7 @@ public final class PolicyApi implements Endpoints {
     List<String> gpus = body.stringList("allowed_gpu_types");
     Integer lifetime = body.integer("max_sandbox_lifetime_secs", 0, null);
     Boolean includeLlm = body.bool("include_llm_cost");
+    String defaultBackend = body.string("default_backend", false, 1, 64);
     body.check();
     List<String> allowedBackends = null;
     if (backends != null) {
@@ -95,8 +97,17 @@ public final class PolicyApi implements Endpoints {
       }
       allowedGpus = List.copyOf(set);
     }
+    if (defaultBackend != null) {
+      defaultBackend = defaultBackend.trim().toLowerCase(Locale.ROOT);
+      if (!defaultBackend.equals("auto") && !this.backends.isEnabled(defaultBackend)) {
+        throw ApiException.invalid("default_backend must be auto or an enabled backend: " + defaultBackend);
+      }
+      if (!defaultBackend.equals("auto") && allowedBackends != null && !allowedBackends.contains(defaultBackend)) {
+        throw ApiException.invalid("default_backend must be one of allowed_backends");
+      }
+    }
     Policy next = new Policy(concurrent, hourly, daily, allowedBackends, allowedGpus, lifetime, 0, null, null,
-        Boolean.TRUE.equals(includeLlm));
+        Boolean.TRUE.equals(includeLlm), defaultBackend);
     return policies.replace(p.organizationId(), next, p.keyId(), Times.now(clock)).map(saved -> {
       hints.forget(p.organizationId()); // here at once; PostgreSQL tells the other nodes
       return Reply.ok(json(saved));

@@ -145,7 +145,21 @@ public final class SandboxApi implements Endpoints {
 
   /** A create as {@code POST /v1/sandboxes} does it, for callers that are not an HTTP request (MCP tools). */
   public Future<Reply> create(Principal p, io.vertx.core.buffer.Buffer body, String idempotencyKey) {
-    CreateRequest parsed = CreateRequest.parse(Body.parse(body), backends,
+    Body parsedBody = Body.parse(body);
+    if (parsedBody.raw("backend") != null) {
+      return create(p, parsedBody, idempotencyKey);
+    }
+    // no backend: the organization's default_backend when its policy sets one, else the missing field's 422
+    return service.defaultBackend(p.organizationId()).compose(fallback -> {
+      if (fallback != null) {
+        parsedBody.json().put("backend", fallback);
+      }
+      return create(p, parsedBody, idempotencyKey);
+    });
+  }
+
+  private Future<Reply> create(Principal p, Body body, String idempotencyKey) {
+    CreateRequest parsed = CreateRequest.parse(body, backends,
         config.execution().gitAllowFileUrls(), config.execution().gitAllowPrivate());
     if (parsed.config().preset() == null) {
       return create(p, parsed, idempotencyKey);

@@ -29,7 +29,7 @@ public final class Wire {
   }
 
   public static JsonObject sandbox(SandboxRecord s) {
-    return new JsonObject()
+    JsonObject out = new JsonObject()
         .put("id", s.id())
         .put("backend", s.backend())
         .put("status", s.status())
@@ -37,7 +37,7 @@ public final class Wire {
         .put("created_at", ts(s.createdAt()))
         .put("destroyed_at", ts(s.destroyedAt()))
         .put("error", s.error() == null || s.error().isEmpty() ? null : GENERIC_SANDBOX_ERROR)
-        .put("attempt_count", 1)
+        .put("attempt_count", attempts(s.placement()))
         .put("latest_error", s.latestError())
         .put("retry_status", s.retryStatus())
         .put("cleanup_status", cleanupStatus(s.cleanupStatus()))
@@ -61,6 +61,24 @@ public final class Wire {
         .put("terminated_by_api_key_id", s.terminatedByApiKeyId())
         .put("terminated_by_api_key_name", s.terminatedByApiKeyName())
         .put("termination_reason", s.terminationReason());
+    if (s.placement() != null) {
+      out.put("placement", s.placement());
+    }
+    return out;
+  }
+
+  /** How many backends a create tried: one, or for {@code backend: "auto"} those its placement failed or chose. */
+  static int attempts(JsonObject placement) {
+    if (placement == null || placement.getJsonArray("candidates") == null) {
+      return 1;
+    }
+    int n = 0;
+    for (Object o : placement.getJsonArray("candidates")) {
+      if (o instanceof JsonObject c && ("failed".equals(c.getString("status")) || "chosen".equals(c.getString("status")))) {
+        n++;
+      }
+    }
+    return Math.max(1, n);
   }
 
   public static JsonArray sandboxes(List<SandboxRecord> list) {
@@ -86,6 +104,7 @@ public final class Wire {
   public static JsonObject attempt(AttemptRecord a) {
     return new JsonObject()
         .put("attempt_number", a.attemptNumber())
+        .put("backend", a.backend())
         .put("status", a.status())
         .put("retry_status", a.retryStatus())
         .put("cleanup_status", a.cleanupStatus())

@@ -20,7 +20,7 @@ import java.util.function.Function;
  * unhealthy by its last check, too weakly isolated, lacking a GPU, an image or template kind, or network
  * isolation, or dearer than {@code max_hourly_usd}); those that fit are ranked by the hourly price the pricing
  * catalog gives for this request (the ledger's arithmetic), then by {@code prefer} order, then healthy before
- * unchecked. Pure: the caller brings the facts.
+ * unchecked, then the stronger isolation, then by name. Pure: the caller brings the facts.
  */
 public final class Placement {
   /** What a request needs. Null fields ask for nothing. */
@@ -64,8 +64,10 @@ public final class Placement {
     List<Candidate> fitting = new ArrayList<>();
     List<Candidate> rejected = new ArrayList<>();
     Map<String, String> health = new java.util.HashMap<>();
+    Map<String, Isolation> isolation = new java.util.HashMap<>();
     for (Offer o : offers) {
       health.put(o.backend(), o.health());
+      isolation.put(o.backend(), o.facts().isolation());
       BigDecimal price = price(o.backend(), req, pricing);
       Optional<String> why = rejection(req, o, policy, price, pricing);
       Candidate c = new Candidate(o.backend(), price, why.isPresent() ? Candidate.REJECTED : Candidate.NOT_TRIED,
@@ -79,6 +81,7 @@ public final class Placement {
     fitting.sort(Comparator.comparing(Candidate::hourlyUsd)
         .thenComparing(preference)
         .thenComparing(c -> "healthy".equals(health.get(c.backend())) ? 0 : 1)
+        .thenComparing(c -> -isolation.get(c.backend()).ordinal())
         .thenComparing(Candidate::backend));
     rejected.sort(Comparator.comparing(Candidate::backend));
     List<Candidate> all = new ArrayList<>(fitting);

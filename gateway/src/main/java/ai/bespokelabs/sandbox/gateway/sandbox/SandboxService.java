@@ -25,6 +25,9 @@ import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.gateway.auth.Principal;
 import ai.bespokelabs.sandbox.gateway.http.CreateRequest;
 import ai.bespokelabs.sandbox.gateway.http.PolicyHints;
+import ai.bespokelabs.sandbox.gateway.placement.Placement;
+import ai.bespokelabs.sandbox.gateway.placement.Placement.Candidate;
+import ai.bespokelabs.sandbox.gateway.placement.Placements;
 import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
@@ -32,6 +35,8 @@ import io.vertx.core.Future;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,11 +60,12 @@ public final class SandboxService {
   private final CostLedger ledger;
   private final ExecRoutes routes;
   private final PolicyHints policyHints;
+  private final Placements placements;
   private final Clock clock;
 
   public SandboxService(RuntimeClient runtime, Terminations terminations, Backends backends, Hmac hmac,
       PricingCatalog pricing, SandboxRepository sandboxes, PolicyRepository policies, CostLedger ledger,
-      ExecRoutes routes, PolicyHints policyHints, Clock clock) {
+      ExecRoutes routes, PolicyHints policyHints, Placements placements, Clock clock) {
     this.runtime = runtime;
     this.terminations = terminations;
     this.backends = backends;
@@ -70,6 +76,7 @@ public final class SandboxService {
     this.ledger = ledger;
     this.routes = routes;
     this.policyHints = policyHints;
+    this.placements = placements;
     this.clock = clock;
   }
 
@@ -86,6 +93,9 @@ public final class SandboxService {
    * with that request's sandbox.
    */
   public Future<SandboxRecord> create(Principal p, CreateRequest req, String idempotencyKey) {
+    if (req.isAuto()) {
+      return createAuto(p, req, idempotencyKey);
+    }
     OffsetDateTime now = Times.now(clock);
     SandboxConfig config = req.config();
     NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
@@ -165,6 +175,127 @@ public final class SandboxService {
       return sandboxes.failCreation(sbx.id(), error, Times.now(clock))
           .compose(v -> Future.<SandboxRecord>failedFuture(failure));
     });
+  }
+
+  /** The backend a create without one gets: the organization's policy {@code default_backend}, or null. */
+  public Future<String> defaultBackend(String organizationId) {
+    return policies.current(organizationId).map(ai.bespokelabs.sandbox.core.model.Policy::defaultBackend);
+  }
+
+  // ---- backend auto ----------------------------------------------------------------------------------
+
+  /**
+   * Creates a {@code backend: "auto"} sandbox: the plan ({@link Placements}) ranks the backends that fit; the
+   * sandbox is claimed once, on the first, and tried there. A create that fails with nothing allocated on a
+   * backend that cannot serve now (a retryable failure, or its credentials or installation missing) moves the
+   * same row to the next backend, each try an attempt of its own; an ambiguous one ({@code outcome: "unknown"})
+   * never does: something may exist there, so it fails as a named backend's create would, cleanup included.
+   * Every try and its reason is recorded in the sandbox's {@code placement}. A replay of the same idempotency key
+   * answers the sandbox the first request made, wherever it was placed.
+   */
+  private Future<SandboxRecord> createAuto(Principal p, CreateRequest req, String idempotencyKey) {
+    return placements.plan(p.organizationId(), req.requirements()).compose(planned -> {
+      List<Candidate> plan = new ArrayList<>();
+      for (Candidate c : planned) {
+        plan.add(Candidate.NOT_TRIED.equals(c.status()) && refuses(c.backend())
+            ? c.with(Candidate.REJECTED, "this gateway node is draining") : c);
+      }
+      List<String> order = plan.stream().filter(c -> Candidate.NOT_TRIED.equals(c.status())).map(Candidate::backend)
+          .toList();
+      if (order.isEmpty()) {
+        return Future.failedFuture(noPlacement(plan));
+      }
+      OffsetDateTime now = Times.now(clock);
+      SandboxConfig config = req.config();
+      String first = order.get(0);
+      NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), first, config, idempotencyKey,
+          hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
+          pricing.hourlyRate(first, config.cpu(), config.memoryMb()), pricing.source(),
+          config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now,
+          Placement.record(null, plan));
+      PolicyDecision.Request asked = new PolicyDecision.Request(first, config.gpu(), config.timeoutSecs());
+      return sandboxes.claimCreation(row, asked, CostLedger::spend,
+          () -> ledger.accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
+        if (claim.denial() != null) {
+          throw new ApiException(403, claim.denial().detail());
+        }
+        if (claim.replay()) {
+          return Future.succeededFuture(claim.sandbox());
+        }
+        return tryPlacing(claim.sandbox(), req, plan, order, 0);
+      });
+    });
+  }
+
+  /** Tries {@code order[i]} for the claimed sandbox, failing over as {@link #createAuto} says. */
+  private Future<SandboxRecord> tryPlacing(SandboxRecord sbx, CreateRequest req, List<Candidate> plan,
+      List<String> order, int i) {
+    String backend = order.get(i);
+    return provision(sbx.id(), sbx.organizationId(), sbx.createToken(), req.on(backend)).transform(ar -> {
+      if (ar.succeeded()) {
+        List<Candidate> done = mark(plan, backend, Candidate.CHOSEN, null);
+        return sandboxes.completeCreation(sbx.id(), ar.result().providerResourceId(), ar.result().nodeId(),
+            ar.result().quotedHourlyRateUsd(), Placement.record(backend, done), Times.now(clock))
+            .onSuccess(routes::remember);
+      }
+      RuntimeException failure = BusFailures.decode(ar.cause(), backend, "create");
+      ProviderError error = failure instanceof ProviderException pe ? pe.error()
+          : ProviderError.of(ErrorCode.CONFIGURATION, backend, "create", false, ProviderError.Outcome.FAILED);
+      boolean onward = failsOver(error) && i + 1 < order.size();
+      List<Candidate> tried = mark(plan, backend, Candidate.FAILED, failureReason(error, onward));
+      if (!onward) {
+        return sandboxes.failCreation(sbx.id(), error, Placement.record(null, tried), Times.now(clock))
+            .compose(v -> Future.<SandboxRecord>failedFuture(failure));
+      }
+      String next = order.get(i + 1);
+      LOG.info("Sandbox {}: creation on {} failed ({}), trying {}", sbx.id(), backend, error.code().wire(), next);
+      return sandboxes.retarget(sbx.id(), error, next,
+              pricing.hourlyRate(next, req.config().cpu(), req.config().memoryMb()), Placement.record(null, tried),
+              Times.now(clock))
+          .compose(moved -> moved.isEmpty() ? Future.<SandboxRecord>failedFuture(failure)
+              : tryPlacing(moved.get(), req, tried, order, i + 1));
+    });
+  }
+
+  /**
+   * Whether a failed create may move on: nothing was allocated, and the backend cannot serve now (a retryable
+   * refusal or outage, or missing credentials or installation) rather than the request being wrong everywhere.
+   */
+  static boolean failsOver(ProviderError e) {
+    return e.outcome() == ProviderError.Outcome.FAILED && (e.retryable() || e.code() == ErrorCode.AUTHENTICATION
+        || e.code() == ErrorCode.BACKEND_NOT_INSTALLED);
+  }
+
+  private static String failureReason(ProviderError e, boolean onward) {
+    StringBuilder b = new StringBuilder("create failed: ").append(e.code().wire());
+    if (e.context().get("provider_status") != null) {
+      b.append(" (provider status ").append(e.context().get("provider_status")).append(')');
+    }
+    if (e.outcome() == ProviderError.Outcome.UNKNOWN) {
+      b.append("; the outcome is unknown, so no other backend was tried");
+    } else if (!onward && !failsOver(e)) {
+      b.append("; not a failure another backend would avoid");
+    }
+    return b.toString();
+  }
+
+  private static List<Candidate> mark(List<Candidate> plan, String backend, String status, String reason) {
+    List<Candidate> out = new ArrayList<>(plan.size());
+    for (Candidate c : plan) {
+      out.add(c.backend().equals(backend) ? c.with(status, reason) : c);
+    }
+    return out;
+  }
+
+  /** The 422 of a request no backend can take: every backend, with why. */
+  static ApiException noPlacement(List<Candidate> plan) {
+    StringBuilder b = new StringBuilder("no backend can take this sandbox");
+    String sep = ": ";
+    for (Candidate c : plan) {
+      b.append(sep).append(c.backend()).append(" (").append(c.reason()).append(')');
+      sep = "; ";
+    }
+    return ApiException.invalid(b.toString());
   }
 
   // ---- adopt, snapshot, deadline ----------------------------------------------------------------------

@@ -106,8 +106,13 @@ class PlacementTest {
         new Offer("bwrap", Optional.empty(), new PlacementFacts(Isolation.NAMESPACE, false, false, false, true), "healthy"),
         new Offer("docker", Optional.empty(), CONTAINER_GPU, null));
     assertThat(order(Placement.plan(req(1024, null), free, Policy.DEFAULT, PRICES)))
-        .as("equal price: healthy before unchecked, then by name")
+        .as("equal price: healthy before unchecked, then the stronger isolation")
         .containsExactly("bwrap:not_tried", "docker:not_tried", "local:not_tried");
+    List<Offer> processes = List.of(new Offer("local", Optional.empty(), PROCESS, null),
+        new Offer("docker", Optional.empty(), CONTAINER_GPU, null), new Offer("box", Optional.empty(), PROCESS, null));
+    assertThat(order(Placement.plan(req(1024, null), processes, Policy.DEFAULT, PRICES)))
+        .as("the same isolation: by name")
+        .containsExactly("docker:not_tried", "box:not_tried", "local:not_tried");
     Requirements prefer = new Requirements(1.0, 1024, null, null, null, null, null, null, null,
         List.of("local", "docker"), List.of("bwrap"));
     List<Candidate> p = Placement.plan(prefer, free, Policy.DEFAULT, PRICES);
