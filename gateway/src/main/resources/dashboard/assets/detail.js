@@ -1,4 +1,4 @@
-// One sandbox: lifecycle, attempts, executions (with live output and signals), errors, cost, provider
+// One sandbox: lifecycle, placement, attempts, executions (with live output and signals), errors, cost, provider
 // observations, and confirmed, revision-safe termination (If-Match).
 import { h, fill, table, iso, keepFocus } from './dom.js';
 import { ENDED, usd, duration, ifMatch } from './lib.js';
@@ -87,8 +87,14 @@ export class Detail {
         h('section', { class: 'panel' }, h('h3', {}, 'Errors'), s.latest_error
           ? h('pre', { class: 'json' }, JSON.stringify(s.latest_error, null, 2))
           : h('p', { class: 'muted' }, s.error || 'None.'))),
+      s.placement ? h('section', { id: 'placement' }, table(`Placement (backend auto chose ${s.placement.chosen || 'none yet'})`, [
+        { label: 'Backend', cell: (c) => c.backend }, { label: 'Status', cell: (c) => c.status },
+        { label: 'Price', cell: (c) => (c.hourly_usd == null ? '–' : `${usd(c.hourly_usd)}/h`) },
+        { label: 'Reason', cell: (c) => c.reason || '' },
+      ], s.placement.candidates)) : null,
       table('Attempts', [
-        { label: '#', cell: (a) => a.attempt_number }, { label: 'Status', cell: (a) => a.status },
+        { label: '#', cell: (a) => a.attempt_number }, { label: 'Backend', cell: (a) => a.backend || '–' },
+        { label: 'Status', cell: (a) => a.status },
         { label: 'Resource', class: 'mono', cell: (a) => a.provider_resource_id || '–' },
         { label: 'Started', cell: (a) => iso(a.started_at) }, { label: 'Completed', cell: (a) => iso(a.completed_at) },
         { label: 'Error', cell: (a) => (a.error ? JSON.stringify(a.error) : '') },

@@ -495,4 +495,22 @@ class DashboardBrowserTest {
     browser.untilShown("#login");
     assertThat(browser.js("return sessionStorage.length")).isEqualTo(0L);
   }
+
+  @Test
+  @Order(14)
+  void an_auto_sandbox_shows_where_it_was_placed_and_why_not_elsewhere() {
+    String key = gw.bootstrap("Placed");
+    JsonObject sbx = gw.post("/v1/sandboxes", key, new JsonObject().put("backend", "auto")
+        .put("prefer", new JsonArray().add("local")).put("exclude", new JsonArray().add("bwrap"))).json();
+    assertThat(sbx.getString("backend")).isEqualTo("local");
+    signIn(key, "/dashboard");
+    openSandbox(sbx.getString("id"));
+    browser.untilText("#detail-title", sbx.getString("id"));
+    browser.untilText("#placement caption", "backend auto chose local");
+    untilRow("#placement", "local", "chosen");
+    untilRow("#placement", "bwrap", "rejected", "excluded by the request");
+    browser.screenshot("detail-placement");
+    browser.find("#logout").click();
+    browser.untilShown("#login");
+  }
 }
