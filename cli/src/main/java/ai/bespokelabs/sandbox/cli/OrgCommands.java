@@ -75,7 +75,8 @@ final class OrgCommands {
           .row("hourly_spend_limit_usd", p.hourlySpendLimitUsd()).row("daily_spend_limit_usd", p.dailySpendLimitUsd())
           .row("allowed_backends", p.allowedBackends() == null ? null : String.join(",", p.allowedBackends()))
           .row("allowed_gpu_types", p.allowedGpuTypes() == null ? null : String.join(",", p.allowedGpuTypes()))
-          .row("max_sandbox_lifetime_secs", p.maxSandboxLifetimeSecs()).print(ctx.out);
+          .row("max_sandbox_lifetime_secs", p.maxSandboxLifetimeSecs())
+          .row("include_llm_cost", p.includeLlmCost()).row("default_backend", p.defaultBackend()).print(ctx.out);
     }
 
     @Command(name = "get", description = "Show the guardrails (- means not enforced).")
@@ -112,6 +113,9 @@ final class OrgCommands {
       String gpuTypes;
       @Option(names = "--max-lifetime", description = "Longest sandbox lifetime in seconds.")
       String maxLifetime;
+      @Option(names = "--default-backend", description = "Backend of creates that name none: auto or a backend "
+          + "(none: backend required).")
+      String defaultBackend;
 
       Set(Context ctx) {
         this.ctx = ctx;
@@ -126,7 +130,10 @@ final class OrgCommands {
             daily == null ? p.dailySpendLimitUsd() : decimal(daily),
             backends == null ? p.allowedBackends() : list(backends),
             gpuTypes == null ? p.allowedGpuTypes() : list(gpuTypes),
-            maxLifetime == null ? p.maxSandboxLifetimeSecs() : integer(maxLifetime));
+            maxLifetime == null ? p.maxSandboxLifetimeSecs() : integer(maxLifetime))
+            .withIncludeLlmCost(p.includeLlmCost())
+            .withDefaultBackend(defaultBackend == null ? p.defaultBackend()
+                : "none".equals(defaultBackend) ? null : defaultBackend);
         print(ctx, ctx.client().setPolicy(next));
         return 0;
       }

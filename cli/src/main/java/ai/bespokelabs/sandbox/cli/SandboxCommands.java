@@ -20,8 +20,18 @@ final class SandboxCommands {
   static final class Create implements Callable<Integer> {
     private final Context ctx;
 
-    @Option(names = "--backend", required = true, description = "local, bwrap, docker, e2b, daytona, ...")
+    @Option(names = "--backend", description = "local, bwrap, docker, e2b, daytona, ..., or auto (the cheapest "
+        + "healthy backend that fits); omitted: the organization policy's default_backend.")
     String backend;
+    @Option(names = "--isolation", description = "With auto: the weakest isolation, process, namespace, container "
+        + "or vm.")
+    String isolation;
+    @Option(names = "--max-hourly", description = "With auto: the highest catalog price (USD per hour).")
+    java.math.BigDecimal maxHourly;
+    @Option(names = "--prefer", split = ",", description = "With auto: backends first among equal prices.")
+    java.util.List<String> prefer;
+    @Option(names = "--exclude", split = ",", description = "With auto: backends never chosen.")
+    java.util.List<String> exclude;
     @Option(names = "--preset", description = "A built-in or organization preset.")
     String preset;
     @Option(names = "--timeout", description = "Lifetime in seconds (also each execution's time limit).")
@@ -63,7 +73,8 @@ final class SandboxCommands {
       CreateSandbox body = CreateSandbox.on(backend).withPreset(preset).withTimeoutSecs(timeout).withCpu(cpu)
           .withMemoryMb(memory).withDiskMb(disk).withGpu(gpu).withImage(image).withTemplate(template)
           .withSnapshotId(snapshot).withWorkdir(workdir).withGit(gitRepo, gitRef).withEnvVars(env)
-          .withAllowInternet(internet);
+          .withAllowInternet(internet).withIsolation(isolation).withMaxHourlyUsd(maxHourly).withPrefer(prefer)
+          .withExclude(exclude);
       Sandbox sbx = idempotencyKey == null ? ctx.client().create(body) : ctx.client().create(body, idempotencyKey);
       if (ctx.json) {
         ctx.printJson(sbx);

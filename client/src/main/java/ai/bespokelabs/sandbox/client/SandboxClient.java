@@ -329,6 +329,8 @@ public final class SandboxClient {
     body.put("allowed_backends", policy.allowedBackends());
     body.put("allowed_gpu_types", policy.allowedGpuTypes());
     body.put("max_sandbox_lifetime_secs", policy.maxSandboxLifetimeSecs());
+    body.put("include_llm_cost", policy.includeLlmCost());
+    body.put("default_backend", policy.defaultBackend());
     return json(() -> t.request("/v1/policies/current", null).header("Content-Type", "application/json")
         .PUT(Transport.json(body)).build(), Policy.class);
   }

@@ -247,9 +247,12 @@ class CliTest {
     Run provider = run("", "create", "--backend", "local", "--preset", "failing");
     assertThat(provider.code()).isEqualTo(1);
     assertThat(provider.err()).contains("code workspace").contains("backend local").contains("HTTP 502");
-    Run usage = run("", "create");
+    Run noBackend = run("", "create");
+    assertThat(noBackend.code()).as("no backend and no policy default_backend: the gateway's 422").isEqualTo(1);
+    assertThat(noBackend.err()).contains("backend").contains("HTTP 422");
+    Run usage = run("", "create", "--cpu", "many");
     assertThat(usage.code()).isEqualTo(2);
-    assertThat(usage.err()).contains("--backend");
+    assertThat(usage.err()).contains("--cpu");
   }
 
   @Test
@@ -265,6 +268,16 @@ class CliTest {
     JsonObject policy = new JsonObject(run("", "policy", "get", "--json").out());
     assertThat(policy.getInteger("max_concurrent_sandboxes")).isEqualTo(9);
     assertThat(policy.getValue("hourly_spend_limit_usd").toString()).isEqualTo("3.5");
+    assertThat(run("", "policy", "set", "--default-backend", "auto").code()).isZero();
+    assertThat(run("", "policy", "set", "--max-concurrent", "8").code()).isZero();
+    assertThat(new JsonObject(run("", "policy", "get", "--json").out()).getString("default_backend"))
+        .as("a set keeps what it does not name").isEqualTo("auto");
+    Run placed = run("", "create", "--isolation", "process", "--json");
+    assertThat(placed.code()).as(placed.err()).isZero();
+    JsonObject sbx = new JsonObject(placed.out());
+    assertThat(sbx.getString("backend")).as("auto, within allowed_backends").isEqualTo("local");
+    assertThat(sbx.getJsonObject("placement").getString("chosen")).isEqualTo("local");
+    assertThat(run("", "rm", sbx.getString("id")).code()).isZero();
     assertThat(run("", "policy", "set", "--clear").code()).isZero();
     assertThat(run("", "policy", "get").out()).contains("max_concurrent_sandboxes");
 

@@ -189,6 +189,23 @@ class ClientTest {
   }
 
   @Test
+  void autoPlacesTheSandboxAndAPolicyCanMakeItTheDefault() {
+    SandboxClient c = SandboxClient.builder().url(gw.base).apiKey(gw.bootstrap("client-auto")).build();
+    Sandbox sbx = c.create(CreateSandbox.auto().withPrefer(List.of("local")).withExclude(List.of("bwrap"))
+        .withMaxHourlyUsd(new BigDecimal("0.5")));
+    assertThat(sbx.backend()).isEqualTo("local");
+    assertThat(sbx.placement().get("chosen").asText()).isEqualTo("local");
+    assertThat(sbx.placement().get("candidates").findValuesAsText("status")).contains("chosen", "rejected");
+    Policy set = c.setPolicy(Policy.of(null, null, null, null, null, null).withDefaultBackend("auto"));
+    assertThat(set.defaultBackend()).isEqualTo("auto");
+    assertThat(set.includeLlmCost()).isFalse();
+    Sandbox placed = c.create(CreateSandbox.on(null).withPrefer(List.of("local")));
+    assertThat(placed.placement().get("requested").asText()).as("the policy's default").isEqualTo("auto");
+    c.destroy(sbx.id());
+    c.destroy(placed.id());
+  }
+
+  @Test
   void contractErrorsSurfaceAsTypedExceptions() {
     assertThatThrownBy(() -> client.get("sbx_00000000000000000000000000000000"))
         .isInstanceOfSatisfying(SandboxException.class, e -> {
