@@ -17,14 +17,17 @@ import java.util.Set;
  * public addresses, and nothing of the gateway's own network. Refused are loopback, "this network",
  * link-local (cloud metadata services), the private and shared (CGNAT) ranges, benchmarking, multicast and
  * reserved ranges, their IPv6 counterparts, and every address of a cluster member and of the database, on
- * every port. Two exceptions come first: DNS (port 53) to the resolvers the host itself uses, and the
- * ranges the operator allows ({@code BESPOKE_SANDBOX_ALLOW_CIDRS}).
+ * every port. Two exceptions: DNS (port 53) to the resolvers the host itself uses, and the ranges the
+ * operator allows ({@code BESPOKE_SANDBOX_ALLOW_CIDRS}); neither ever opens a cluster member or the database,
+ * which are refused before anything is allowed.
  *
  * @param allowed ranges reachable although refused otherwise
  * @param refused the refused ranges: {@link #ALWAYS_REFUSED} and the gateway's own services
  * @param resolvers the DNS servers reachable on port 53
+ * @param services the addresses of the cluster's members and the database, refused whatever is allowed
  */
-public record EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddress> resolvers) {
+public record EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddress> resolvers,
+    List<Cidr> services) {
   /** Never reachable unless allowed: nothing here is a public internet address. */
   public static final List<Cidr> ALWAYS_REFUSED = List.of(
       "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
@@ -39,6 +42,12 @@ public record EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddr
     allowed = List.copyOf(allowed);
     refused = List.copyOf(refused);
     resolvers = List.copyOf(resolvers);
+    services = List.copyOf(services);
+  }
+
+  /** A policy without service addresses of its own. */
+  public EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddress> resolvers) {
+    this(allowed, refused, resolvers, List.of());
   }
 
   /**
@@ -47,10 +56,11 @@ public record EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddr
    */
   public static EgressPolicy of(List<Cidr> allowed, List<InetAddress> services) {
     Set<Cidr> refused = new LinkedHashSet<>(ALWAYS_REFUSED);
-    services.forEach(a -> refused.add(Cidr.of(a)));
+    List<Cidr> own = services.stream().map(Cidr::of).distinct().toList();
+    refused.addAll(own);
     Set<InetAddress> resolvers = new LinkedHashSet<>();
     RESOLV_CONF.forEach(f -> resolvers.addAll(resolvers(f)));
-    return new EgressPolicy(allowed, new ArrayList<>(refused), new ArrayList<>(resolvers));
+    return new EgressPolicy(allowed, new ArrayList<>(refused), new ArrayList<>(resolvers), own);
   }
 
   /** The {@code nameserver} addresses of a resolv.conf file; none when it is missing or unreadable. */

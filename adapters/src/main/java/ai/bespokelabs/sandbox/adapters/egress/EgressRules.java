@@ -14,7 +14,7 @@ import java.util.stream.Collectors;
  *
  * <p>Host sandboxes: a table {@code inet bespoke_egress} matches packets by the sending socket's owner, the
  * uids root gateways give sandbox programs; everything to this host (leaving through {@code lo}) and to a
- * refused range is rejected. Containers: a table {@code inet bespoke_egress_<bridge>} matches packets coming
+ * refused range is rejected, and a cluster member or the database even inside an allowed range. Containers: a table {@code inet bespoke_egress_<bridge>} matches packets coming
  * from the network's bridge or subnets — forwarded ones get the same verdicts, and those to this host itself
  * are rejected except DNS to the bridge's own addresses — and, where the kernel can match a bridge by name, a
  * table {@code bridge bespoke_egress_<bridge>} drops frames between two containers of the network. A reject in any base chain ends a packet, whatever
@@ -78,6 +78,10 @@ public final class EgressRules {
           }
           chain container_in {
             ct state established,related accept
+            ip daddr @services4 meta l4proto tcp reject with tcp reset
+            ip daddr @services4 reject
+            ip6 daddr @services6 meta l4proto tcp reject with tcp reset
+            ip6 daddr @services6 reject
             ip daddr @allowed4 accept
             ip6 daddr @allowed6 accept
             meta l4proto { tcp, udp } th dport 53 ip daddr @gateways4 accept
@@ -121,11 +125,16 @@ public final class EgressRules {
   }
 
   /**
-   * Allowed first, then DNS to the resolvers, then the refused ranges. A refused TCP connection is reset (it
-   * fails at once; an ICMP error is rate-limited and the first SYN would be sent again after a second).
+   * The gateway's own services (cluster members, the database) first, whatever is allowed; then allowed, then
+   * DNS to the resolvers, then the refused ranges. A refused TCP connection is reset (it fails at once; an ICMP
+   * error is rate-limited and the first SYN would be sent again after a second).
    */
   private static String verdicts() {
     return """
+            ip daddr @services4 meta l4proto tcp reject with tcp reset
+            ip daddr @services4 reject
+            ip6 daddr @services6 meta l4proto tcp reject with tcp reset
+            ip6 daddr @services6 reject
             ip daddr @allowed4 accept
             ip6 daddr @allowed6 accept
             meta l4proto { tcp, udp } th dport 53 ip daddr @resolvers4 accept
@@ -139,7 +148,8 @@ public final class EgressRules {
   private static String sets(EgressPolicy policy, List<InetAddress> gateways) {
     List<Cidr> resolvers = policy.resolvers().stream().map(Cidr::of).toList();
     List<Cidr> gws = gateways.stream().map(Cidr::of).toList();
-    return String.join("\n", set("allowed4", policy.allowed(), true), set("allowed6", policy.allowed(), false),
+    return String.join("\n", set("services4", policy.services(), true), set("services6", policy.services(), false),
+        set("allowed4", policy.allowed(), true), set("allowed6", policy.allowed(), false),
         set("refused4", policy.refused(), true), set("refused6", policy.refused(), false),
         set("resolvers4", resolvers, true), set("resolvers6", resolvers, false),
         set("gateways4", gws, true), set("gateways6", gws, false));

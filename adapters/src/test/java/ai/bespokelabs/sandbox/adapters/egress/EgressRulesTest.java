@@ -39,7 +39,11 @@ class EgressRulesTest {
     assertThat(script.indexOf("@resolvers4 accept")).isLessThan(script.indexOf("@refused4 reject"));
     assertThat(script.indexOf("jump verdicts")).isLessThan(script.indexOf("oifname \"lo\" reject"));
     nftAccepts(script);
-    String always = EgressRules.hosts(EgressPolicy.of(List.of(), List.of(address("192.0.2.77"))), 1000, 2000);
+    String always = EgressRules.hosts(EgressPolicy.of(List.of(cidr("192.0.2.0/24")), List.of(address("192.0.2.77"))),
+        1000, 2000);
+    assertThat(always).as("a service inside an allowed range stays refused")
+        .contains("set services4 { type ipv4_addr; flags interval; auto-merge; elements = { 192.0.2.77/32 }; }");
+    assertThat(always.indexOf("@services4 reject")).isLessThan(always.indexOf("@allowed4 accept"));
     assertThat(always).contains("10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12")
         .contains("192.168.0.0/16").contains("192.0.2.77/32")
         .contains("::/127, ::ffff:0:0/96, 64:ff9b:1::/48, fc00::/7, fe80::/10, fec0::/10, ff00::/8");
