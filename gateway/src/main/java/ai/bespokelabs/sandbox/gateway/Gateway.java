@@ -98,7 +98,8 @@ public final class Gateway implements AutoCloseable {
     hosted.put(LocalProvider.BACKEND, new LocalProvider(LocalProvider.BACKEND, sandboxes.resolve("sandboxes"),
         clock, HostWrapper.NONE, workdirs, users));
     hosted.put(BwrapWrapper.BACKEND, new LocalProvider(BwrapWrapper.BACKEND, sandboxes.resolve("bwrap-sandboxes"),
-        clock, new BwrapWrapper(), workdirs, users));
+        clock, new BwrapWrapper(config.cluster().tls().map(t -> List.of(t.key(), t.cert(), t.ca())).orElse(List.of())),
+        workdirs, users));
     hosted.put(SafehouseWrapper.BACKEND, new LocalProvider(SafehouseWrapper.BACKEND,
         sandboxes.resolve("safehouse-sandboxes"), clock, new SafehouseWrapper(), workdirs, users));
     List<Backend> out = new java.util.ArrayList<>();

@@ -29,6 +29,9 @@ import org.slf4j.LoggerFactory;
 final class SandboxEgress {
   private static final Logger LOG = LoggerFactory.getLogger(SandboxEgress.class);
   private static final long NETWORK_TIMEOUT_SECS = 60;
+  /** Why a clustered node that is not root does not serve {@code local}. */
+  static final String NOT_ROOT_CLUSTERED = "a clustered gateway that is not root does not run local sandboxes: they"
+      + " would run as its own user, which can read the node's cluster key";
 
   private SandboxEgress() {
   }
@@ -42,6 +45,12 @@ final class SandboxEgress {
     boolean hostBackends = enabled.test(LocalProvider.BACKEND) || enabled.test(BwrapWrapper.BACKEND);
     boolean containers = docker != null && enabled.test(DockerProvider.BACKEND);
     if (!HostUsers.detect().dropping()) {
+      if (config.cluster().enabled() && enabled.test(LocalProvider.BACKEND) && hosted.containsKey(LocalProvider.BACKEND)) {
+        // its programs would run as this user, which reads the node's cluster key: one would join as a member
+        LOG.error("The gateway is not root and is clustered: the local backend is not enabled on this node (its"
+            + " programs would run as the gateway's user and could read the cluster key); run as root, or use bwrap");
+        hosted.get(LocalProvider.BACKEND).disable(NOT_ROOT_CLUSTERED);
+      }
       if (hostBackends) {
         LOG.warn("The gateway is not root: programs of local sandboxes, and of bwrap sandboxes with allow_internet,"
             + " run as its own user and reach what it reaches (services on this host, private networks, cloud"

@@ -43,15 +43,30 @@ public final class BwrapWrapper implements HostWrapper {
 
   private final Optional<Path> bwrap;
   private final Optional<Path> prlimit;
+  private final List<Path> hidden;
 
   public BwrapWrapper() {
+    this(List.of());
+  }
+
+  /**
+   * A wrapper whose sandboxes never see the files {@code hidden} (the gateway's own secrets, such as the cluster
+   * node's key), even where they lie in a system directory the sandbox sees: each is replaced by an empty file.
+   * Without it a sandbox of a non-root gateway, which runs as the gateway's own user, could read them.
+   */
+  public BwrapWrapper(List<Path> hidden) {
     this(HostWrapper.findExecutable("bwrap", HostWrapper.SYSTEM_BIN, List.of()),
-        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()));
+        HostWrapper.findExecutable("prlimit", HostWrapper.SYSTEM_BIN, List.of()), hidden);
   }
 
   BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit) {
+    this(bwrap, prlimit, List.of());
+  }
+
+  BwrapWrapper(Optional<Path> bwrap, Optional<Path> prlimit, List<Path> hidden) {
     this.bwrap = bwrap;
     this.prlimit = prlimit;
+    this.hidden = hidden.stream().map(p -> p.toAbsolutePath().normalize()).distinct().toList();
   }
 
   @Override
@@ -146,6 +161,21 @@ public final class BwrapWrapper implements HostWrapper {
     }
     for (String d : SYSTEM_DIRS) {
       argv.addAll(List.of("--ro-bind-try", d, d));
+    }
+    for (Path h : hidden) {
+      // over the system directories' binds; the real path, since a sandbox sees links resolved the same way
+      Path real;
+      try {
+        real = h.toRealPath();
+      } catch (java.io.IOException gone) {
+        continue;
+      }
+      if (SYSTEM_DIRS.stream().anyMatch(d -> real.startsWith(d) || h.startsWith(d))) {
+        argv.addAll(List.of("--ro-bind", "/dev/null", real.toString()));
+        if (!real.equals(h)) {
+          argv.addAll(List.of("--ro-bind-try", "/dev/null", h.toString()));
+        }
+      }
     }
     argv.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
         "--bind", dir.toString(), INSIDE, "--perms", "0444", "--ro-bind-data", "3", EnvHandOff.INSIDE_FILE,

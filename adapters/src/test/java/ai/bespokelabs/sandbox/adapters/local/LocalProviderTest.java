@@ -89,6 +89,40 @@ class LocalProviderTest {
     bwrap.destroy(new DestroySandbox("sbx_a", null));
   }
 
+  /**
+   * The gateway's secrets in a system directory a bwrap sandbox sees (a cluster node's key under /etc): made
+   * readable by the sandbox's user here, as they are to the sandboxes of a gateway that does not run as root
+   * (their user is the gateway's), they still read as empty inside, beside a file of the same directory that is
+   * not hidden.
+   */
+  @Test
+  void aBwrapSandboxCannotReadTheGatewaysHiddenFiles() throws Exception {
+    Path dir = Path.of("/etc/bespoke-test-" + Long.toHexString(System.nanoTime()));
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isWritable(Path.of("/etc")), "a writable /etc (root)");
+    Files.createDirectory(dir);
+    try {
+      Path key = Files.writeString(dir.resolve("node.key"), "-----BEGIN PRIVATE KEY-----secret");
+      Path other = Files.writeString(dir.resolve("other.txt"), "visible");
+      Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+      Files.setPosixFilePermissions(other, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+      LocalProvider bwrap = new LocalProvider("bwrap", data.resolve("bwrap"), Clock.systemUTC(),
+          new ai.bespokelabs.sandbox.adapters.bwrap.BwrapWrapper(List.of(key)));
+      bwrap.create(create("sbx_h", null, null));
+      ExecResult r = bwrap.exec(shell("sbx_h", "cat " + key + "; echo; cat " + other));
+      assertThat(r.exitCode()).as(r.stderr()).isZero();
+      assertThat(r.stdout()).isEqualTo("\nvisible").doesNotContain("secret");
+      bwrap.destroy(new DestroySandbox("sbx_h", null));
+    } finally {
+      try (var files = Files.list(dir)) {
+        for (Path f : files.toList()) {
+          Files.delete(f);
+        }
+      }
+      Files.delete(dir);
+    }
+  }
+
   @Test
   void createMakesAnOwnedDirectoryUsedAsHomeAndCwd() {
     String resourceId = provider.create(create("sbx_a", Map.of("TOKEN", "s3cret"), null));
