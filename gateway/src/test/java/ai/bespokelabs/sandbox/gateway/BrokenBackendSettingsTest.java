@@ -40,6 +40,10 @@ class BrokenBackendSettingsTest {
           "TENSORLAKE_API_KEY", secret, "TENSORLAKE_API_URL", "not a url"));
       // an image allow-list that cannot be read leaves docker unconfigured: it fails closed, never open
       env.put("BESPOKE_DOCKER_IMAGES", "python:*, my image");
+      // URLs that do not parse at all, for the backends that check theirs in their settings
+      env.putAll(Map.of("MODAL_TOKEN_ID", "ak-broken", "MODAL_TOKEN_SECRET", "as-broken", "MODAL_SERVER_URL", "not a url",
+          "DAYTONA_API_KEY", secret, "DAYTONA_API_URL", "not a url", "CODECAPSULES_API_KEY", secret,
+          "CODECAPSULES_API_URL", "not a url"));
       GatewayProcess gateway = GatewayProcess.start(dataDir, TestGateway.freePort(), env);
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(CALL).build();
       try {
@@ -60,6 +64,11 @@ class BrokenBackendSettingsTest {
         assertThat(byBackend.get("tensorlake").getBoolean("configured")).isFalse();
         assertThat(byBackend.get("tensorlake").getString("message")).contains("TENSORLAKE_API_URL")
             .doesNotContain("not a url");
+        for (String[] b : new String[][] {{"modal", "MODAL_SERVER_URL"}, {"daytona", "DAYTONA_API_URL"},
+            {"codecapsules", "CODECAPSULES_API_URL"}}) {
+          assertThat(byBackend.get(b[0]).getBoolean("configured")).as(b[0]).isFalse();
+          assertThat(byBackend.get(b[0]).getString("message")).as(b[0]).isEqualTo(b[1] + " must be an http(s) URL");
+        }
         assertThat(byBackend.get("docker").getBoolean("configured")).isFalse();
         assertThat(byBackend.get("docker").getString("message"))
             .startsWith("BESPOKE_DOCKER_IMAGES must list image name patterns").contains("my image");

@@ -24,7 +24,12 @@ public record CodeCapsulesSettings(String apiUrl, Secret apiKey, String flavor, 
   public CodeCapsulesSettings {
     Objects.requireNonNull(apiKey, "apiKey");
     apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
-    URI uri = URI.create(apiUrl);
+    URI uri;
+    try {
+      uri = new URI(apiUrl);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException("CODECAPSULES_API_URL must be an http(s) URL");
+    }
     if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
       throw new ConfigException("CODECAPSULES_API_URL must be an http(s) URL");
     }

@@ -20,7 +20,12 @@ public record DaytonaSettings(String apiUrl, Secret apiKey, String target, Strin
   public DaytonaSettings {
     Objects.requireNonNull(apiKey, "apiKey");
     apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
-    URI uri = URI.create(apiUrl);
+    URI uri;
+    try {
+      uri = new URI(apiUrl);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException("DAYTONA_API_URL must be an http(s) URL");
+    }
     if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
       throw new ConfigException("DAYTONA_API_URL must be an http(s) URL");
     }

@@ -34,7 +34,12 @@ public record ModalSettings(String serverUrl, Secret tokenId, Secret tokenSecret
     Objects.requireNonNull(tokenSecret, "tokenSecret");
     Objects.requireNonNull(createTimeout, "createTimeout");
     serverUrl = serverUrl.endsWith("/") ? serverUrl.substring(0, serverUrl.length() - 1) : serverUrl;
-    URI uri = URI.create(serverUrl);
+    URI uri;
+    try {
+      uri = new URI(serverUrl);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException("MODAL_SERVER_URL must be an http(s) URL");
+    }
     if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
       throw new ConfigException("MODAL_SERVER_URL must be an http(s) URL");
     }
