@@ -96,7 +96,7 @@ class SupervisorVerticleTest {
     OffsetDateTime now = Times.now(java.time.Clock.systemUTC());
     await(sandboxes.claimIfUnrestricted(new SandboxRepository.NewSandbox(id, ORG, BACKEND,
         SandboxConfig.fromStoredJson(new JsonObject()), null, "fp", "ctk", nodeId, null, new BigDecimal("0.05"),
-        "test", now.plus(ttl), now)));
+        "test", now.plus(ttl), now, null)));
     await(sandboxes.completeCreation(id, "res-" + id, nodeId, null, now));
     return id;
   }

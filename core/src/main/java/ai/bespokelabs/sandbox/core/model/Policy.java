@@ -13,20 +13,12 @@ public record Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimit
     List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
     OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost, String defaultBackend) {
 
-  /** A policy without a default backend. */
-  public Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
-      List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
-      OffsetDateTime updatedAt, String updatedByApiKeyId, boolean includeLlmCost) {
-    this(maxConcurrentSandboxes, hourlySpendLimitUsd, dailySpendLimitUsd, allowedBackends, allowedGpuTypes,
-        maxSandboxLifetimeSecs, version, updatedAt, updatedByApiKeyId, includeLlmCost, null);
-  }
-
-  /** A policy whose spend limits count sandbox costs only. */
+  /** A policy whose spend limits count sandbox costs only, without a default backend. */
   public Policy(Integer maxConcurrentSandboxes, BigDecimal hourlySpendLimitUsd, BigDecimal dailySpendLimitUsd,
       List<String> allowedBackends, List<String> allowedGpuTypes, Integer maxSandboxLifetimeSecs, int version,
       OffsetDateTime updatedAt, String updatedByApiKeyId) {
     this(maxConcurrentSandboxes, hourlySpendLimitUsd, dailySpendLimitUsd, allowedBackends, allowedGpuTypes,
-        maxSandboxLifetimeSecs, version, updatedAt, updatedByApiKeyId, false);
+        maxSandboxLifetimeSecs, version, updatedAt, updatedByApiKeyId, false, null);
   }
 
   public static final Policy DEFAULT = new Policy(null, null, null, null, null, null, 1, null, null);

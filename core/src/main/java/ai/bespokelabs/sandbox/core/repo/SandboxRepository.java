@@ -53,15 +53,7 @@ public final class SandboxRepository {
   public record NewSandbox(String id, String organizationId, String backend, SandboxConfig config,
       String idempotencyKey, String fingerprint, String createToken, String nodeId, String creatorKeyId,
       BigDecimal hourlyRateUsd, String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now,
-      JsonObject placement) {
-    /** A sandbox of a named backend. */
-    public NewSandbox(String id, String organizationId, String backend, SandboxConfig config, String idempotencyKey,
-        String fingerprint, String createToken, String nodeId, String creatorKeyId, BigDecimal hourlyRateUsd,
-        String pricingSource, OffsetDateTime expiresAt, OffsetDateTime now) {
-      this(id, organizationId, backend, config, idempotencyKey, fingerprint, createToken, nodeId, creatorKeyId,
-          hourlyRateUsd, pricingSource, expiresAt, now, null);
-    }
-  }
+      JsonObject placement) {}
 
   /**
    * The outcome of {@link #claimCreation}: a fresh row to provision, the original of a replay, or a policy

@@ -32,6 +32,7 @@ import ai.bespokelabs.sandbox.gateway.routing.Backends;
 import ai.bespokelabs.sandbox.gateway.routing.ExecRoutes;
 import ai.bespokelabs.sandbox.ledger.CostLedger;
 import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -97,17 +98,39 @@ public final class SandboxService {
       return createAuto(p, req, idempotencyKey);
     }
     OffsetDateTime now = Times.now(clock);
-    SandboxConfig config = req.config();
-    NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), req.backend(), config,
-        idempotencyKey, hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
-        pricing.hourlyRate(req.backend(), config.cpu(), config.memoryMb()), pricing.source(),
-        config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now);
+    NewSandbox row = row(p, req, req.backend(), idempotencyKey, null, now);
     if (idempotencyKey == null && policyHints.unrestricted(p.organizationId())) {
       return createEarly(p, req, row);
     }
-    PolicyDecision.Request asked = new PolicyDecision.Request(req.backend(), config.gpu(), config.timeoutSecs());
+    return claim(p, row, now).compose(claim -> {
+      if (claim.replay()) {
+        return Future.succeededFuture(claim.sandbox());
+      }
+      SandboxRecord sbx = claim.sandbox();
+      return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.createToken(), req));
+    });
+  }
+
+  /** The row a create inserts for {@code backend}, at the catalog's rate for it. */
+  private NewSandbox row(Principal p, CreateRequest req, String backend, String idempotencyKey, JsonObject placement,
+      OffsetDateTime now) {
+    SandboxConfig config = req.config();
+    return new NewSandbox(Ids.newId("sbx"), p.organizationId(), backend, config, idempotencyKey,
+        hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
+        pricing.hourlyRate(backend, config.cpu(), config.memoryMb()), pricing.source(),
+        config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now, placement);
+  }
+
+  /**
+   * Claims {@code row} under the organization's policy: a denial fails with the contract's 403; the claim is a
+   * fresh row or the replay of an earlier request with the same key. Remembers whether the organization has
+   * guardrails.
+   */
+  private Future<SandboxRepository.Claim> claim(Principal p, NewSandbox row, OffsetDateTime now) {
+    SandboxConfig config = row.config();
+    PolicyDecision.Request asked = new PolicyDecision.Request(row.backend(), config.gpu(), config.timeoutSecs());
     return sandboxes.claimCreation(row, asked, CostLedger::spend,
-        () -> ledger.accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
+        () -> ledger.accrueForSpendLimits(p.organizationId(), now)).map(claim -> {
       if (claim.unrestricted()) {
         policyHints.rememberUnrestricted(p.organizationId());
       } else {
@@ -116,11 +139,7 @@ public final class SandboxService {
       if (claim.denial() != null) {
         throw new ApiException(403, claim.denial().detail());
       }
-      if (claim.replay()) {
-        return Future.succeededFuture(claim.sandbox());
-      }
-      SandboxRecord sbx = claim.sandbox();
-      return provisioned(sbx, provision(sbx.id(), sbx.organizationId(), sbx.createToken(), req));
+      return claim;
     });
   }
 
@@ -170,11 +189,15 @@ public final class SandboxService {
             ar.result().quotedHourlyRateUsd(), Times.now(clock)).onSuccess(routes::remember);
       }
       RuntimeException failure = BusFailures.decode(ar.cause(), sbx.backend(), "create");
-      ProviderError error = failure instanceof ProviderException pe ? pe.error()
-          : ProviderError.of(ErrorCode.CONFIGURATION, sbx.backend(), "create", false, ProviderError.Outcome.FAILED);
-      return sandboxes.failCreation(sbx.id(), error, Times.now(clock))
+      return sandboxes.failCreation(sbx.id(), errorOf(failure, sbx.backend()), Times.now(clock))
           .compose(v -> Future.<SandboxRecord>failedFuture(failure));
     });
+  }
+
+  /** The contract error of a failed create: the provider's, or a configuration error for anything else. */
+  private static ProviderError errorOf(RuntimeException failure, String backend) {
+    return failure instanceof ProviderException pe ? pe.error()
+        : ProviderError.of(ErrorCode.CONFIGURATION, backend, "create", false, ProviderError.Outcome.FAILED);
   }
 
   /** The backend a create without one gets: the organization's policy {@code default_backend}, or null. */
@@ -206,24 +229,9 @@ public final class SandboxService {
         return Future.failedFuture(noPlacement(plan));
       }
       OffsetDateTime now = Times.now(clock);
-      SandboxConfig config = req.config();
-      String first = order.get(0);
-      NewSandbox row = new NewSandbox(Ids.newId("sbx"), p.organizationId(), first, config, idempotencyKey,
-          hmac.hex(req.fingerprintInput()), Ids.newId("ctk"), backends.nodeId(), p.keyId(),
-          pricing.hourlyRate(first, config.cpu(), config.memoryMb()), pricing.source(),
-          config.timeoutSecs() == null ? null : now.plusSeconds(config.timeoutSecs()), now,
-          Placement.record(null, plan));
-      PolicyDecision.Request asked = new PolicyDecision.Request(first, config.gpu(), config.timeoutSecs());
-      return sandboxes.claimCreation(row, asked, CostLedger::spend,
-          () -> ledger.accrueForSpendLimits(p.organizationId(), now)).compose(claim -> {
-        if (claim.denial() != null) {
-          throw new ApiException(403, claim.denial().detail());
-        }
-        if (claim.replay()) {
-          return Future.succeededFuture(claim.sandbox());
-        }
-        return tryPlacing(claim.sandbox(), req, plan, order, 0);
-      });
+      NewSandbox row = row(p, req, order.get(0), idempotencyKey, Placement.record(null, plan), now);
+      return claim(p, row, now).compose(claim -> claim.replay() ? Future.succeededFuture(claim.sandbox())
+          : tryPlacing(claim.sandbox(), req, plan, order, 0));
     });
   }
 
@@ -239,8 +247,7 @@ public final class SandboxService {
             .onSuccess(routes::remember);
       }
       RuntimeException failure = BusFailures.decode(ar.cause(), backend, "create");
-      ProviderError error = failure instanceof ProviderException pe ? pe.error()
-          : ProviderError.of(ErrorCode.CONFIGURATION, backend, "create", false, ProviderError.Outcome.FAILED);
+      ProviderError error = errorOf(failure, backend);
       boolean onward = failsOver(error) && i + 1 < order.size();
       List<Candidate> tried = mark(plan, backend, Candidate.FAILED, failureReason(error, onward));
       if (!onward) {
