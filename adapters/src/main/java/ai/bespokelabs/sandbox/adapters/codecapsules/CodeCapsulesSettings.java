@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.codecapsules;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -23,16 +22,7 @@ public record CodeCapsulesSettings(String apiUrl, Secret apiKey, String flavor, 
 
   public CodeCapsulesSettings {
     Objects.requireNonNull(apiKey, "apiKey");
-    apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
-    URI uri;
-    try {
-      uri = new URI(apiUrl);
-    } catch (java.net.URISyntaxException e) {
-      throw new ConfigException("CODECAPSULES_API_URL must be an http(s) URL");
-    }
-    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new ConfigException("CODECAPSULES_API_URL must be an http(s) URL");
-    }
+    apiUrl = ProviderSettings.httpUrl("CODECAPSULES_API_URL", apiUrl);
     if (!CodeCapsulesWire.FLAVORS.contains(flavor)) {
       throw new ConfigException("CODECAPSULES_FLAVOR must be one of " + new java.util.TreeSet<>(CodeCapsulesWire.FLAVORS));
     }

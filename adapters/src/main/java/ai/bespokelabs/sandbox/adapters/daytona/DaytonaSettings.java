@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.daytona;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -19,16 +18,7 @@ public record DaytonaSettings(String apiUrl, Secret apiKey, String target, Strin
     Duration requestTimeout, int maxConnections) {
   public DaytonaSettings {
     Objects.requireNonNull(apiKey, "apiKey");
-    apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
-    URI uri;
-    try {
-      uri = new URI(apiUrl);
-    } catch (java.net.URISyntaxException e) {
-      throw new ConfigException("DAYTONA_API_URL must be an http(s) URL");
-    }
-    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new ConfigException("DAYTONA_API_URL must be an http(s) URL");
-    }
+    apiUrl = ProviderSettings.httpUrl("DAYTONA_API_URL", apiUrl);
   }
 
   /** The settings, empty when {@code DAYTONA_API_KEY} is not configured. */

@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.modal;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -33,16 +32,7 @@ public record ModalSettings(String serverUrl, Secret tokenId, Secret tokenSecret
     Objects.requireNonNull(tokenId, "tokenId");
     Objects.requireNonNull(tokenSecret, "tokenSecret");
     Objects.requireNonNull(createTimeout, "createTimeout");
-    serverUrl = serverUrl.endsWith("/") ? serverUrl.substring(0, serverUrl.length() - 1) : serverUrl;
-    URI uri;
-    try {
-      uri = new URI(serverUrl);
-    } catch (java.net.URISyntaxException e) {
-      throw new ConfigException("MODAL_SERVER_URL must be an http(s) URL");
-    }
-    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new ConfigException("MODAL_SERVER_URL must be an http(s) URL");
-    }
+    serverUrl = ProviderSettings.httpUrl("MODAL_SERVER_URL", serverUrl);
   }
 
   /** The settings when both {@code MODAL_TOKEN_ID} and {@code MODAL_TOKEN_SECRET} are set; empty otherwise. */

@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.ray;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -21,16 +20,7 @@ public record RaySettings(String address, Secret token, Duration requestTimeout)
   public RaySettings {
     Objects.requireNonNull(address, "address");
     Objects.requireNonNull(requestTimeout, "requestTimeout");
-    address = address.endsWith("/") ? address.substring(0, address.length() - 1) : address;
-    URI uri;
-    try {
-      uri = URI.create(address);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("RAY_ADDRESS must be an http(s) URL");
-    }
-    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new ConfigException("RAY_ADDRESS must be an http(s) URL");
-    }
+    address = ProviderSettings.httpUrl("RAY_ADDRESS", address);
   }
 
   /** The settings, empty when {@code RAY_ADDRESS} is not configured (the backend is then not offered). */

@@ -3,7 +3,6 @@ package ai.bespokelabs.sandbox.adapters.tensorlake;
 import ai.bespokelabs.sandbox.core.Secret;
 import ai.bespokelabs.sandbox.core.config.ConfigException;
 import ai.bespokelabs.sandbox.core.config.ProviderSettings;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -20,25 +19,8 @@ public record TensorlakeSettings(String apiUrl, Secret apiKey, String sandboxUrl
 
   public TensorlakeSettings {
     Objects.requireNonNull(apiKey, "apiKey");
-    apiUrl = url("TENSORLAKE_API_URL", apiUrl);
-    sandboxUrl = url("TENSORLAKE_SANDBOX_URL", sandboxUrl);
-  }
-
-  private static String url(String key, String value) {
-    if (value == null) {
-      throw new ConfigException(key + " is required");
-    }
-    String v = value.endsWith("/") ? value.substring(0, value.length() - 1) : value;
-    URI uri;
-    try {
-      uri = URI.create(v);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(key + " must be an http(s) URL");
-    }
-    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
-      throw new ConfigException(key + " must be an http(s) URL");
-    }
-    return v;
+    apiUrl = ProviderSettings.httpUrl("TENSORLAKE_API_URL", apiUrl);
+    sandboxUrl = ProviderSettings.httpUrl("TENSORLAKE_SANDBOX_URL", sandboxUrl);
   }
 
   /** The settings, empty when {@code TENSORLAKE_API_KEY} is not configured. */

@@ -69,6 +69,27 @@ public final class ProviderSettings {
     return get(key).map(Secret::new);
   }
 
+  /**
+   * {@code value}, the setting {@code key}, as an http(s) URL with a host, without a trailing slash; a
+   * {@link ConfigException} naming the setting (never its value) otherwise.
+   */
+  public static String httpUrl(String key, String value) {
+    if (value == null) {
+      throw new ConfigException(key + " is required");
+    }
+    String v = value.endsWith("/") ? value.substring(0, value.length() - 1) : value;
+    java.net.URI uri;
+    try {
+      uri = new java.net.URI(v);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException(key + " must be an http(s) URL");
+    }
+    if (!"http".equals(uri.getScheme()) && !"https".equals(uri.getScheme()) || uri.getHost() == null) {
+      throw new ConfigException(key + " must be an http(s) URL");
+    }
+    return v;
+  }
+
   @Override
   public String toString() {
     return "ProviderSettings" + new TreeMap<>(values).keySet();
