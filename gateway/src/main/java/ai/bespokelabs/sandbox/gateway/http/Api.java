@@ -35,12 +35,14 @@ public final class Api {
 
   private final Router router;
   private final long maxBodyBytes;
+  private final long bodyIdleMillis;
   private final WebSessions credentials;
   private final AuditTrail audit;
 
-  public Api(Router router, long maxBodyBytes, WebSessions credentials, AuditTrail audit) {
+  public Api(Router router, long maxBodyBytes, long bodyIdleMillis, WebSessions credentials, AuditTrail audit) {
     this.router = router;
     this.maxBodyBytes = maxBodyBytes;
+    this.bodyIdleMillis = bodyIdleMillis;
     this.credentials = credentials;
     this.audit = audit;
   }
@@ -108,7 +110,10 @@ public final class Api {
     }
     Promise<Void> done = Promise.promise();
     Buffer body = Buffer.buffer();
+    BodyDeadline deadline = new BodyDeadline(ctx.vertx(), ctx, bodyIdleMillis, done::tryFail);
+    done.future().onComplete(ar -> deadline.stop());
     req.handler(chunk -> {
+      deadline.waiting();
       if (body.length() + chunk.length() > limit) {
         done.tryFail(new ApiException(413, ErrorMapper.reason(413)));
       } else if (!done.future().isComplete()) {
@@ -123,6 +128,7 @@ public final class Api {
     if ("100-continue".equalsIgnoreCase(req.getHeader("Expect"))) {
       req.response().writeContinue(); // the client waits for it before it sends the body
     }
+    deadline.waiting();
     req.resume();
     return done.future();
   }

@@ -232,7 +232,7 @@ public final class FilesApi implements Endpoints {
     return running(ctx, p).compose(sbx -> call(sbx, new FileOp(archive ? "open_archive_write" : "open_write", sbx.id(),
         sbx.providerResourceId(), path, null, null, executable, false)).compose(opened -> {
           Promise<Reply> done = Promise.promise();
-          new Upload(sbx, opened.session(), req, limit, done).start();
+          new Upload(sbx, opened.session(), ctx, limit, done).start();
           return done.future();
         }));
   }
@@ -244,6 +244,8 @@ public final class FilesApi implements Endpoints {
     private final HttpServerRequest req;
     private final long limit;
     private final Promise<Reply> done;
+    /** Runs while the upload waits on the client, never while it waits on the sandbox. */
+    private final BodyDeadline deadline;
     private Buffer pending = Buffer.buffer();
     private long received;
     private boolean writing;
@@ -251,10 +253,11 @@ public final class FilesApi implements Endpoints {
     private boolean finished;
     private Throwable failure;
 
-    Upload(SandboxRecord sbx, String session, HttpServerRequest req, long limit, Promise<Reply> done) {
+    Upload(SandboxRecord sbx, String session, RoutingContext ctx, long limit, Promise<Reply> done) {
       this.sbx = sbx;
       this.session = session;
-      this.req = req;
+      this.req = ctx.request();
+      this.deadline = new BodyDeadline(vertx, ctx, config.http().idleTimeoutSecs() * 1000L, this::fail);
       this.limit = limit;
       this.done = done;
     }
@@ -266,10 +269,13 @@ public final class FilesApi implements Endpoints {
       req.handler(this::data);
       req.endHandler(v -> {
         ended = true;
+        deadline.stop();
         flush();
       });
       req.exceptionHandler(t -> fail(ApiException.invalid("the upload was interrupted")));
       req.response().closeHandler(v -> fail(ApiException.invalid("the upload was interrupted")));
+      done.future().onComplete(ar -> deadline.stop());
+      deadline.waiting();
       req.resume();
     }
 
@@ -277,6 +283,7 @@ public final class FilesApi implements Endpoints {
       if (finished) {
         return;
       }
+      deadline.waiting();
       received += b.length();
       if (received > limit) {
         fail(new ApiException(413, "file exceeds the upload limit of " + limit + " bytes"));
@@ -285,6 +292,7 @@ public final class FilesApi implements Endpoints {
       pending.appendBuffer(b);
       if (pending.length() >= UPLOAD_CHUNK) {
         req.pause();
+        deadline.stop();
         flush();
       }
     }
@@ -310,6 +318,7 @@ public final class FilesApi implements Endpoints {
           if (ended) {
             flush();
           } else {
+            deadline.waiting();
             req.resume();
           }
         });

@@ -72,7 +72,7 @@ public final class HttpVerticle extends VerticleBase {
           });
         } else {
           ctx.addHeadersEndHandler(v -> {
-            if (!req.isEnded()) {
+            if (!req.isEnded() && ctx.get(BodyDeadline.STALLED) == null) {
               long[] left = {limit};
               req.handler(chunk -> {
                 left[0] -= chunk.length();
@@ -87,7 +87,7 @@ public final class HttpVerticle extends VerticleBase {
       }
       ctx.next();
     });
-    Api api = new Api(router, limit, credentials, audit);
+    Api api = new Api(router, limit, config.http().idleTimeoutSecs() * 1000L, credentials, audit);
     JsonObject openapi = openApiDocument(config.http().publicUrl());
     // the same document for every client: nothing of a request (its Host least of all) is written into it
     api.open(HttpMethod.GET, "/openapi.json", ctx -> Future.succeededFuture(Reply.ok(openapi)));
