@@ -53,7 +53,8 @@ class EgressAttackTest {
   /** Refused: the private ranges, shared address space, link-local, a unique local IPv6 address. */
   static final List<String> REFUSED = List.of("10.203.0.2", "172.16.203.2", "192.168.203.2", "100.64.203.2",
       "169.254.77.7", MEMBER);
-  static final String REFUSED6 = "fd00:203::2";
+  /** Refused: a unique local IPv6 address, and a NAT64 one (which a NAT64 gateway would take to 10.0.0.2). */
+  static final List<String> REFUSED6 = List.of("fd00:203::2", "64:ff9b::a00:2");
 
   static final boolean NAMESPACES = ROOT && onPath("ip") && onPath("podman");
   static Process listener;
@@ -82,8 +83,8 @@ class EgressAttackTest {
         + " nodad && ip link set " + HOST_END + " up");
     StringBuilder inside = new StringBuilder("ip link set lo up && ip link set " + NS_END + " up"
         + " && ip addr add " + PUBLIC + "/24 dev " + NS_END + " && ip -6 addr add " + PUBLIC6 + "/64 dev " + NS_END
-        + " nodad && ip -6 addr add " + REFUSED6 + "/128 dev " + NS_END + " nodad"
-        + " && ip route add default via 198.51.100.1 && ip -6 route add default via 2001:db8:203::1");
+        + REFUSED6.stream().map(a -> " nodad && ip -6 addr add " + a + "/128 dev " + NS_END).reduce("", String::concat)
+        + " nodad && ip route add default via 198.51.100.1 && ip -6 route add default via 2001:db8:203::1");
     for (String a : all) {
       if (!a.startsWith("198.51.100.")) {
         inside.append(" && ip addr add ").append(a).append("/32 dev ").append(NS_END);
@@ -99,7 +100,9 @@ class EgressAttackTest {
         sh("ip route add " + a + "/32 via 198.51.100.2 dev " + HOST_END);
       }
     }
-    sh("ip -6 route add " + REFUSED6 + "/128 via " + PUBLIC6 + " dev " + HOST_END);
+    for (String a : REFUSED6) {
+      sh("ip -6 route add " + a + "/128 via " + PUBLIC6 + " dev " + HOST_END);
+    }
     // one dual-stack listener for every address of the namespace; it answers each connection with "hello"
     listener = new ProcessBuilder("ip", "netns", "exec", NS, "python3", "-c", """
         import socket
@@ -133,7 +136,7 @@ class EgressAttackTest {
           ALLOWED)) {
         run("ip route del " + a + "/32");
       }
-      run("ip -6 route del " + REFUSED6 + "/128");
+      REFUSED6.forEach(a -> run("ip -6 route del " + a + "/128"));
       run("ip link del " + HOST_END); // its peer goes with it
       run("ip netns del " + NS);
     }
@@ -164,7 +167,7 @@ class EgressAttackTest {
       out.add(bridge + " " + db);
     } else {
       out.add(PUBLIC6 + " " + PORT);
-      out.add(REFUSED6 + " " + PORT);
+      REFUSED6.forEach(a -> out.add(a + " " + PORT));
       out.add("127.0.0.1 " + db);
       for (String a : HostBoundaryTest.hostAddresses()) {
         out.add(a + " " + hostService.getLocalPort());

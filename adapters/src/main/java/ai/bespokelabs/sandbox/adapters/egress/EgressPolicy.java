@@ -32,7 +32,7 @@ public record EgressPolicy(List<Cidr> allowed, List<Cidr> refused, List<InetAddr
   public static final List<Cidr> ALWAYS_REFUSED = List.of(
       "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
       "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-      "::/127", "::ffff:0:0/96", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8")
+      "::/127", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8")
       .stream().map(c -> Cidr.parse(c).orElseThrow()).toList();
 
   /** The resolver files read: the host's, and systemd-resolved's upstream servers when it runs a local stub. */

@@ -46,7 +46,7 @@ class EgressRulesTest {
     assertThat(always.indexOf("@services4 reject")).isLessThan(always.indexOf("@allowed4 accept"));
     assertThat(always).contains("10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12")
         .contains("192.168.0.0/16").contains("192.0.2.77/32")
-        .contains("::/127, ::ffff:0:0/96, 64:ff9b:1::/48, fc00::/7, fe80::/10, fec0::/10, ff00::/8");
+        .contains("::/127, ::ffff:0:0/96, 64:ff9b::/96, 64:ff9b:1::/48, fc00::/7, fe80::/10, fec0::/10, ff00::/8");
     nftAccepts(always);
   }
 
