@@ -6,6 +6,7 @@ import static ai.bespokelabs.sandbox.adapters.modal.ModalProvider.TAG_TOKEN;
 
 import ai.bespokelabs.sandbox.adapters.spi.Inventory;
 import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
+import ai.bespokelabs.sandbox.adapters.spi.SnapshotIds;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.Resource;
@@ -25,6 +26,7 @@ import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import modal.client.Api;
 import modal.client.Api.GenericResult.GenericStatus;
 import org.slf4j.Logger;
@@ -51,12 +53,16 @@ final class ModalLifecycle implements Lifecycle, Inventory {
   private final ModalClient client;
   private final ModalSettings settings;
   private final PricingCatalog pricing;
+  /** Modal image ids, as {@code SandboxSnapshotFs} answers them. */
+  private static final Pattern IMAGE_ID = Pattern.compile("im-[A-Za-z0-9]{1,64}");
+  private final SnapshotIds snapshotIds;
 
   /** @param pricing the catalog pricing the usage {@link #list()} reports; null for no cost */
   ModalLifecycle(ModalClient client, PricingCatalog pricing) {
     this.client = client;
     this.settings = client.settings();
     this.pricing = pricing;
+    this.snapshotIds = new SnapshotIds("modal", IMAGE_ID, settings.tokenSecret());
   }
 
   /**
@@ -70,14 +76,17 @@ final class ModalLifecycle implements Lifecycle, Inventory {
   public Future<String> create(CreateSandbox request) {
     SandboxConfig c = request.config();
     Api.Resources resources;
+    String snapshotImage;
     try {
       resources = ModalResources.of(c);
+      snapshotImage = c.snapshotId() == null || c.snapshotId().isBlank() ? null
+          : snapshotIds.resolve(c.snapshotId(), request.organizationId());
     } catch (ApiException e) {
       return Future.failedFuture(e);
     }
     String appName = c.appName() != null && !c.appName().isBlank() ? c.appName() : settings.appName();
     long deadline = System.nanoTime() + settings.createTimeout().toNanos();
-    return client.app(appName, "create").compose(appId -> image(c, appId, deadline).compose(imageId -> secret(c, appId)
+    return client.app(appName, "create").compose(appId -> image(c, snapshotImage, appId, deadline).compose(imageId -> secret(c, appId)
         .compose(secretId -> {
           Api.Sandbox.Builder def = Api.Sandbox.newBuilder().addAllEntrypointArgs(ENTRYPOINT).setImageId(imageId)
               .setResources(resources).setTimeoutSecs(timeout(c)).setEnableSnapshot(true)
@@ -121,9 +130,9 @@ final class ModalLifecycle implements Lifecycle, Inventory {
    * The image id: the snapshot's, else the registry reference's ({@code ImageGetOrCreate}), once Modal has built
    * it ({@link ModalImageBuild}: a first use of an image waits for its build, until {@code deadline}).
    */
-  private Future<String> image(SandboxConfig c, String appId, long deadline) {
-    if (c.snapshotId() != null && !c.snapshotId().isBlank()) {
-      return Future.succeededFuture(c.snapshotId());
+  private Future<String> image(SandboxConfig c, String snapshotImage, String appId, long deadline) {
+    if (snapshotImage != null) {
+      return Future.succeededFuture(snapshotImage);
     }
     String ref = c.image() != null && !c.image().isBlank() ? c.image() : settings.image();
     Api.ImageGetOrCreateRequest req = Api.ImageGetOrCreateRequest.newBuilder().setAppId(appId)
@@ -222,7 +231,10 @@ final class ModalLifecycle implements Lifecycle, Inventory {
     });
   }
 
-  /** {@code SandboxSnapshotFs}: the image id, which {@code snapshot_id} accepts at create. */
+  /**
+   * {@code SandboxSnapshotFs}: the image id, handed out bound to the organization ({@link SnapshotIds}: Modal
+   * images carry no label we could check), which {@code snapshot_id} accepts at create for that organization.
+   */
   @Override
   public Future<String> snapshot(SnapshotSandbox request) {
     Api.SandboxSnapshotFsRequest req = Api.SandboxSnapshotFsRequest.newBuilder()
@@ -233,7 +245,7 @@ final class ModalLifecycle implements Lifecycle, Inventory {
               || r.hasResult() && r.getResult().getStatus() != GenericStatus.GENERIC_STATUS_SUCCESS) {
             return Future.failedFuture(ModalErrors.of(ErrorCode.COMMAND_FAILED, "snapshot", false, Outcome.FAILED));
           }
-          return Future.succeededFuture(r.getImageId());
+          return Future.succeededFuture(snapshotIds.handOut(request.organizationId(), r.getImageId()));
         });
   }
 

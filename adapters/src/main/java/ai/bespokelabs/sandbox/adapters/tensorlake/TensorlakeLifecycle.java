@@ -1,9 +1,9 @@
 package ai.bespokelabs.sandbox.adapters.tensorlake;
 
-import ai.bespokelabs.sandbox.core.Hmac;
 import static ai.bespokelabs.sandbox.adapters.tensorlake.TensorlakeProvider.BACKEND;
 
 import ai.bespokelabs.sandbox.adapters.spi.Lifecycle;
+import ai.bespokelabs.sandbox.adapters.spi.SnapshotIds;
 import ai.bespokelabs.sandbox.core.bus.Messages.CreateSandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.bus.Messages.SandboxDestroyed;
@@ -36,8 +36,8 @@ import java.util.regex.Pattern;
 final class TensorlakeLifecycle implements Lifecycle {
   private static final Pattern IMAGE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}");
   private static final Pattern SNAPSHOT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-  private static final int MAC_CHARS = 32;
-  private final Hmac snapshotMac;
+  /** Tensorlake snapshots carry no labels: the ids handed out carry their organization. */
+  private final SnapshotIds snapshotIds;
   private static final Set<String> SNAPSHOT_READY = Set.of("completed", "ready", "succeeded");
   private static final Set<String> SNAPSHOT_FAILED = Set.of("failed", "error", "deleted");
   /** Resources when the request names none (the SDK's defaults). */
@@ -51,7 +51,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   private final TensorlakeEnv env;
 
   TensorlakeLifecycle(TensorlakeClient client, TensorlakeSandboxes sandboxes, TensorlakeEnv env) {
-    this.snapshotMac = new Hmac(client.settings().apiKey());
+    this.snapshotIds = new SnapshotIds("tensorlake", SNAPSHOT, client.settings().apiKey());
     this.client = client;
     this.sandboxes = sandboxes;
     this.env = env;
@@ -144,7 +144,7 @@ final class TensorlakeLifecycle implements Lifecycle {
       }
       body.put("image", c.image());
     } else if (c.snapshotId() != null) {
-      body.put("snapshot_id", providerSnapshotId(c.snapshotId(), request.organizationId()));
+      body.put("snapshot_id", snapshotIds.resolve(c.snapshotId(), request.organizationId()));
     }
     if (c.timeoutSecs() != null && c.timeoutSecs() > 0) {
       body.put("timeout_secs", c.timeoutSecs());
@@ -153,34 +153,6 @@ final class TensorlakeLifecycle implements Lifecycle {
       body.put("network", new JsonObject().put("allow_internet_access", c.allowInternet()));
     }
     return body;
-  }
-
-  /**
-   * Tensorlake snapshots carry no labels, so the id we hand out binds the snapshot to the organization that
-   * took it with a MAC under the provider key: {@code <organization id>.<mac>.<Tensorlake snapshot id>}. An id
-   * of another organization, a Tensorlake id a tenant learned some other way, or a malformed one is 404.
-   */
-  String snapshotIdFor(String organizationId, String providerSnapshotId) {
-    return organizationId + "." + mac(organizationId, providerSnapshotId) + "." + providerSnapshotId;
-  }
-
-  String providerSnapshotId(String snapshotId, String organizationId) {
-    String prefix = organizationId + ".";
-    int macEnd = prefix.length() + MAC_CHARS;
-    if (!snapshotId.startsWith(prefix) || snapshotId.length() <= macEnd + 1 || snapshotId.charAt(macEnd) != '.') {
-      throw new ApiException(404, "snapshot not found");
-    }
-    String raw = snapshotId.substring(macEnd + 1);
-    if (!SNAPSHOT.matcher(raw).matches()
-        || !Hmac.constantTimeEquals(snapshotId.substring(prefix.length(), macEnd), mac(organizationId, raw))) {
-      throw new ApiException(404, "snapshot not found");
-    }
-    return raw;
-  }
-
-  private String mac(String organizationId, String providerSnapshotId) {
-    return snapshotMac.hex("tensorlake-snapshot\n" + organizationId + "\n" + providerSnapshotId)
-        .substring(0, MAC_CHARS);
   }
 
   /**
@@ -340,7 +312,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   /**
    * {@code POST /sandboxes/{id}/snapshot {snapshot_type: filesystem}}, then {@code GET /snapshots/{id}}
    * polled until the snapshot is ready, within the create timeout. The id handed out (with the
-   * organization, {@link #providerSnapshotId}) is what create takes as {@code snapshot_id}.
+   * organization, {@link SnapshotIds}) is what create takes as {@code snapshot_id}.
    */
   @Override
   public Future<String> snapshot(SnapshotSandbox request) {
@@ -354,7 +326,7 @@ final class TensorlakeLifecycle implements Lifecycle {
           if (snapshotId == null || snapshotId.isBlank()) {
             throw client.badResponse("snapshot", true);
           }
-          return awaitSnapshot(snapshotId, createDeadline(), 100).map(snapshotIdFor(request.organizationId(), snapshotId));
+          return awaitSnapshot(snapshotId, createDeadline(), 100).map(snapshotIds.handOut(request.organizationId(), snapshotId));
         });
   }
 

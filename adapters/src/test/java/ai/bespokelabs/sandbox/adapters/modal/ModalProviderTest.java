@@ -477,8 +477,27 @@ class ModalProviderTest {
     String id = await(() -> provider.lifecycle().create(req));
     assertThat(run(exec(id, "echo kept > state.txt", false, 30)).exitCode).isZero();
     String snapshot = await(() -> provider.lifecycle().snapshot(new SnapshotSandbox(req.sandboxId(), "org_1", id)));
+    assertThat(snapshot).matches("org_1\\.[0-9a-f]{32}\\.im-.+");
     String restored = create(config(null, null, null, null, null, null, snapshot));
     assertThat(run(exec(restored, "cat state.txt", false, 30)).out()).isEqualTo("kept\n");
+  }
+
+  /** Modal images carry no label: the id handed out is bound to its organization, and nobody else's. */
+  @Test
+  void a_snapshot_restores_for_its_organization_only() throws Exception {
+    CreateSandbox req = createRequest(config(null, null, null, null, null, null, null));
+    String id = await(() -> provider.lifecycle().create(req));
+    String snapshot = await(() -> provider.lifecycle().snapshot(new SnapshotSandbox(req.sandboxId(), "org_1", id)));
+    String image = snapshot.substring(snapshot.lastIndexOf('.') + 1);
+    int before = sim.calls("SandboxCreate");
+    for (String[] attempt : new String[][] {{"org_other", snapshot}, {"org_1", image}, {"org_other", image},
+        {"org_other", "org_other" + snapshot.substring("org_1".length())}, {"org_1", snapshot + "x"}}) {
+      CreateSandbox foreign = new CreateSandbox("sbx_f" + System.nanoTime(), attempt[0], "modal", "ctk_f" + System.nanoTime(),
+          config(null, null, null, null, null, null, attempt[1]));
+      assertThatThrownBy(() -> await(() -> provider.lifecycle().create(foreign))).as(String.join(" ", attempt))
+          .hasMessageContaining("snapshot not found");
+    }
+    assertThat(sim.calls("SandboxCreate")).as("nothing was created").isEqualTo(before);
   }
 
   @Test
