@@ -7,6 +7,7 @@ import ai.bespokelabs.sandbox.adapters.egress.EgressPolicy;
 import ai.bespokelabs.sandbox.adapters.local.HostUsers;
 import ai.bespokelabs.sandbox.adapters.local.LocalProvider;
 import ai.bespokelabs.sandbox.core.config.GatewayConfig;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -33,6 +34,14 @@ final class SandboxEgress {
   static final String NOT_ROOT_CLUSTERED = "a clustered gateway that is not root does not run local sandboxes: they"
       + " would run as its own user, which can read the node's cluster key";
 
+  /** Why a root node does not serve docker with an engine elsewhere. */
+  static final String REMOTE_ENGINE = "the Docker engine is not on this host, so this node cannot filter its"
+      + " containers' egress; once the engine's host does, set BESPOKE_DOCKER_EGRESS_ELSEWHERE=true";
+  /** Why a root node does not serve docker with a rootless engine. */
+  static final String ROOTLESS_ENGINE = "the Docker engine runs rootless: its containers' traffic leaves through"
+      + " its user's own network stack, which this node's egress rules do not see; use a rootful engine, or set"
+      + " BESPOKE_DOCKER_EGRESS_ELSEWHERE=true once that traffic is filtered otherwise";
+
   private SandboxEgress() {
   }
 
@@ -56,7 +65,7 @@ final class SandboxEgress {
             + " run as its own user and reach what it reaches (services on this host, private networks, cloud"
             + " metadata); run it as root to filter their egress");
       }
-      if (containers && docker.installed()) {
+      if (containers && docker.installed() && !docker.egressElsewhere()) {
         LOG.warn("The gateway is not root: egress of docker containers with allow_internet is not filtered"
             + " (private networks, cloud metadata and this host's services stay reachable from them)");
       }
@@ -85,26 +94,34 @@ final class SandboxEgress {
   }
 
   private static void containers(Vertx vertx, EgressPolicy policy, DockerProvider docker) {
-    if (!docker.engineOnThisHost()) {
-      LOG.warn("The Docker engine is not on this host: egress of its containers with allow_internet is filtered"
-          + " only by what its own host enforces (refuse private networks, cloud metadata and the gateway's"
-          + " services there)");
+    if (docker.egressElsewhere()) {
+      LOG.warn("BESPOKE_DOCKER_EGRESS_ELSEWHERE=true: this node puts no egress rules in force for docker containers;"
+          + " the engine's host must refuse them private networks, cloud metadata and the gateway's services");
       return;
     }
-    docker.requireEgress(network -> vertx.executeBlocking(() -> {
-      EgressGuard.installContainers(policy, network);
-      return null;
-    }, false));
+    if (!docker.engineOnThisHost()) {
+      LOG.error("Sandbox egress for docker containers: {}; the docker backend is not enabled on this node",
+          REMOTE_ENGINE);
+      docker.disable(REMOTE_ENGINE);
+      return;
+    }
+    docker.requireEgress(network -> docker.rootless().compose(rootless -> rootless
+        ? Future.failedFuture(new EgressGuard.NotInForce(ROOTLESS_ENGINE))
+        : vertx.executeBlocking(() -> {
+          EgressGuard.installContainers(policy, network);
+          return null;
+        }, false)));
     if (!docker.installed()) {
       return; // no engine yet: the rules go in force before its first container with network access
     }
     try {
       docker.network().await(NETWORK_TIMEOUT_SECS, TimeUnit.SECONDS);
     } catch (Exception e) {
-      Throwable cause = e.getCause() instanceof EgressGuard.NotInForce n ? n : e;
+      Throwable cause = e instanceof EgressGuard.NotInForce ? e
+          : e.getCause() instanceof EgressGuard.NotInForce n ? n : e;
       LOG.error("Sandbox egress rules for docker containers cannot be put in force ({}): the docker backend is"
           + " not enabled on this node", cause.getMessage() == null ? cause.toString() : cause.getMessage());
-      docker.disable(EgressGuard.UNAVAILABLE);
+      docker.disable(ROOTLESS_ENGINE.equals(cause.getMessage()) ? ROOTLESS_ENGINE : EgressGuard.UNAVAILABLE);
     }
   }
 

@@ -253,6 +253,43 @@ class EgressAttackTest {
     }
   }
 
+  /**
+   * An engine on another host: its containers' traffic never crosses this host's rules, so a root node does not
+   * enable docker, unless the operator says the engine's host filters it.
+   */
+  @Test
+  void a_docker_engine_on_another_host_is_not_enabled_unless_the_operator_says_its_host_filters_egress()
+      throws Exception {
+    assumeTrue(ROOT, "a root gateway installs egress rules");
+    Map<String, String> remote = Map.of("DOCKER_HOST", "tcp://198.51.100.77:2375", "BESPOKE_ALLOWED_BACKENDS", "docker");
+    try (TestGateway node = new TestGateway(remote)) {
+      String admin = node.bootstrap("Remote");
+      JsonObject docker = provider(node, admin, "docker");
+      assertThat(docker.getBoolean("configured")).isFalse();
+      assertThat(docker.getString("message")).isEqualTo(SandboxEgress.REMOTE_ENGINE);
+      Resp created = node.post("/v1/sandboxes", admin, new JsonObject().put("backend", "docker"));
+      assertThat(created.status()).as(created.body()).isEqualTo(422);
+      assertThat(created.json().getJsonObject("detail").getString("message")).isEqualTo(SandboxEgress.REMOTE_ENGINE);
+    }
+    Map<String, String> optedIn = new java.util.HashMap<>(remote);
+    optedIn.put("BESPOKE_DOCKER_EGRESS_ELSEWHERE", "true");
+    try (TestGateway node = new TestGateway(optedIn)) {
+      String admin = node.bootstrap("Remote");
+      JsonObject docker = provider(node, admin, "docker");
+      assertThat(docker.getBoolean("configured")).as(docker.encode()).isTrue();
+      assertThat(docker.getString("message")).isNotEqualTo(SandboxEgress.REMOTE_ENGINE);
+    }
+  }
+
+  static JsonObject provider(TestGateway node, String key, String backend) {
+    for (Object o : node.get("/v1/providers", key).json().getJsonArray("items")) {
+      if (backend.equals(((JsonObject) o).getString("backend"))) {
+        return (JsonObject) o;
+      }
+    }
+    throw new AssertionError(backend + " is not listed");
+  }
+
   /** The public and allowed listeners answered; nothing else did. */
   static void assertVerdicts(JsonObject r, List<String> destinations) {
     String out = r.getString("stdout");

@@ -50,6 +50,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class DockerProvider implements Backend, Lifecycle {
   private final Parts parts;
+  private final boolean egressElsewhere;
   public static final String BACKEND = "docker";
   static final String LABEL = "ai.bespokelabs.sandbox.";
   static final String MANAGED = LABEL + "managed";
@@ -84,6 +85,7 @@ public final class DockerProvider implements Backend, Lifecycle {
   public DockerProvider(Vertx vertx, DockerSettings settings) {
     this.engine = new DockerEngine(vertx, DockerHost.parse(settings.host()), BACKEND);
     this.defaultImage = settings.image();
+    this.egressElsewhere = settings.egressElsewhere();
     this.allowedImages = ImageNames.allowing(settings.images(), "BESPOKE_DOCKER_IMAGES");
     this.executions = new DockerExecutions(engine);
     this.inventory = new DockerInventory(engine);
@@ -143,6 +145,27 @@ public final class DockerProvider implements Backend, Lifecycle {
    */
   public void requireEgress(Function<ContainerNetwork, Future<Void>> installer) {
     networks.requireEgress(installer);
+  }
+
+  /** Whether the operator filters this engine's egress on its own host ({@code BESPOKE_DOCKER_EGRESS_ELSEWHERE}). */
+  public boolean egressElsewhere() {
+    return egressElsewhere;
+  }
+
+  /**
+   * Whether the engine runs rootless (its {@code /info} lists {@code name=rootless}, as Docker and Podman do):
+   * its containers' traffic then leaves through the engine user's own network stack, which rules on this
+   * host's forward and input hooks never see.
+   */
+  public Future<Boolean> rootless() {
+    return engine.get("create", "/info", java.time.Duration.ofSeconds(30)).compose(r -> {
+      if (!r.ok()) {
+        return Future.failedFuture(engine.statusFailure("create", r, ErrorCode.CREATION_FAILED));
+      }
+      io.vertx.core.json.JsonArray options = r.json().getJsonArray("SecurityOptions", new io.vertx.core.json.JsonArray());
+      return Future.succeededFuture(options != null && options.stream()
+          .anyMatch(o -> o instanceof String opt && java.util.Arrays.asList(opt.split(",")).contains("name=rootless")));
+    });
   }
 
   /** Whether the engine runs on this host (a unix socket, or TCP on loopback): its bridges are this kernel's. */

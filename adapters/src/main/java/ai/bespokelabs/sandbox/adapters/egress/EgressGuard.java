@@ -35,7 +35,7 @@ public final class EgressGuard {
 
   /** Why rules could not be installed. */
   public static final class NotInForce extends Exception {
-    NotInForce(String message) {
+    public NotInForce(String message) {
       super(message);
     }
   }

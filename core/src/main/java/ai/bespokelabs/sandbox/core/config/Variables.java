@@ -60,6 +60,7 @@ final class Variables {
       "DOCKER_HOST", "providers.docker.host",
       "BESPOKE_DOCKER_IMAGE", "providers.docker.image",
       "BESPOKE_DOCKER_IMAGES", "providers.docker.images",
+      "BESPOKE_DOCKER_EGRESS_ELSEWHERE", "providers.docker.egressElsewhere",
       "E2B_API_KEY", "providers.e2b.apiKey",
       "E2B_API_URL", "providers.e2b.apiUrl",
       "E2B_DOMAIN", "providers.e2b.domain",
