@@ -40,6 +40,7 @@ import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedTrustManager;
 
 /**
  * A clustered node's identity, read once at start from its PEM files ({@code BESPOKE_CLUSTER_TLS_CA},
@@ -72,6 +73,7 @@ final class ClusterIdentity {
   private final List<X509Certificate> authorities;
   private final List<X509Certificate> chain;
   private final PrivateKey key;
+  private final RefusedPeers refusals;
   private final byte[] caPem;
   private final byte[] certPem;
   private final byte[] keyPem;
@@ -81,6 +83,7 @@ final class ClusterIdentity {
     this.authorities = authorities;
     this.chain = chain;
     this.key = key;
+    this.refusals = new RefusedPeers(trusting(authorities));
     this.caPem = caPem;
     this.certPem = certPem;
     this.keyPem = keyPem;
@@ -133,8 +136,12 @@ final class ClusterIdentity {
     }
   }
 
-  /** What accepts a peer's certificate: only one chained to the cluster's CA. */
+  /** What accepts a membership peer's certificate: only one chained to the cluster's CA; a refusal is logged. */
   TrustManager[] trustManagers() {
+    return new TrustManager[] {refusals};
+  }
+
+  private static X509ExtendedTrustManager trusting(List<X509Certificate> authorities) {
     try {
       KeyStore trusted = KeyStore.getInstance("PKCS12");
       trusted.load(null, new char[0]);
@@ -143,7 +150,12 @@ final class ClusterIdentity {
       }
       TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
       tmf.init(trusted);
-      return tmf.getTrustManagers();
+      for (TrustManager tm : tmf.getTrustManagers()) {
+        if (tm instanceof X509ExtendedTrustManager x) {
+          return x;
+        }
+      }
+      throw new IllegalStateException("no X.509 trust manager");
     } catch (GeneralSecurityException | IOException e) {
       throw new IllegalStateException("cannot hold the cluster CA: " + e.getClass().getSimpleName(), e);
     }

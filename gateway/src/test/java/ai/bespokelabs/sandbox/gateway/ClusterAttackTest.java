@@ -55,6 +55,7 @@ import javax.net.ssl.X509TrustManager;
 import org.jgroups.JChannel;
 import org.jgroups.protocols.TCP;
 import org.jgroups.util.DefaultSocketFactory;
+import ai.bespokelabs.sandbox.testkit.Waits;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -206,6 +207,20 @@ class ClusterAttackTest {
       assertThat(log(node)).as("node " + node + " never had the rogue in its view").contains("member.")
           .doesNotContain("rogue.");
     }
+    // an attacker who accepts any node's certificate gets as far as presenting its own: refused, and logged
+    // with the address it came from
+    SSLContext attacker = tls(new KeyManager[] {presentingAlways(
+        (javax.net.ssl.X509KeyManager) identity(theirs.node("intruder", "ip:" + CLUSTER_HOST)).keyManagers()[0])});
+    try (SSLSocket s = (SSLSocket) attacker.getSocketFactory().createSocket(connect(CLUSTER_PORTS.get("a")),
+        CLUSTER_HOST, CLUSTER_PORTS.get("a"), true)) {
+      s.setSoTimeout(5_000);
+      s.startHandshake();
+      assertThat(s.getInputStream().read()).as("nothing but the end of the connection").isEqualTo(-1);
+    } catch (IOException refusedInTheHandshake) {
+      // TLS 1.3 may end the handshake before or after the client's certificate is read
+    }
+    Waits.upTo(10).alias("node a logged the refused peer")
+        .until(() -> log("a").contains("Refused a cluster peer at 127.0.0.") && log("a").contains("CN=intruder"));
   }
 
   @Test
@@ -276,6 +291,44 @@ class ClusterAttackTest {
     SSLContext c = SSLContext.getInstance("TLSv1.3");
     c.init(keys, new TrustManager[] {anyServer}, new SecureRandom());
     return c;
+  }
+
+  /**
+   * A key manager that presents its certificate whatever issuers the server asks for (JSSE's own would send
+   * none, the node's CA not being among its issuers), as an attacker's client would.
+   */
+  static javax.net.ssl.X509KeyManager presentingAlways(javax.net.ssl.X509KeyManager keys) {
+    return new javax.net.ssl.X509KeyManager() {
+      @Override
+      public String[] getClientAliases(String keyType, java.security.Principal[] issuers) {
+        return keys.getClientAliases(keyType, null);
+      }
+
+      @Override
+      public String chooseClientAlias(String[] keyType, java.security.Principal[] issuers, Socket socket) {
+        return keys.chooseClientAlias(keyType, null, socket);
+      }
+
+      @Override
+      public String[] getServerAliases(String keyType, java.security.Principal[] issuers) {
+        return keys.getServerAliases(keyType, issuers);
+      }
+
+      @Override
+      public String chooseServerAlias(String keyType, java.security.Principal[] issuers, Socket socket) {
+        return keys.chooseServerAlias(keyType, issuers, socket);
+      }
+
+      @Override
+      public X509Certificate[] getCertificateChain(String alias) {
+        return keys.getCertificateChain(alias);
+      }
+
+      @Override
+      public java.security.PrivateKey getPrivateKey(String alias) {
+        return keys.getPrivateKey(alias);
+      }
+    };
   }
 
   static Socket connect(int port) throws IOException {
