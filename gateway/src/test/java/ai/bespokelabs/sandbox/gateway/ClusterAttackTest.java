@@ -174,7 +174,11 @@ class ClusterAttackTest {
   }
 
   static ClusterConfig config(int port, Map<String, String> files) {
-    return new ClusterConfig(true, CLUSTER_HOST, port, NAME, Optional.of(new ClusterConfig.Tls(
+    return config(port, files, NAME);
+  }
+
+  static ClusterConfig config(int port, Map<String, String> files, String name) {
+    return new ClusterConfig(true, CLUSTER_HOST, port, name, Optional.of(new ClusterConfig.Tls(
         Path.of(files.get("BESPOKE_CLUSTER_TLS_CA")), Path.of(files.get("BESPOKE_CLUSTER_TLS_CERT")),
         Path.of(files.get("BESPOKE_CLUSTER_TLS_KEY")))), members, false, Optional.empty(), 0);
   }
@@ -188,12 +192,30 @@ class ClusterAttackTest {
    * (itself included). A stranger forms a cluster of its own.
    */
   static List<String> joinAs(String member, Map<String, String> files) throws Exception {
+    return joinAs(member, files, NAME);
+  }
+
+  static List<String> joinAs(String member, Map<String, String> files, String name) throws Exception {
     int port = ClusterTest.freePair();
-    Vertx vertx = Cluster.vertx(new VertxOptions(), null, config(port, files), identity(files), member, c -> { });
+    Vertx vertx = Cluster.vertx(new VertxOptions(), null, config(port, files, name), identity(files), member, c -> { });
     try {
       return ((VertxInternal) vertx).clusterManager().getNodes();
     } finally {
       vertx.close().await(30, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * Two clusters of one CA on the same seeds (staging beside production, say) stay apart by their name
+   * ({@code BESPOKE_CLUSTER_NAME}): a node of the other name sees only itself, and neither node hears of it.
+   */
+  @Test
+  void a_node_of_another_cluster_name_stays_apart() throws Exception {
+    List<String> seen = joinAs("staging", ours.node("staging", "ip:" + CLUSTER_HOST), NAME + "-staging");
+    assertThat(seen).as("the other cluster's node sees only itself").hasSize(1)
+        .allMatch(n -> n.startsWith("staging."));
+    for (String node : List.of("a", "b")) {
+      assertThat(log(node)).as("node " + node + " never had it in its view").doesNotContain("staging.");
     }
   }
 
