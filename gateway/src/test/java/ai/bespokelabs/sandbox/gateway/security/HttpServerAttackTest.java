@@ -162,6 +162,40 @@ class HttpServerAttackTest {
   }
 
   /**
+   * The same flood from sixteen addresses, each within its limit (the per-address cap does not stop it): all
+   * 3,200 connections are held until the idle timeout, and meanwhile another client is served promptly.
+   */
+  @Test
+  @Timeout(120)
+  void an_idle_flood_from_many_addresses_leaves_other_clients_served() throws Exception {
+    List<Socket> flood = new ArrayList<>();
+    try {
+      for (int a = 0; a < 16; a++) {
+        InetAddress from = address("127.0.1." + (10 + a));
+        for (int i = 0; i < 200; i++) {
+          Socket s = new Socket();
+          s.bind(new java.net.InetSocketAddress(from, 0));
+          s.connect(new java.net.InetSocketAddress("127.0.0.1", port()), 5_000);
+          flood.add(s);
+        }
+      }
+      long started = System.nanoTime();
+      assertThat(other("GET", "/healthz", null).statusCode()).isEqualTo(200);
+      HttpResponse<String> run = other("POST", "/v1/sandboxes/" + sandbox + "/execute",
+          new JsonObject().put("command", "echo served").encode());
+      assertThat(run.statusCode()).as(run.body()).isEqualTo(200);
+      assertThat(new JsonObject(run.body()).getString("stdout")).isEqualTo("served\n");
+      assertThat(Duration.ofNanos(System.nanoTime() - started)).as("served promptly").isLessThan(Duration.ofSeconds(10));
+      Waits.upTo(IDLE_SECS + 20).alias("every idle connection closed")
+          .until(() -> flood.stream().allMatch(s -> closedByGateway(s, 1)));
+    } finally {
+      for (Socket s : flood) {
+        s.close();
+      }
+    }
+  }
+
+  /**
    * A connection that sends nothing, one that never finishes its request head, and one idle after its answer
    * are closed after the idle timeout, not before; a slow answer and a quiet WebSocket are not.
    */
