@@ -22,6 +22,8 @@ import java.util.Map;
 public final class Body {
   private final JsonObject json;
   private final JsonArray errors = new JsonArray();
+  /** Fields whose model type has no None: an explicit null is a type error, not an absent field. */
+  private final java.util.Set<String> nonNull = new java.util.HashSet<>();
 
   private Body(JsonObject json) {
     this.json = json;
@@ -79,6 +81,10 @@ public final class Body {
 
   public String string(String field, boolean required, int min, int max) {
     Object v = json.getValue(field);
+    if (v == null && (required || nonNull.contains(field)) && json.containsKey(field)) {
+      add("string_type", field, "Input should be a valid string", null, null);
+      return null;
+    }
     if (v == null) {
       if (required) {
         missing(field);
@@ -103,6 +109,15 @@ public final class Body {
     return s;
   }
 
+  /**
+   * Marks fields the model types without None although they have a default (the seed's {@code language: str =
+   * "python"}, say): absent they take the default, but an explicit null is pydantic's type error with input null.
+   */
+  public Body nonNull(String... fields) {
+    nonNull.addAll(List.of(fields));
+    return this;
+  }
+
   /** A required field that is absent: pydantic reports the whole body as its input. */
   public void missing(String field) {
     errors.add(error("missing", "body", List.of(field), "Field required", json, null));
@@ -117,6 +132,9 @@ public final class Body {
   public Integer integer(String field, Integer greaterThan, Integer greaterOrEqual, Integer lessOrEqual) {
     Object v = json.getValue(field);
     if (v == null) {
+      if (nonNull.contains(field) && json.containsKey(field)) {
+        add("int_type", field, "Input should be a valid integer", null, null);
+      }
       return null;
     }
     Long n = laxInteger(v, field);
@@ -247,6 +265,9 @@ public final class Body {
   public Boolean bool(String field) {
     Object v = json.getValue(field);
     if (v == null) {
+      if (nonNull.contains(field) && json.containsKey(field)) {
+        add("bool_type", field, "Input should be a valid boolean", null, null);
+      }
       return null;
     }
     if (v instanceof Boolean b) {
@@ -315,21 +336,44 @@ public final class Body {
     return out;
   }
 
-  /** A datetime that must carry a timezone. */
+  /**
+   * A datetime as pydantic reads one: ISO 8601 with {@code T} or a space, with or without seconds' fractions;
+   * without a timezone it is UTC (the gateway keeps instants); a bare date is its midnight; a number is Unix
+   * seconds.
+   */
   public OffsetDateTime datetime(String field) {
     Object v = json.getValue(field);
     if (v == null) {
       return null;
     }
+    if (v instanceof Number n && !(v instanceof java.math.BigInteger)) {
+      double secs = n.doubleValue();
+      if (Double.isFinite(secs) && Math.abs(secs) < 1e11) {
+        long whole = (long) Math.floor(secs);
+        return java.time.Instant.ofEpochSecond(whole, Math.round((secs - whole) * 1e9))
+            .atOffset(java.time.ZoneOffset.UTC);
+      }
+    }
     if (!(v instanceof String s)) {
       add("datetime_type", field, "Input should be a valid datetime", v, null);
       return null;
     }
+    String text = s.length() > 10 && s.charAt(10) == ' ' ? s.substring(0, 10) + 'T' + s.substring(11) : s;
     try {
-      return OffsetDateTime.parse(s);
-    } catch (DateTimeParseException e) {
-      add("datetime_parsing", field, "Input should be a valid datetime with a timezone", s, null);
-      return null;
+      return OffsetDateTime.parse(text);
+    } catch (DateTimeParseException withoutZone) {
+      try {
+        return java.time.LocalDateTime.parse(text).atOffset(java.time.ZoneOffset.UTC);
+      } catch (DateTimeParseException notLocal) {
+        try {
+          return java.time.LocalDate.parse(text).atStartOfDay().atOffset(java.time.ZoneOffset.UTC);
+        } catch (DateTimeParseException notADate) {
+          String reason = s.length() < 10 ? "input is too short" : "invalid datetime format";
+          add("datetime_from_date_parsing", field, "Input should be a valid datetime or date, " + reason, s,
+              new JsonObject().put("error", reason));
+          return null;
+        }
+      }
     }
   }
 

@@ -60,6 +60,11 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,255}");
   private static final int MAX_ENV_VARS = 512;
 
+  /** An optional string as the seed's providers read it: empty is not given. */
+  private static String given(String value) {
+    return value == null || value.isEmpty() ? null : value;
+  }
+
   /** As {@link #parse(Body, Backends, boolean, boolean)}, with neither file URLs nor private git hosts allowed. */
   public static CreateRequest parse(Body body, Backends backends) {
     return parse(body, backends, false, false);
@@ -70,23 +75,25 @@ public record CreateRequest(String backend, SandboxConfig config, Workspace work
    * the node cloning them looks their host up and checks again.
    */
   public static CreateRequest parse(Body body, Backends backends, boolean gitAllowFileUrls, boolean gitAllowPrivate) {
-    String backend = body.string("backend", true, 1, 64);
+    // the seed types these as bare strings: no length bound of pydantic's applies; an empty optional one is
+    // taken as not given (as the seed's providers read it), and every one is bounded here to keep rows sane
+    String backend = body.string("backend", true, 0, 64);
     SandboxConfig config = new SandboxConfig(
-        body.string("preset", false, 1, 255),
+        given(body.string("preset", false, 0, 255)),
         body.positiveNumber("cpu"),
         body.integer("memory_mb", 0, null),
         body.integer("disk_mb", 0, null),
-        body.string("gpu", false, 1, 255),
+        given(body.string("gpu", false, 0, 255)),
         body.integer("timeout_secs", 0, null),
-        body.string("image", false, 1, 1024),
+        given(body.string("image", false, 0, 1024)),
         body.stringMap("env_vars"),
         body.bool("allow_internet"),
-        body.string("app_name", false, 1, 255),
-        body.string("template", false, 1, 255),
-        body.string("snapshot_id", false, 1, 1024),
-        body.string("workdir", false, 1, 4096),
-        body.string("git_repo", false, 1, 4096),
-        body.string("git_ref", false, 1, 255));
+        given(body.string("app_name", false, 0, 255)),
+        given(body.string("template", false, 0, 255)),
+        given(body.string("snapshot_id", false, 0, 1024)),
+        given(body.string("workdir", false, 0, 4096)),
+        given(body.string("git_repo", false, 0, 4096)),
+        given(body.string("git_ref", false, 0, 255)));
     String isolation = body.string("isolation", false, 1, 32);
     java.math.BigDecimal maxHourly = body.decimal("max_hourly_usd");
     List<String> prefer = body.stringList("prefer");

@@ -14,8 +14,9 @@ public final class ExecRequests {
   private ExecRequests() {}
 
   public static ExecRequest parse(Body body) {
+    body.nonNull("language");
     String code = body.string("code", false, 0, MAX_SOURCE);
-    String language = body.string("language", false, 1, 32);
+    String language = body.string("language", false, 0, 32);
     String command = body.string("command", false, 0, MAX_SOURCE);
     List<String> args = body.stringList("args");
     Map<String, String> env = body.stringMap("env");

@@ -44,7 +44,8 @@ public final class OperationsApi implements Endpoints {
 
   /** Full replace; an empty body resets every rule to its default. */
   private Future<Reply> configureAlerts(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(Api.body(ctx));
+    Body body = Body.parse(Api.body(ctx)).nonNull("repeated_failures_window_minutes", "provider_degradation_enabled",
+        "failed_cleanup_enabled");
     Integer budget = body.integer("budget_threshold_percent", null, 1, 100);
     Integer failures = body.integer("repeated_failures_count", null, 1);
     Integer window = body.integer("repeated_failures_window_minutes", null, 1, 10080);
@@ -67,7 +68,7 @@ public final class OperationsApi implements Endpoints {
   }
 
   private Future<Reply> configureRetention(RoutingContext ctx, Principal p) {
-    Body body = Body.parse(Api.body(ctx));
+    Body body = Body.parse(Api.body(ctx)).nonNull("operational_days", "audit_days");
     Integer operational = body.integer("operational_days", null, 1, 3650);
     Integer audit = body.integer("audit_days", null, 1, 3650);
     body.check();
