@@ -43,7 +43,7 @@ class BrokenBackendSettingsTest {
       // URLs that do not parse at all, for the backends that check theirs in their settings
       env.putAll(Map.of("MODAL_TOKEN_ID", "ak-broken", "MODAL_TOKEN_SECRET", "as-broken", "MODAL_SERVER_URL", "not a url",
           "DAYTONA_API_KEY", secret, "DAYTONA_API_URL", "not a url", "CODECAPSULES_API_KEY", secret,
-          "CODECAPSULES_API_URL", "not a url"));
+          "CODECAPSULES_API_URL", "not a url", "E2B_API_KEY", secret, "E2B_SANDBOX_URL", "ftp://envd.example"));
       GatewayProcess gateway = GatewayProcess.start(dataDir, TestGateway.freePort(), env);
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(CALL).build();
       try {
@@ -65,7 +65,7 @@ class BrokenBackendSettingsTest {
         assertThat(byBackend.get("tensorlake").getString("message")).contains("TENSORLAKE_API_URL")
             .doesNotContain("not a url");
         for (String[] b : new String[][] {{"modal", "MODAL_SERVER_URL"}, {"daytona", "DAYTONA_API_URL"},
-            {"codecapsules", "CODECAPSULES_API_URL"}}) {
+            {"codecapsules", "CODECAPSULES_API_URL"}, {"e2b", "E2B_SANDBOX_URL"}}) {
           assertThat(byBackend.get(b[0]).getBoolean("configured")).as(b[0]).isFalse();
           assertThat(byBackend.get(b[0]).getString("message")).as(b[0]).isEqualTo(b[1] + " must be an http(s) URL");
         }

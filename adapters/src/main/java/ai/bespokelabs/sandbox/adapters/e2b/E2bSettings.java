@@ -39,11 +39,13 @@ public record E2bSettings(String apiUrl, Secret apiKey, String domain, String sa
       return Optional.empty();
     }
     String domain = p.value("E2B_DOMAIN");
+    String apiUrl = p.get("E2B_API_URL").map(u -> ProviderSettings.httpUrl("E2B_API_URL", u))
+        .orElseGet(() -> ProviderSettings.httpUrl("E2B_DOMAIN", "https://api." + domain));
     return Optional.of(new E2bSettings(
-        p.get("E2B_API_URL").orElse("https://api." + domain),
+        apiUrl,
         key.get(),
         domain,
-        p.get("E2B_SANDBOX_URL").orElse(null),
+        p.get("E2B_SANDBOX_URL").map(u -> ProviderSettings.httpUrl("E2B_SANDBOX_URL", u)).orElse(null),
         p.value("E2B_TEMPLATE"),
         p.value("E2B_SCOPE"),
         positive(p, "E2B_SANDBOX_TIMEOUT_SECS"),
