@@ -193,6 +193,15 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void the_sandboxes_root_is_unset_by_default_and_else_an_absolute_directory() {
+    assertThat(ConfigLoader.fromMap(Map.of(), "/h").node().sandboxRoot()).isEmpty();
+    assertThat(ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_ROOT", "/srv/boxes/"), "/h").node().sandboxRoot())
+        .contains(Path.of("/srv/boxes"));
+    assertThatThrownBy(() -> ConfigLoader.fromMap(Map.of("BESPOKE_SANDBOX_ROOT", "boxes"), "/h"))
+        .isInstanceOf(ConfigException.class).hasMessageStartingWith("BESPOKE_SANDBOX_ROOT");
+  }
+
+  @Test
   void sandbox_uids_are_a_range_and_their_locks_an_absolute_directory() {
     ExecutionConfig defaults = ConfigLoader.fromMap(Map.of(), "/h").execution();
     assertThat(defaults.sandboxUidFirst()).isEqualTo(1_000_000);
