@@ -106,6 +106,14 @@ class HostUsersTest {
     HostUsers users = new HostUsers(Optional.empty(), true);
     assertThatThrownBy(() -> users.dropTo(HostUsers.UID_BASE)).isInstanceOf(ProviderException.class);
     assertThat(new HostUsers(Optional.empty(), false).dropTo(HostUsers.UID_BASE)).isEmpty();
+    // the operator reads what to install, in the create's error and in /v1/providers
+    String install = "setpriv is not installed on this host (Debian/Ubuntu: apt-get install util-linux)";
+    assertThat(users.missing()).contains(install);
+    assertThatThrownBy(() -> users.check("local")).isInstanceOfSatisfying(ProviderException.class, e -> {
+      assertThat(e.error().code()).isEqualTo(ai.bespokelabs.sandbox.core.error.ErrorCode.BACKEND_NOT_INSTALLED);
+      assertThat(e.error().reason()).isEqualTo(install);
+    });
+    assertThat(new HostUsers(Optional.of(java.nio.file.Path.of("/usr/bin/setpriv")), true).missing()).isEmpty();
   }
 
   @Test
