@@ -190,7 +190,7 @@ public final class Gateway implements AutoCloseable {
           PricingCatalog.load(config.ledger().pricingFile()), new Wakeups(database.connectOptions()), metrics);
       Wiring w = wiring;
 
-      hostSandboxes = new HostSandboxes(vertx, w.sandboxes, w.terminations, w.nodeLoss, nodeId, hosted, () -> Times.now(clock));
+      hostSandboxes = new HostSandboxes(vertx, w.claims, w.terminations, w.nodeLoss, nodeId, hosted, () -> Times.now(clock));
       HostSandboxes ending = hostSandboxes;
       Future<?> deployed = Database.ping(pool).compose(v -> endLeftRunning(w, clock, nodeId))
           .compose(v -> ending.endAll(true))

@@ -4,8 +4,8 @@ import ai.bespokelabs.sandbox.adapters.host.BlockingProvider;
 import ai.bespokelabs.sandbox.core.bus.Messages.DestroySandbox;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.repo.NodeLoss;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Stranded;
+import ai.bespokelabs.sandbox.core.repo.TerminationClaims;
+import ai.bespokelabs.sandbox.core.repo.TerminationClaims.Stranded;
 import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -30,7 +30,7 @@ final class HostSandboxes {
   static final String SHUTDOWN = "shutdown";
 
   private final Vertx vertx;
-  private final SandboxRepository sandboxes;
+  private final TerminationClaims sandboxes;
   private final String nodeId;
   private final Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers;
   private final Supplier<OffsetDateTime> now;
@@ -38,7 +38,7 @@ final class HostSandboxes {
   private final Terminations terminations;
 
   /** @param providers the host-process providers by backend */
-  HostSandboxes(Vertx vertx, SandboxRepository sandboxes, Terminations terminations, NodeLoss loss, String nodeId,
+  HostSandboxes(Vertx vertx, TerminationClaims sandboxes, Terminations terminations, NodeLoss loss, String nodeId,
       Map<String, ? extends ai.bespokelabs.sandbox.adapters.host.BlockingProvider> providers,
       Supplier<OffsetDateTime> now) {
     this.loss = loss;

@@ -96,6 +96,8 @@ final class Wiring {
   final OrganizationRepository organizations;
   final ApiKeyRepository keys;
   final SandboxRepository sandboxes;
+  /** Sandboxes due to end, claimed by the supervisor and by host backends at a node's stop. */
+  final ai.bespokelabs.sandbox.core.repo.TerminationClaims claims;
   final SandboxHistoryRepository history;
   final ExecutionRepository executions;
   final PolicyRepository policies;
@@ -141,6 +143,7 @@ final class Wiring {
     this.organizations = new OrganizationRepository(pool);
     this.keys = new ApiKeyRepository(pool);
     this.sandboxes = new SandboxRepository(pool);
+    this.claims = new ai.bespokelabs.sandbox.core.repo.TerminationClaims(pool);
     this.history = new SandboxHistoryRepository(pool);
     this.executions = new ExecutionRepository(pool);
     this.policies = new PolicyRepository(pool);
@@ -233,7 +236,7 @@ final class Wiring {
   }
 
   SupervisorVerticle supervisor(List<SupervisorVerticle.Watch> watches) {
-    return new SupervisorVerticle(nodes, sandboxes, executions, wakeups, backends.nodeId(), clock,
+    return new SupervisorVerticle(nodes, claims, executions, wakeups, backends.nodeId(), clock,
         config.node().supervisionIntervalSecs(), terminations, watches,
         reconciler, alerts).countingClaims(metrics::claimed);
   }

@@ -30,7 +30,7 @@ class SupervisorTest {
     // a second supervisor on the same database competes for every claim
     io.vertx.sqlclient.Pool pool = gw.gateway.pool();
     gw.gateway.vertx().deployVerticle(new SupervisorVerticle(new ai.bespokelabs.sandbox.core.repo.NodeRepository(pool),
-            new ai.bespokelabs.sandbox.core.repo.SandboxRepository(pool),
+            new ai.bespokelabs.sandbox.core.repo.TerminationClaims(pool),
             new ai.bespokelabs.sandbox.core.repo.ExecutionRepository(pool), gw.gateway.wiring().wakeups(),
             gw.gateway.config().node().requireId(), Clock.systemUTC(), 1, gw.gateway.wiring().terminations, java.util.List.of(),
             new ai.bespokelabs.sandbox.supervisor.Reconciler(gw.gateway.vertx(),

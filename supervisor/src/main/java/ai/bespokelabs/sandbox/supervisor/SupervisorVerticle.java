@@ -9,8 +9,8 @@ import ai.bespokelabs.sandbox.core.db.Wakeups;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
 import ai.bespokelabs.sandbox.core.repo.ExecutionRepository;
 import ai.bespokelabs.sandbox.core.repo.NodeRepository;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
-import ai.bespokelabs.sandbox.core.repo.SandboxRepository.Claimed;
+import ai.bespokelabs.sandbox.core.repo.TerminationClaims;
+import ai.bespokelabs.sandbox.core.repo.TerminationClaims.Claimed;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
@@ -46,7 +46,7 @@ public final class SupervisorVerticle extends VerticleBase {
   static final Duration STRANDED_GRACE = Duration.ofSeconds(5);
 
   private final NodeRepository nodes;
-  private final SandboxRepository sandboxes;
+  private final TerminationClaims sandboxes;
   private final ExecutionRepository executions;
   private final Wakeups wakeups;
   private final String nodeId;
@@ -78,7 +78,7 @@ public final class SupervisorVerticle extends VerticleBase {
    */
   public record Watch(String backend, String nodeId) {}
 
-  public SupervisorVerticle(NodeRepository nodes, SandboxRepository sandboxes, ExecutionRepository executions,
+  public SupervisorVerticle(NodeRepository nodes, TerminationClaims sandboxes, ExecutionRepository executions,
       Wakeups wakeups, String nodeId, Clock clock, int intervalSecs, Terminations terminations,
       List<Watch> watches, Reconciler reconciler, AlertEvaluator alerts) {
     this.alerts = alerts;

@@ -18,6 +18,7 @@ import ai.bespokelabs.sandbox.core.repo.OrganizationRepository;
 import ai.bespokelabs.sandbox.core.repo.PolicyRepository;
 import ai.bespokelabs.sandbox.core.repo.ReconciliationRepository;
 import ai.bespokelabs.sandbox.core.repo.SandboxRepository;
+import ai.bespokelabs.sandbox.core.repo.TerminationClaims;
 import ai.bespokelabs.sandbox.core.sandbox.Terminations;
 import ai.bespokelabs.sandbox.core.testing.OffsetClock;
 import ai.bespokelabs.sandbox.core.testing.TestDatabase;
@@ -82,7 +83,7 @@ class SupervisorVerticleTest {
 
   /** A supervisor of its own node, sweeping only when told to (no periodic sweep, no wake-ups). */
   static SupervisorVerticle supervisor(final String nodeId, final OffsetClock clock, final FakeRuntime runtime) {
-    return new SupervisorVerticle(new NodeRepository(pool), sandboxes, new ExecutionRepository(pool),
+    return new SupervisorVerticle(new NodeRepository(pool), new TerminationClaims(pool), new ExecutionRepository(pool),
         new Wakeups(db.connectOptions()), nodeId, clock, 0, new Terminations(runtime, sandboxes),
         List.of(), new Reconciler(vertx, new ReconciliationRepository(pool), runtime,
             new Terminations(runtime, sandboxes)),
