@@ -108,7 +108,11 @@ public final class Gateway implements AutoCloseable {
     BackendFactory.Environment environment = new BackendFactory.Environment(vertx, settings, data, clock,
         PricingCatalog.load(config.ledger().pricingFile()));
     List<BackendFactory> factories = new java.util.ArrayList<>();
-    java.util.ServiceLoader.load(BackendFactory.class).forEach(factories::add);
+    java.util.ServiceLoader.load(ai.bespokelabs.sandbox.core.config.BackendSettings.class).forEach(s -> {
+      if (s instanceof BackendFactory f) {
+        factories.add(f);
+      }
+    });
     factories.sort(java.util.Comparator.comparing(BackendFactory::name));
     for (BackendFactory factory : factories) {
       add(out, factory.name(), factory.nodeBound(), () -> factory.create(environment));

@@ -14,9 +14,9 @@ import org.junit.jupiter.api.Test;
  */
 class SelfRegisteringBackendTest {
   @Test
-  void a_backend_on_the_class_path_is_listed_created_and_runs_programs() {
-    System.setProperty(EchoFactory.ENABLED, "true");
-    try (TestGateway gw = new TestGateway()) {
+  void a_backend_on_the_class_path_is_configured_listed_created_and_runs_programs() {
+    // its settings are read like the gateway's own (here from the environment), though no shared file names them
+    try (TestGateway gw = new TestGateway(java.util.Map.of(EchoFactory.ENABLED, "true", EchoFactory.PREFIX, "said:"))) {
       String key = gw.bootstrap("Echo");
       JsonObject echo = null;
       for (Object o : gw.get("/v1/providers", key).json().getJsonArray("items")) {
@@ -32,10 +32,13 @@ class SelfRegisteringBackendTest {
       Resp ran = gw.post("/v1/sandboxes/" + id + "/execute", key,
           new JsonObject().put("command", "hello").put("args", new JsonArray().add("world")));
       assertThat(ran.status()).as(ran.body()).isEqualTo(200);
-      assertThat(ran.json().getString("stdout")).isEqualTo("hello world\n");
+      assertThat(ran.json().getString("stdout")).isEqualTo("said: hello world\n");
       assertThat(gw.delete("/v1/sandboxes/" + id, key).status()).isEqualTo(200);
-    } finally {
-      System.clearProperty(EchoFactory.ENABLED);
+    }
+    try (TestGateway gw = new TestGateway()) {
+      String key = gw.bootstrap("Plain");
+      assertThat(gw.get("/v1/providers", key).json().getJsonArray("items").stream()
+          .map(o -> ((JsonObject) o).getString("backend"))).as("off by its default").doesNotContain(EchoFactory.NAME);
     }
   }
 }

@@ -9,15 +9,17 @@ import java.util.Optional;
 
 /**
  * How a backend registers itself: each provider package lists its factory in
- * {@code META-INF/services/ai.bespokelabs.sandbox.adapters.spi.BackendFactory}, and the composition root builds
- * whatever factories the class path holds, naming none. A factory reads its own typed settings.
+ * {@code META-INF/services/ai.bespokelabs.sandbox.core.config.BackendSettings}, and the composition root builds
+ * whatever factories the class path holds, naming none. A factory declares the settings it reads (names,
+ * defaults: {@link #settings()}), and reads them typed and checked when it builds its backend.
  */
-public interface BackendFactory {
+public interface BackendFactory extends ai.bespokelabs.sandbox.core.config.BackendSettings {
 
   /** What a factory may build its backend from. */
   record Environment(Vertx vertx, ProviderSettings settings, Path dataDir, Clock clock, PricingCatalog pricing) {}
 
   /** The backend name clients pass, e.g. {@code e2b}. */
+  @Override
   String name();
 
   /** See {@link Backend#nodeBound()}: needed before the settings are read, to list a backend they broke. */

@@ -43,7 +43,7 @@ public final class ConfigLoader {
   private static final Pattern CLUSTER_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   private static final Pattern MEMBER = Pattern.compile("[A-Za-z0-9._\\[\\]:-]+:[0-9]{1,5}");
 
-  /** The defaults of every setting, from {@link #DEFAULTS_RESOURCE} alone. */
+  /** The defaults of every setting: {@link #DEFAULTS_RESOURCE}'s, and those the backends declare. */
   static final JsonObject DEFAULTS = readDefaults();
 
   /**
@@ -430,12 +430,16 @@ public final class ConfigLoader {
     return s == null || s.isBlank() ? Optional.empty() : Optional.of(s.trim());
   }
 
+  /** The gateway's own defaults ({@link #DEFAULTS_RESOURCE}) with the backends' declared ones. */
   private static JsonObject readDefaults() {
     try (InputStream in = ConfigLoader.class.getClassLoader().getResourceAsStream(DEFAULTS_RESOURCE)) {
       if (in == null) {
         throw new ConfigException(DEFAULTS_RESOURCE + " is missing from the classpath");
       }
-      return new JsonObject(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      JsonObject own = new JsonObject(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      JsonObject backends = Variables.backendDefaults().getJsonObject("providers", new JsonObject());
+      backends.forEach(e -> own.getJsonObject("providers").put(e.getKey(), e.getValue()));
+      return own;
     } catch (IOException | DecodeException e) {
       throw new ConfigException("cannot read " + DEFAULTS_RESOURCE + ": " + e.getMessage());
     }

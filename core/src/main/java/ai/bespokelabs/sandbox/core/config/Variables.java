@@ -2,6 +2,7 @@ package ai.bespokelabs.sandbox.core.config;
 
 import io.vertx.core.json.JsonObject;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -11,8 +12,17 @@ import java.util.Optional;
  * a dotted path into that file's sections.
  */
 final class Variables {
-  /** Variable name to key in {@code conf/gateway.json}, in the order of that file. */
-  static final Map<String, String> KEYS = table(
+  /**
+   * The backends' own settings ({@link BackendSettings}) on the class path, by backend name; they are listed
+   * in {@link #KEYS} after {@code BESPOKE_ALLOWED_BACKENDS}.
+   */
+  static final List<BackendSettings> BACKENDS = declared();
+
+  /**
+   * Variable name to key in {@code conf/gateway.json} (in the order of that file), the backends' settings
+   * under {@code providers.<backend>} after {@code BESPOKE_ALLOWED_BACKENDS}.
+   */
+  static final Map<String, String> KEYS = withBackends(BACKENDS, table(
       "HOST", "http.host",
       "PORT", "http.port",
       "BESPOKE_HTTP_INSTANCES", "http.instances",
@@ -57,57 +67,9 @@ final class Variables {
       "BESPOKE_CUSTOMER_MARKUP", "ledger.customerMarkup",
       "BESPOKE_PRICING_FILE", "ledger.pricingFile",
       "BESPOKE_ALLOWED_BACKENDS", "providers.allowed",
-      "DOCKER_HOST", "providers.docker.host",
-      "BESPOKE_DOCKER_IMAGE", "providers.docker.image",
-      "BESPOKE_DOCKER_IMAGES", "providers.docker.images",
-      "BESPOKE_DOCKER_EGRESS_ELSEWHERE", "providers.docker.egressElsewhere",
-      "E2B_API_KEY", "providers.e2b.apiKey",
-      "E2B_API_URL", "providers.e2b.apiUrl",
-      "E2B_DOMAIN", "providers.e2b.domain",
-      "E2B_SANDBOX_URL", "providers.e2b.sandboxUrl",
-      "E2B_TEMPLATE", "providers.e2b.template",
-      "E2B_SCOPE", "providers.e2b.scope",
-      "E2B_SANDBOX_TIMEOUT_SECS", "providers.e2b.sandboxTimeoutSecs",
-      "E2B_REQUEST_TIMEOUT_SECS", "providers.e2b.requestTimeoutSecs",
-      "DAYTONA_API_KEY", "providers.daytona.apiKey",
-      "DAYTONA_API_URL", "providers.daytona.apiUrl",
-      "DAYTONA_TARGET", "providers.daytona.target",
-      "DAYTONA_SNAPSHOT", "providers.daytona.snapshot",
-      "DAYTONA_CREATE_TIMEOUT_SECS", "providers.daytona.createTimeoutSecs",
-      "DAYTONA_REQUEST_TIMEOUT_SECS", "providers.daytona.requestTimeoutSecs",
-      "DAYTONA_MAX_CONNECTIONS", "providers.daytona.maxConnections",
-      "RAY_ADDRESS", "providers.ray.address",
-      "RAY_JOB_TOKEN", "providers.ray.jobToken",
-      "RAY_REQUEST_TIMEOUT_SECS", "providers.ray.requestTimeoutSecs",
-      "TENSORLAKE_API_KEY", "providers.tensorlake.apiKey",
-      "TENSORLAKE_API_URL", "providers.tensorlake.apiUrl",
-      "TENSORLAKE_SANDBOX_URL", "providers.tensorlake.sandboxUrl",
-      "TENSORLAKE_CREATE_TIMEOUT_SECS", "providers.tensorlake.createTimeoutSecs",
-      "TENSORLAKE_REQUEST_TIMEOUT_SECS", "providers.tensorlake.requestTimeoutSecs",
-      "CODECAPSULES_API_KEY", "providers.codecapsules.apiKey",
-      "CODECAPSULES_API_URL", "providers.codecapsules.apiUrl",
-      "CODECAPSULES_FLAVOR", "providers.codecapsules.flavor",
-      "CODECAPSULES_TTL_MINUTES", "providers.codecapsules.ttlMinutes",
-      "CODECAPSULES_REQUEST_TIMEOUT_SECS", "providers.codecapsules.requestTimeoutSecs",
-      "MODAL_TOKEN_ID", "providers.modal.tokenId",
-      "MODAL_TOKEN_SECRET", "providers.modal.tokenSecret",
-      "MODAL_SERVER_URL", "providers.modal.serverUrl",
-      "MODAL_ENVIRONMENT", "providers.modal.environment",
-      "MODAL_APP_NAME", "providers.modal.appName",
-      "MODAL_IMAGE", "providers.modal.image",
-      "MODAL_SANDBOX_TIMEOUT_SECS", "providers.modal.sandboxTimeoutSecs",
-      "MODAL_CREATE_TIMEOUT_SECS", "providers.modal.createTimeoutSecs",
-      "MODAL_REQUEST_TIMEOUT_SECS", "providers.modal.requestTimeoutSecs",
-      "RUNPOD_API_KEY", "providers.runpod.apiKey",
-      "RUNPOD_API_URL", "providers.runpod.apiUrl",
-      "RUNPOD_IMAGE", "providers.runpod.image",
-      "RUNPOD_GPU_TYPE", "providers.runpod.gpuType",
-      "BESPOKE_RUNPOD_SSH_KEY", "providers.runpod.sshKey",
-      "RUNPOD_CREATE_TIMEOUT_SECS", "providers.runpod.createTimeoutSecs",
-      "RUNPOD_REQUEST_TIMEOUT_SECS", "providers.runpod.requestTimeoutSecs",
       "BESPOKE_METRICS_PORT", "operations.metricsPort",
       "BESPOKE_METRICS_TOKEN", "operations.metricsToken",
-      "BESPOKE_LOG_FORMAT", "operations.logFormat");
+      "BESPOKE_LOG_FORMAT", "operations.logFormat"));
 
   /** Former names, read when the current one is not given in the same place. */
   static final Map<String, String> FORMER_NAMES = Map.of("BESPOKE_EXEC_OUTPUT_LIMIT_BYTES",
@@ -205,6 +167,48 @@ final class Variables {
     Map<String, String> out = new LinkedHashMap<>();
     KEYS.forEach((variable, key) -> at(nested, key).ifPresent(v -> out.put(variable, String.valueOf(v))));
     return out;
+  }
+
+  /** The backends' declared defaults, nested as in a config file ({@code providers.<backend>.<key>}). */
+  static JsonObject backendDefaults() {
+    JsonObject out = new JsonObject();
+    for (BackendSettings b : BACKENDS) {
+      for (BackendSettings.Setting s : b.settings()) {
+        put(out, PROVIDER_SECTION + b.name() + "." + s.key(), s.defaultValue());
+      }
+    }
+    return out;
+  }
+
+  private static List<BackendSettings> declared() {
+    List<BackendSettings> out = new java.util.ArrayList<>();
+    java.util.ServiceLoader.load(BackendSettings.class, Variables.class.getClassLoader()).forEach(out::add);
+    out.sort(java.util.Comparator.comparing(BackendSettings::name));
+    return List.copyOf(out);
+  }
+
+  /** {@code core} with every backend's settings inserted after {@code BESPOKE_ALLOWED_BACKENDS}. */
+  private static Map<String, String> withBackends(List<BackendSettings> backends, Map<String, String> core) {
+    Map<String, String> out = new LinkedHashMap<>();
+    core.forEach((variable, key) -> {
+      out.put(variable, key);
+      if (variable.equals("BESPOKE_ALLOWED_BACKENDS")) {
+        for (BackendSettings b : backends) {
+          if (!java.util.regex.Pattern.matches("[a-z0-9][a-z0-9_-]{0,62}", b.name())) {
+            throw new IllegalStateException("backend name " + b.name() + " cannot name a settings section");
+          }
+          for (BackendSettings.Setting s : b.settings()) {
+            String k = PROVIDER_SECTION + b.name() + "." + s.key();
+            if (core.containsKey(s.variable()) || out.containsKey(s.variable()) || out.containsValue(k)) {
+              throw new IllegalStateException("backend " + b.name() + " declares " + s.variable() + " (" + k
+                  + "), which another setting already names");
+            }
+            out.put(s.variable(), k);
+          }
+        }
+      }
+    });
+    return java.util.Collections.unmodifiableMap(out);
   }
 
   private static Map<String, String> table(String... pairs) {

@@ -31,20 +31,34 @@ class ConfigLoaderTest {
     assertThat(c.execution().gitAllowPrivate()).isFalse();
   }
 
-  /** Every setting's default is written once, in conf/gateway.json (null: unset or derived), and nowhere else. */
+  /**
+   * Every setting's default is written once: the gateway's in conf/gateway.json (null: unset or derived), a
+   * backend's where the backend declares it (here the test class path's {@code acme}).
+   */
   @Test
-  void every_setting_has_its_default_in_conf_gateway_json() throws Exception {
+  void every_setting_has_its_default_in_conf_gateway_json_or_its_backends_declaration() throws Exception {
     JsonObject defaults;
     try (var in = ConfigLoader.class.getClassLoader().getResourceAsStream(ConfigLoader.DEFAULTS_RESOURCE)) {
       defaults = new JsonObject(new String(in.readAllBytes(), StandardCharsets.UTF_8));
     }
-    assertThat(leaves(defaults, "")).containsExactlyElementsOf(Variables.KEYS.values());
+    assertThat(leaves(defaults, "")).containsExactlyElementsOf(Variables.KEYS.values().stream()
+        .filter(k -> !k.startsWith("providers." + AcmeBackendSettings.NAME + ".")).toList());
+    assertThat(Variables.KEYS).containsEntry("ACME_MAX_CONNECTIONS", "providers.acme.maxConnections");
     GatewayConfig c = ConfigLoader.fromMap(Map.of(), "/home/u");
     assertThat(c.http().maxUploadBytes()).isEqualTo(defaults.getJsonObject("http").getLong("maxUploadBytes"));
     assertThat(c.execution().journalBytes()).isEqualTo(defaults.getJsonObject("execution").getInteger("journalBytes"));
     assertThat(c.http().instances()).as("null: one per core").isEqualTo(Runtime.getRuntime().availableProcessors());
-    assertThat(c.providers().settings().get("BESPOKE_DOCKER_IMAGE")).contains("python:3.12-slim");
-    assertThat(c.providers().settings().get("E2B_API_KEY")).isEmpty();
+    assertThat(c.providers().settings().get("ACME_HOST")).contains("unix:///var/run/acme.sock");
+    assertThat(c.providers().settings().get("ACME_EXACT")).contains("false");
+    assertThat(c.providers().settings().get("ACME_API_KEY")).isEmpty();
+  }
+
+  @Test
+  void a_backend_may_not_declare_a_setting_the_gateway_or_another_backend_names() {
+    assertThatThrownBy(() -> new BackendSettings.Setting("bad_name", "key", null))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new BackendSettings.Setting("ACME_X", "key", List.of()))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test
@@ -106,6 +120,9 @@ class ConfigLoaderTest {
     String readme = Files.readString(Path.of("..", "README.md"));
     String table = readme.substring(readme.indexOf("## Configuration"), readme.indexOf("### Upgrading the embedded"));
     Variables.KEYS.forEach((variable, key) -> {
+      if (key.startsWith("providers." + AcmeBackendSettings.NAME + ".")) {
+        return; // the test class path's backend
+      }
       assertThat(table).as(variable).contains("`" + variable + "`");
       String leaf = key.substring(key.lastIndexOf('.'));
       assertThat(table.contains("`" + key + "`") || table.contains("`" + leaf + "`")).as(key).isTrue();
@@ -291,13 +308,13 @@ class ConfigLoaderTest {
   @Test
   void a_config_file_may_use_the_nested_keys(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("gw.json");
-    Files.writeString(file, "{\"http\": {\"port\": 9400, \"host\": null}, \"providers\": {\"e2b\": "
+    Files.writeString(file, "{\"http\": {\"port\": 9400, \"host\": null}, \"providers\": {\"acme\": "
         + "{\"domain\": \"example.test\"}}, \"HOST\": \"0.0.0.0\"}");
     GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString()));
     assertThat(c.http().port()).isEqualTo(9400);
     assertThat(c.http().host()).isEqualTo("0.0.0.0");
-    assertThat(c.providers().settings().get("E2B_DOMAIN")).contains("example.test");
-    assertThat(c.providers().settings().get("E2B_TEMPLATE")).as("default kept").contains("base");
+    assertThat(c.providers().settings().get("ACME_DOMAIN")).contains("example.test");
+    assertThat(c.providers().settings().get("ACME_TEMPLATE")).as("default kept").contains("base");
     Files.writeString(file, "{\"http\": {\"port\": \"eighty\"}}");
     assertThatThrownBy(() -> ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString())))
         .isInstanceOf(ConfigException.class).hasMessage("PORT must be an integer");
@@ -334,31 +351,31 @@ class ConfigLoaderTest {
   void provider_settings_come_from_the_environment_and_the_file_and_never_print_values(@TempDir Path dir)
       throws Exception {
     Path file = dir.resolve("gw.json");
-    Files.writeString(file, "{\"DOCKER_HOST\": \"unix:///run/file.sock\", \"E2B_API_URL\": \"http://file\"}");
-    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "E2B_API_KEY", "e2b-secret",
-        "DOCKER_HOST", "unix:///run/env.sock", "UNRELATED", "x"));
-    assertThat(c.providers().settings().get("DOCKER_HOST")).contains("unix:///run/env.sock");
-    assertThat(c.providers().settings().get("E2B_API_URL")).contains("http://file");
-    assertThat(c.providers().settings().secret("E2B_API_KEY").orElseThrow().reveal()).isEqualTo("e2b-secret");
+    Files.writeString(file, "{\"ACME_HOST\": \"unix:///run/file.sock\", \"ACME_API_URL\": \"http://file\"}");
+    GatewayConfig c = ConfigLoader.load(Map.of("BESPOKE_CONFIG_FILE", file.toString(), "ACME_API_KEY", "acme-secret",
+        "ACME_HOST", "unix:///run/env.sock", "UNRELATED", "x"));
+    assertThat(c.providers().settings().get("ACME_HOST")).contains("unix:///run/env.sock");
+    assertThat(c.providers().settings().get("ACME_API_URL")).contains("http://file");
+    assertThat(c.providers().settings().secret("ACME_API_KEY").orElseThrow().reveal()).isEqualTo("acme-secret");
     assertThat(c.providers().settings().get("UNRELATED")).isEmpty();
-    assertThat(c.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
+    assertThat(c.toString()).contains("ACME_API_KEY").doesNotContain("acme-secret");
   }
 
-  /** A backend built on its own gets the defaults of conf/gateway.json under the settings it is given. */
+  /** A backend built on its own gets its declared defaults under the settings it is given. */
   @Test
   void provider_settings_with_defaults_are_the_files_defaults_under_the_given_ones() {
-    ProviderSettings s = ProviderSettings.withDefaults(Map.of("E2B_DOMAIN", "example.test", "E2B_SCOPE", " ",
-        "E2B_API_KEY", "e2b-secret", "PORT", "1"));
-    assertThat(s.value("E2B_DOMAIN")).isEqualTo("example.test");
-    assertThat(s.value("E2B_SCOPE")).as("blank: the default").isEqualTo("default");
-    assertThat(s.value("DOCKER_HOST")).isEqualTo("unix:///var/run/docker.sock");
-    assertThat(s.value("DAYTONA_MAX_CONNECTIONS")).isEqualTo("32");
-    assertThat(s.get("DAYTONA_TARGET")).as("no default").isEmpty();
+    ProviderSettings s = ProviderSettings.withDefaults(Map.of("ACME_DOMAIN", "example.test", "ACME_SCOPE", " ",
+        "ACME_API_KEY", "acme-secret", "PORT", "1"));
+    assertThat(s.value("ACME_DOMAIN")).isEqualTo("example.test");
+    assertThat(s.value("ACME_SCOPE")).as("blank: the default").isEqualTo("default");
+    assertThat(s.value("ACME_HOST")).isEqualTo("unix:///var/run/acme.sock");
+    assertThat(s.value("ACME_MAX_CONNECTIONS")).isEqualTo("32");
+    assertThat(s.get("ACME_TARGET")).as("no default").isEmpty();
     assertThat(s.get("PORT")).as("not a provider setting").isEmpty();
-    assertThat(s.toString()).contains("E2B_API_KEY").doesNotContain("e2b-secret");
+    assertThat(s.toString()).contains("ACME_API_KEY").doesNotContain("acme-secret");
     assertThat(ProviderSettings.withDefaults(Map.of()).toString())
         .isEqualTo(ConfigLoader.fromMap(Map.of(), "/home/u").providers().settings().toString());
-    assertThatThrownBy(() -> s.value("DAYTONA_TARGET")).isInstanceOf(ConfigException.class)
-        .hasMessageContaining("DAYTONA_TARGET needs a value");
+    assertThatThrownBy(() -> s.value("ACME_TARGET")).isInstanceOf(ConfigException.class)
+        .hasMessageContaining("ACME_TARGET needs a value");
   }
 }

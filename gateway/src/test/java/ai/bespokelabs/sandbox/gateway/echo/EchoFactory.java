@@ -23,11 +23,13 @@ import java.util.Set;
 /**
  * A backend that exists only on the test class path, registered like every backend (its package and a line in
  * {@code META-INF/services}), to show that adding one needs no shared file: it offers sandboxes whose programs
- * print their command line. Offered only while the system property {@link #ENABLED} is {@code true}, so the
- * other tests see the usual backends.
+ * print their command line after the prefix its own setting names. Offered only with its setting
+ * {@code ECHO_ENABLED=true}, so the other tests see the usual backends.
  */
 public final class EchoFactory implements BackendFactory {
-  public static final String ENABLED = "bespoke.test.echoBackend";
+  /** Its settings, declared here alone: nothing else of the gateway names them. */
+  public static final String ENABLED = "ECHO_ENABLED";
+  public static final String PREFIX = "ECHO_PREFIX";
   public static final String NAME = "echo";
 
   @Override
@@ -41,11 +43,23 @@ public final class EchoFactory implements BackendFactory {
   }
 
   @Override
+  public List<Setting> settings() {
+    return List.of(Setting.of(ENABLED, "enabled", false), Setting.of(PREFIX, "prefix", "echo:"));
+  }
+
+  @Override
   public Optional<Backend> create(Environment environment) {
-    return Boolean.getBoolean(ENABLED) ? Optional.of(new Echo()) : Optional.empty();
+    return "true".equals(environment.settings().value(ENABLED))
+        ? Optional.of(new Echo(environment.settings().value(PREFIX))) : Optional.empty();
   }
 
   static final class Echo implements Backend, Lifecycle, Executions, Inventory {
+    private final String prefix;
+
+    Echo(String prefix) {
+      this.prefix = prefix;
+    }
+
     @Override
     public String name() {
       return NAME;
@@ -78,7 +92,7 @@ public final class EchoFactory implements BackendFactory {
 
     @Override
     public Future<Execution> start(ExecSandbox request, OutputSink sink) {
-      String line = request.command() + (request.args() == null ? "" : " " + String.join(" ", request.args()));
+      String line = prefix + " " + request.command() + (request.args() == null ? "" : " " + String.join(" ", request.args()));
       return sink.output(OutputSink.Stream.STDOUT, (line + "\n").getBytes(StandardCharsets.UTF_8)).map(v -> {
         sink.exited(0, false, false, 0);
         return new Execution() {
