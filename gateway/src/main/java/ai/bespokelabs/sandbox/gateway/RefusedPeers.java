@@ -29,58 +29,54 @@ final class RefusedPeers extends X509ExtendedTrustManager {
 
   @Override
   public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
-    try {
-      delegate.checkClientTrusted(chain, authType, socket);
-    } catch (CertificateException e) {
-      throw refused(socket == null || socket.getInetAddress() == null ? "?" : socket.getInetAddress().getHostAddress(),
-          chain, e);
-    }
+    checked(peer(socket), chain, () -> delegate.checkClientTrusted(chain, authType, socket));
   }
 
   @Override
   public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
-    try {
-      delegate.checkClientTrusted(chain, authType, engine);
-    } catch (CertificateException e) {
-      throw refused(engine == null || engine.getPeerHost() == null ? "?" : engine.getPeerHost(), chain, e);
-    }
+    checked(peer(engine), chain, () -> delegate.checkClientTrusted(chain, authType, engine));
   }
 
   @Override
   public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
-    try {
-      delegate.checkServerTrusted(chain, authType, socket);
-    } catch (CertificateException e) {
-      throw refused(socket == null || socket.getInetAddress() == null ? "?" : socket.getInetAddress().getHostAddress(),
-          chain, e);
-    }
+    checked(peer(socket), chain, () -> delegate.checkServerTrusted(chain, authType, socket));
   }
 
   @Override
   public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
-    try {
-      delegate.checkServerTrusted(chain, authType, engine);
-    } catch (CertificateException e) {
-      throw refused(engine == null || engine.getPeerHost() == null ? "?" : engine.getPeerHost(), chain, e);
-    }
+    checked(peer(engine), chain, () -> delegate.checkServerTrusted(chain, authType, engine));
   }
 
   @Override
   public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
-    try {
-      delegate.checkClientTrusted(chain, authType);
-    } catch (CertificateException e) {
-      throw refused("?", chain, e);
-    }
+    checked("?", chain, () -> delegate.checkClientTrusted(chain, authType));
   }
 
   @Override
   public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+    checked("?", chain, () -> delegate.checkServerTrusted(chain, authType));
+  }
+
+  /** One of the delegate's checks. */
+  @FunctionalInterface
+  private interface Check {
+    void run() throws CertificateException;
+  }
+
+  private void checked(String peer, X509Certificate[] chain, Check check) throws CertificateException {
     try {
-      delegate.checkServerTrusted(chain, authType);
+      check.run();
     } catch (CertificateException e) {
-      throw refused("?", chain, e);
+      throw refused(peer, chain, e);
     }
+  }
+
+  private static String peer(Socket socket) {
+    return socket == null || socket.getInetAddress() == null ? "?" : socket.getInetAddress().getHostAddress();
+  }
+
+  private static String peer(SSLEngine engine) {
+    return engine == null || engine.getPeerHost() == null ? "?" : engine.getPeerHost();
   }
 
   @Override
