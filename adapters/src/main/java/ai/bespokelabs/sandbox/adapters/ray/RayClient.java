@@ -1,15 +1,12 @@
 package ai.bespokelabs.sandbox.adapters.ray;
 
 import ai.bespokelabs.sandbox.adapters.http.HttpFailures;
-import ai.bespokelabs.sandbox.adapters.http.ClientContext;
+import ai.bespokelabs.sandbox.adapters.http.ProviderHttp;
 import ai.bespokelabs.sandbox.core.error.ProviderError;
 import ai.bespokelabs.sandbox.core.error.ProviderException;
-import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
@@ -18,12 +15,9 @@ import io.vertx.core.http.WebSocket;
 import io.vertx.core.http.WebSocketClient;
 import io.vertx.core.http.WebSocketClientOptions;
 import io.vertx.core.http.WebSocketConnectOptions;
-import io.vertx.core.json.DecodeException;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
 /**
  * The HTTP side of the Ray adapter: one Vert.x HTTP client and one WebSocket client bound to the adapter's
@@ -31,111 +25,40 @@ import java.util.function.Supplier;
  * errors as {@code text/plain} that may quote the request (a runtime env, a token); those bodies are never
  * read into errors or logs.
  */
-final class RayClient {
-  /** One answer: status, headers, whole body. */
-  record Resp(int status, MultiMap headers, Buffer body) {
-    boolean ok() {
-      return status >= 200 && status < 300;
-    }
-  }
-
-  private final Vertx vertx;
+final class RayClient extends ProviderHttp {
   private final RaySettings settings;
-  private final HttpClientAgent http;
   private final WebSocketClient ws;
-  private volatile Context context;
 
   RayClient(Vertx vertx, RaySettings settings) {
-    this.vertx = vertx;
+    super(vertx, RayProvider.BACKEND, vertx.createHttpClient(new HttpClientOptions()
+        .setConnectTimeout(connectMs(settings)).setKeepAlive(true).setKeepAliveTimeout(30)), settings.requestTimeout());
     this.settings = settings;
-    int connectMs = (int) Math.min(10_000, settings.requestTimeout().toMillis());
-    this.http = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(connectMs).setKeepAlive(true)
-        .setKeepAliveTimeout(30));
-    this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs)
+    this.ws = vertx.createWebSocketClient(new WebSocketClientOptions().setConnectTimeout(connectMs(settings))
         .setMaxFrameSize(1 << 20).setMaxMessageSize(16 << 20));
-    this.context = vertx.getOrCreateContext();
   }
 
-  void useContext(Context context) {
-    this.context = context;
+  private static int connectMs(RaySettings settings) {
+    return (int) Math.min(10_000, settings.requestTimeout().toMillis());
   }
 
-  Context context() {
-    return context;
-  }
-
-  Vertx vertx() {
-    return vertx;
-  }
-
-  /** Starts {@code work} on the client's context (at once when already there). */
-  <T> Future<T> onContext(Supplier<Future<T>> work) {
-    Context c = context;
-    if (Vertx.currentContext() == c) {
-      try {
-        return work.get();
-      } catch (RuntimeException e) {
-        return Future.failedFuture(e);
-      }
-    }
-    return ClientContext.run(c, work);
+  @Override
+  protected RequestOptions authorize(RequestOptions o) {
+    return settings.token() == null ? o : o.putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + settings.token().reveal());
   }
 
   String url(String path) {
     return settings.address() + path;
   }
 
-  long requestTimeoutMs() {
-    return settings.requestTimeout().toMillis();
+  /** As {@link ProviderHttp#call}, to {@code path} on the dashboard (so {@link #expect} takes paths too). */
+  @Override
+  public Future<Resp> call(String op, boolean mutating, HttpMethod method, String path, JsonObject json) {
+    return super.call(op, mutating, method, url(path), json);
   }
 
-  /**
-   * Sends one request and completes with its answer whatever its status; fails with the {@code timeout} or
-   * {@code connection} contract error when no answer came within the request timeout and a second.
-   *
-   * @param mutating whether the request may change the cluster's state (its loss makes the outcome unknown)
-   */
-  Future<Resp> call(String op, boolean mutating, HttpMethod method, String path, JsonObject json) {
-    long timeoutMs = requestTimeoutMs();
-    RequestOptions o = new RequestOptions().setMethod(method).setAbsoluteURI(url(path)).setIdleTimeout(timeoutMs);
-    if (settings.token() != null) {
-      o.putHeader(HttpHeaders.AUTHORIZATION, "Bearer " + settings.token().reveal());
-    }
-    Future<Resp> f = onContext(() -> http.request(o).compose(req -> {
-      if (json == null) {
-        return req.send();
-      }
-      req.putHeader(HttpHeaders.CONTENT_TYPE, "application/json");
-      return req.send(json.toBuffer());
-    }).compose(resp -> resp.body().map(b -> new Resp(resp.statusCode(), resp.headers(), b))));
-    return f.timeout(timeoutMs + 1_000, TimeUnit.MILLISECONDS)
-        .recover(t -> Future.failedFuture(transportError(op, t, mutating)));
-  }
-
-  /** As {@link #call}, with any non-2xx status turned into a contract error. */
-  Future<Resp> expect(String op, boolean mutating, HttpMethod method, String path, JsonObject json) {
-    return call(op, mutating, method, path, json).map(r -> {
-      if (!r.ok()) {
-        throw httpError(op, r.status(), r.headers());
-      }
-      return r;
-    });
-  }
-
+  /** A JSON object body ({@link #json}). */
   JsonObject object(String op, Resp r, boolean mutating) {
-    try {
-      return new JsonObject(r.body());
-    } catch (DecodeException | ClassCastException e) {
-      throw badResponse(op, mutating);
-    }
-  }
-
-  JsonArray array(String op, Resp r) {
-    try {
-      return new JsonArray(r.body());
-    } catch (DecodeException | ClassCastException e) {
-      throw badResponse(op, false);
-    }
+    return json(op, r, mutating);
   }
 
   /**
@@ -161,8 +84,15 @@ final class RayClient {
     });
   }
 
-  Future<Void> close() {
-    return Future.all(http.close(), ws.close()).mapEmpty();
+  @Override
+  public Future<Void> close() {
+    return Future.all(super.close(), ws.close()).mapEmpty();
+  }
+
+  /** As {@link #statusError}. */
+  @Override
+  public ProviderException httpError(String op, int status, MultiMap headers) {
+    return statusError(op, status, headers);
   }
 
   /**
@@ -170,7 +100,7 @@ final class RayClient {
    * for requests it refuses (a runtime env it cannot set up, an unknown entrypoint), so 500 and 501 are not
    * retried.
    */
-  static ProviderException httpError(String op, int status, MultiMap headers) {
+  static ProviderException statusError(String op, int status, MultiMap headers) {
     if (status == 500 || status == 501) {
       return new ProviderException(ProviderError.of(HttpFailures.opCode(op), RayProvider.BACKEND, op, false,
           ProviderError.Outcome.FAILED).withContext("provider_status", status));
@@ -178,13 +108,4 @@ final class RayClient {
     return new ProviderException(HttpFailures.status(RayProvider.BACKEND, op, status,
         headers == null ? null : headers.get("Retry-After")));
   }
-
-  static ProviderException transportError(String op, Throwable t, boolean mutating) {
-    return HttpFailures.transport(RayProvider.BACKEND, op, t, mutating);
-  }
-
-  static ProviderException badResponse(String op, boolean mutating) {
-    return HttpFailures.badResponse(RayProvider.BACKEND, op, mutating);
-  }
-
 }

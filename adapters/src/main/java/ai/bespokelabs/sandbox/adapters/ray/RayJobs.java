@@ -47,7 +47,7 @@ final class RayJobs {
       if (r.ok() || r.status() == 404) {
         return Future.succeededFuture(r.ok());
       }
-      return Future.failedFuture(RayClient.httpError(op, r.status(), r.headers()));
+      return Future.failedFuture(RayClient.statusError(op, r.status(), r.headers()));
     });
   }
 
@@ -58,7 +58,7 @@ final class RayJobs {
         return null;
       }
       if (!r.ok()) {
-        throw RayClient.httpError(op, r.status(), r.headers());
+        throw RayClient.statusError(op, r.status(), r.headers());
       }
       return client.object(op, r, false);
     });
@@ -70,7 +70,7 @@ final class RayJobs {
       if (r.ok() || r.status() == 404) {
         return Future.succeededFuture();
       }
-      return Future.failedFuture(RayClient.httpError(op, r.status(), r.headers()));
+      return Future.failedFuture(RayClient.statusError(op, r.status(), r.headers()));
     });
   }
 }

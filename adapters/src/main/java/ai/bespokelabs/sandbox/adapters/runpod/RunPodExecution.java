@@ -96,14 +96,14 @@ final class RunPodExecution implements Execution {
             return;
           }
           if (ar.succeeded() && ar.result() != null) {
-            started.fail(RunPodClient.transportError("execute",
+            started.fail(RunPodErrors.transportError("execute",
                 new IOException("the program did not start (status " + ar.result() + ")"), false));
             return;
           }
           Throwable t = ar.failed() ? ar.cause()
               : new IOException("the SSH channel closed before the program started");
           if (!retryable(t) || failures >= BACKOFF_MS.length) {
-            started.fail(RunPodClient.transportError("execute", t, false));
+            started.fail(RunPodErrors.transportError("execute", t, false));
             return;
           }
           context.owner().setTimer(BACKOFF_MS[failures], x -> launch(script, started, failures + 1));
@@ -205,7 +205,7 @@ final class RunPodExecution implements Execution {
         .compose(s -> RunPodCommand.run(context, s, script, input, commandTimeoutMs))
         .recover(t -> {
           if (!retryable(t) || failures >= BACKOFF_MS.length) {
-            return Future.failedFuture(RunPodClient.transportError(op, t, false));
+            return Future.failedFuture(RunPodErrors.transportError(op, t, false));
           }
           return context.owner().timer(BACKOFF_MS[failures], TimeUnit.MILLISECONDS)
               .compose(v -> attempt(op, script, input, failures + 1));

@@ -28,7 +28,7 @@ final class RunPodExecutions implements Executions {
   public Future<Execution> start(ExecSandbox request, OutputSink sink) {
     String podId = request.providerResourceId();
     if (podId == null || podId.isBlank()) {
-      return Future.failedFuture(RunPodClient.notFound("execute"));
+      return Future.failedFuture(RunPodErrors.notFound("execute"));
     }
     List<String> argv;
     String dir;

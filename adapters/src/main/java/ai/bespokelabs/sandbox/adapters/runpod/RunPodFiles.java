@@ -56,7 +56,7 @@ final class RunPodFiles implements FileSystem {
   /** Work with an SFTP client on the pool; the client is closed unless the work keeps it ({@code keep}). */
   private <T> Future<T> sftp(FileOp op, String name, boolean keep, SftpWork<T> work) {
     if (op.providerResourceId() == null || op.providerResourceId().isBlank()) {
-      return Future.failedFuture(RunPodClient.notFound(name));
+      return Future.failedFuture(RunPodErrors.notFound(name));
     }
     if (op.path() == null || op.path().isBlank()) {
       return Future.failedFuture(SandboxPaths.required());
@@ -101,7 +101,7 @@ final class RunPodFiles implements FileSystem {
       return new ProviderException(ProviderError.of(ErrorCode.COMMAND_FAILED, RunPodProvider.BACKEND, op, false,
           ProviderError.Outcome.FAILED).withContext("provider_status", e.getStatus()));
     }
-    return RunPodClient.transportError(op, t, false);
+    return RunPodErrors.transportError(op, t, false);
   }
 
   static FileEntry entry(String name, String path, SftpClient.Attributes a) {

@@ -128,7 +128,7 @@ final class RunPodFollow {
       int m = Math.min(got.length, expected.length);
       if (!Arrays.equals(got, 0, m, expected, 0, m)) {
         channel.close(true); // something else printed first: the channel cannot be read as ours
-        done.tryFail(RunPodClient.badResponse("execute", false));
+        done.tryFail(RunPodErrors.badResponse("execute", false));
         return;
       }
       if (got.length < expected.length) {

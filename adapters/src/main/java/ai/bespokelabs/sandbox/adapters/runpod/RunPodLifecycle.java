@@ -58,7 +58,7 @@ final class RunPodLifecycle implements Lifecycle {
     long deadline = System.nanoTime() + client.settings().createTimeout().toNanos();
     return client.call("create", true, HttpMethod.POST, client.api("/pods"), body).transform(ar -> {
       if (ar.failed()) {
-        ProviderException e = RunPodClient.transportError("create", ar.cause(), true);
+        ProviderException e = RunPodErrors.transportError("create", ar.cause(), true);
         return e.error().outcome() == ProviderError.Outcome.UNKNOWN ? maybeCreated(request, e.error())
             : Future.failedFuture(e);
       }
@@ -77,7 +77,7 @@ final class RunPodLifecycle implements Lifecycle {
       } catch (ProviderException | ClassCastException e) {
         id = null;
       }
-      return id == null ? maybeCreated(request, RunPodClient.badResponse("create", true).error())
+      return id == null ? maybeCreated(request, RunPodErrors.badResponse("create", true).error())
           : Future.succeededFuture(id);
     }).compose(id -> awaitSsh(id, deadline, 100).map(id));
   }

@@ -236,7 +236,7 @@ final class RunPodSsh {
       return new ProviderException(ProviderError.of(ErrorCode.CONNECTION, RunPodProvider.BACKEND, op, false,
           ProviderError.Outcome.FAILED).withContext("provider_code", "host_key_changed"), t);
     }
-    return RunPodClient.transportError(op, t, false);
+    return RunPodErrors.transportError(op, t, false);
   }
 
   /** A Vert.x future completed on {@code context} by a MINA callback. */

@@ -257,7 +257,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   @Override
   public Future<String> adopt(CreateSandbox request, String resourceId) {
     if (resourceId == null || resourceId.isBlank()) {
-      return Future.failedFuture(TensorlakeClient.notFound("adopt"));
+      return Future.failedFuture(client.notFound("adopt"));
     }
     long deadline = createDeadline();
     return client.expect("adopt", false, HttpMethod.GET, sandboxes.url(resourceId), null, null).compose(r -> {
@@ -265,7 +265,7 @@ final class TensorlakeLifecycle implements Lifecycle {
       TensorlakeMarks marks = TensorlakeMarks.parse(s.getValue("name") instanceof String n ? n : null);
       if (marks == null || !marks.sandboxId().equals(request.sandboxId())
           || !marks.organizationId().equals(request.organizationId())) {
-        throw TensorlakeClient.notFound("adopt");
+        throw client.notFound("adopt");
       }
       return attach(resourceId, s, deadline, 0, false);
     }).map(resourceId);
@@ -278,7 +278,7 @@ final class TensorlakeLifecycle implements Lifecycle {
       return Future.succeededFuture();
     }
     if (TensorlakeSandboxes.GONE.contains(status)) {
-      return Future.failedFuture(TensorlakeClient.notFound("adopt"));
+      return Future.failedFuture(client.notFound("adopt"));
     }
     if (System.nanoTime() > deadline) {
       return Future.failedFuture(new ProviderException(ProviderError.of(ErrorCode.TIMEOUT, BACKEND, "adopt", true,
@@ -318,7 +318,7 @@ final class TensorlakeLifecycle implements Lifecycle {
   public Future<String> snapshot(SnapshotSandbox request) {
     String id = request.providerResourceId();
     if (id == null || id.isBlank()) {
-      return Future.failedFuture(TensorlakeClient.notFound("snapshot"));
+      return Future.failedFuture(client.notFound("snapshot"));
     }
     return client.expect("snapshot", true, HttpMethod.POST, sandboxes.url(id) + "/snapshot", null,
         new JsonObject().put("snapshot_type", "filesystem")).compose(r -> {

@@ -28,13 +28,13 @@ final class TensorlakeMetrics implements Metrics {
   public Future<SandboxMetrics> sample(MetricsRequest request) {
     String id = request.providerResourceId();
     if (id == null || id.isBlank()) {
-      return Future.failedFuture(TensorlakeClient.notFound("metrics"));
+      return Future.failedFuture(client.notFound("metrics"));
     }
     return client.expect("metrics", false, HttpMethod.GET, sandboxes.url(id), null, null).compose(r -> {
       JsonObject s = client.json("metrics", r, false);
       String status = s.getValue("status") instanceof String st ? st : "unknown";
       if (TensorlakeSandboxes.GONE.contains(status)) {
-        throw TensorlakeClient.notFound("metrics");
+        throw client.notFound("metrics");
       }
       if (!"running".equals(status)) {
         throw ApiException.conflict("sandbox is not running at Tensorlake");

@@ -89,7 +89,7 @@ final class TensorlakeSandboxes {
   /** The daemon of a running sandbox: remembered, or looked up with {@code GET /sandboxes/{id}}. */
   Future<TensorlakeClient.Daemon> daemon(String id, String op) {
     if (id == null) {
-      return Future.failedFuture(TensorlakeClient.notFound(op));
+      return Future.failedFuture(client.notFound(op));
     }
     TensorlakeClient.Daemon known = daemons.get(id);
     if (known != null) {
@@ -99,7 +99,7 @@ final class TensorlakeSandboxes {
       JsonObject s = client.json(op, r, false);
       String status = s.getString("status", "unknown");
       if (GONE.contains(status)) {
-        throw TensorlakeClient.notFound(op);
+        throw client.notFound(op);
       }
       if (!"running".equals(status)) {
         throw new ProviderException(ProviderError.of(ErrorCode.COMMAND_FAILED, TensorlakeProvider.BACKEND, op,

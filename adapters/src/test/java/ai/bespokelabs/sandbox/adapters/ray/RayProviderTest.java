@@ -442,9 +442,9 @@ class RayProviderTest {
       assertThat(conn.outcome()).isEqualTo(ProviderError.Outcome.FAILED);
     }
 
-    assertThat(RayClient.httpError("destroy", 404, null).error().code()).isEqualTo(ErrorCode.NOT_FOUND);
-    assertThat(RayClient.httpError("destroy", 403, null).error().code()).isEqualTo(ErrorCode.AUTHENTICATION);
-    assertThat(RayClient.httpError("list", 500, null).error().retryable()).isFalse();
+    assertThat(RayClient.statusError("destroy", 404, null).error().code()).isEqualTo(ErrorCode.NOT_FOUND);
+    assertThat(RayClient.statusError("destroy", 403, null).error().code()).isEqualTo(ErrorCode.AUTHENTICATION);
+    assertThat(RayClient.statusError("list", 500, null).error().retryable()).isFalse();
   }
 
   @Test
