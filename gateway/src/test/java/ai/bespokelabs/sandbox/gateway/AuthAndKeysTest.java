@@ -137,8 +137,13 @@ class AuthAndKeysTest {
         new JsonObject().put("name", "x").put("scopes", new JsonArray().add("root")));
     assertThat(unknown.status()).isEqualTo(422);
     assertThat(unknown.detail()).isEqualTo("unknown scope: root");
+    // as pydantic reads it; the gateway keeps instants, so a datetime without a timezone is UTC
     Resp naive = gw.post("/v1/api-keys", admin, new JsonObject().put("name", "x").put("expires_at", "2030-01-01T00:00:00"));
-    assertThat(naive.status()).isEqualTo(422);
+    assertThat(naive.status()).as(naive.body()).isEqualTo(201);
+    assertThat(java.time.OffsetDateTime.parse(naive.json().getString("expires_at")).toInstant())
+        .isEqualTo(java.time.Instant.parse("2030-01-01T00:00:00Z"));
+    Resp garbled = gw.post("/v1/api-keys", admin, new JsonObject().put("name", "x").put("expires_at", "2030-13-45"));
+    assertThat(garbled.status()).isEqualTo(422);
     Resp sorted = gw.post("/v1/api-keys", admin, new JsonObject().put("name", "x")
         .put("scopes", new JsonArray().add("usage:read").add("sandboxes:read").add("usage:read")));
     assertThat(sorted.json().getJsonArray("scopes")).isEqualTo(new JsonArray().add("sandboxes:read").add("usage:read"));
