@@ -141,9 +141,12 @@ class HostBoundaryTest {
     }
     assertThat(seen).as("command lines holding an environment value").isEmpty();
     assertThat(running.get(30, TimeUnit.SECONDS).getString("stdout")).isEqualTo(value + "-e " + value + "-c\n");
+    // executions started one by one hand their environment over in a file there; a supervisor over its pipe
     Path runDir = gw.dataDir.resolve("bwrap".equals(backend) ? "bwrap-sandboxes" : "sandboxes").resolve(".run");
-    try (var left = Files.list(runDir)) {
-      assertThat(left.toList()).as("handed-over environments left behind").isEmpty();
+    if (Files.exists(runDir)) {
+      try (var left = Files.list(runDir)) {
+        assertThat(left.toList()).as("handed-over environments left behind").isEmpty();
+      }
     }
   }
 

@@ -115,7 +115,7 @@ final class LocalExecutions {
 
   /** Whether executions go through the sandbox's resident supervisor ({@link SupervisorBinary}). */
   private boolean supervised() {
-    return wrapper == HostWrapper.NONE && SupervisorBinary.enabled() && SupervisorBinary.path().isPresent();
+    return wrapper == HostWrapper.NONE && LocalProvider.supervised();
   }
 
   /**

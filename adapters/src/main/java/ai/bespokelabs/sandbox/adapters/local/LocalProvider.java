@@ -46,6 +46,11 @@ public final class LocalProvider implements BlockingProvider {
       : EnumSet.of(Capability.FILES, Capability.ADOPT);
   public static final String BACKEND = "local";
 
+  /** Whether {@code local} executions run under a resident supervisor on this host ({@link SupervisorBinary}). */
+  public static boolean supervised() {
+    return SupervisorBinary.enabled() && SupervisorBinary.path().isPresent();
+  }
+
   private final String backend;
   private final HostWrapper wrapper;
   private final Workdirs workdirs;
