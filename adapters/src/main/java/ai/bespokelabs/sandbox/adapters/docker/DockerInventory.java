@@ -65,9 +65,15 @@ final class DockerInventory implements Inventory {
         });
   }
 
-  /** Force-removes a container and its anonymous volumes; false when it did not exist. */
+  /**
+   * Kills a container, then force-removes it with its anonymous volumes; false when it did not exist. The kill
+   * comes first because Podman's forced removal stops a running container with its stop timeout (10 s for a
+   * program that ignores SIGTERM) before removing it; a kill that finds it stopped or gone changes nothing.
+   */
   Future<Boolean> remove(String id) {
-    return engine.delete("destroy", "/containers/" + DockerEngine.q(id) + "?force=true&v=true", CALL).compose(r -> {
+    String container = "/containers/" + DockerEngine.q(id);
+    return engine.post("destroy", container + "/kill", null, CALL).otherwiseEmpty()
+        .compose(killed -> engine.delete("destroy", container + "?force=true&v=true", CALL)).compose(r -> {
       if (r.status() == 404) {
         return Future.succeededFuture(false);
       }
