@@ -113,10 +113,13 @@ public final class Api {
     BodyDeadline deadline = new BodyDeadline(ctx.vertx(), ctx, bodyIdleMillis, done::tryFail);
     done.future().onComplete(ar -> deadline.stop());
     req.handler(chunk -> {
+      if (done.future().isComplete()) {
+        return;
+      }
       deadline.waiting();
       if (body.length() + chunk.length() > limit) {
         done.tryFail(new ApiException(413, ErrorMapper.reason(413)));
-      } else if (!done.future().isComplete()) {
+      } else {
         body.appendBuffer(chunk);
       }
     });

@@ -48,6 +48,9 @@ final class BodyDeadline {
   private void expire() {
     timer = -1;
     over = true;
+    if (ctx.response().headWritten()) {
+      return; // answered already (a body over the limit, say): the router drains or closes the rest
+    }
     ctx.put(STALLED, true);
     ctx.response().putHeader("Connection", "close");
     ctx.addBodyEndHandler(v -> ctx.request().connection().close());
